@@ -1,0 +1,70 @@
+/* scenario.h - the build variant, one flag per seed case (chapter 4).
+ * Exactly one SCENARIO_xxx is defined on the command line; the rest of the
+ * code asks the SCEN_* questions below instead of testing names, so that the
+ * difference between two ELFs is only the case. */
+#ifndef SCENARIO_H
+#define SCENARIO_H
+
+#if defined(SCENARIO_HEALTHY)
+#define SCENARIO_NAME "healthy"
+#elif defined(SCENARIO_LOAD_PEAK)
+#define SCENARIO_NAME "load-peak"
+#elif defined(SCENARIO_REORDER)
+#define SCENARIO_NAME "reorder"
+#elif defined(SCENARIO_BRANCH_PEAK)
+#define SCENARIO_NAME "branch-peak"
+#elif defined(SCENARIO_LEAK_ON_SWITCH)
+#define SCENARIO_NAME "leak-on-switch"
+#elif defined(SCENARIO_FRAGMENTATION)
+#define SCENARIO_NAME "fragmentation"
+#elif defined(SCENARIO_OVERLAP)
+#define SCENARIO_NAME "overlap"
+#else
+#error "define one SCENARIO_xxx"
+#endif
+
+/* The case flags (0/1), so that code can use plain if (SCEN_x).
+ * SCEN_COMPRESSED_MODEL 4.1: model compressed in flash; load holds file + inflate + weights.
+ * SCEN_NHWC_CONV_B      4.2: conv_b ships NHWC, its op_init re-lays it out into an NCHW copy.
+ * SCEN_BRANCH_BUFFERS   4.3: head branches each malloc their output, all kept until det_post.
+ * SCEN_BAD_SHARE_HINT   4.3 risk: a manual hint shares head_p4_out with head_p3_out
+ *                       although det_post still reads head_p3_out.
+ * SCEN_DEFERRED_DECODE  head outputs decoded in det_post (all live) instead of at once.
+ * SCEN_LEAK_ON_SWITCH   4.4: model_switch's teardown returns early, skips free(op_contexts).
+ * SCEN_FRAGMENTATION    4.4: long-lived records interleaved with per-layer weight blocks. */
+#define SCEN_COMPRESSED_MODEL 0
+#define SCEN_NHWC_CONV_B      0
+#define SCEN_BRANCH_BUFFERS   0
+#define SCEN_BAD_SHARE_HINT   0
+#define SCEN_LEAK_ON_SWITCH   0
+#define SCEN_FRAGMENTATION    0
+#if defined(SCENARIO_LOAD_PEAK)
+#undef SCEN_COMPRESSED_MODEL
+#define SCEN_COMPRESSED_MODEL 1
+#elif defined(SCENARIO_REORDER)
+#undef SCEN_NHWC_CONV_B
+#define SCEN_NHWC_CONV_B 1
+#elif defined(SCENARIO_BRANCH_PEAK)
+#undef SCEN_BRANCH_BUFFERS
+#define SCEN_BRANCH_BUFFERS 1
+#elif defined(SCENARIO_OVERLAP)
+#undef SCEN_BAD_SHARE_HINT
+#define SCEN_BAD_SHARE_HINT 1
+#elif defined(SCENARIO_LEAK_ON_SWITCH)
+#undef SCEN_LEAK_ON_SWITCH
+#define SCEN_LEAK_ON_SWITCH 1
+#elif defined(SCENARIO_FRAGMENTATION)
+#undef SCEN_FRAGMENTATION
+#define SCEN_FRAGMENTATION 1
+#endif
+#define SCEN_DEFERRED_DECODE (SCEN_BRANCH_BUFFERS || SCEN_BAD_SHARE_HINT)
+
+#if defined(ALLOC_HEAP4)
+#define ALLOC_NAME "heap4"
+#elif defined(ALLOC_NANO)
+#define ALLOC_NAME "nano"
+#else
+#error "define ALLOC_HEAP4 or ALLOC_NANO"
+#endif
+
+#endif

@@ -1,0 +1,271 @@
+# heapwalk.py - gdb-multiarch Python helpers to measure the firmware's heap
+# at the lifecycle phases (used by tools/measure.sh; see README "Measuring").
+#
+#   (gdb) source tools/heapwalk.py
+#   (gdb) heapstat            one line: free, largest free block, ratio, ...
+#   (gdb) phase-trace N       run N lifecycles, one line per phase entry/return
+#
+# heap4: reads xStart/pxEnd/xFreeBytesRemaining and walks the free list.
+# nano : walks __malloc_free_list; break = __sbrk_heap_end; limit = _heap_limit.
+#        "free" = free-list bytes + headroom (limit - break), like heap4's
+#        counter it includes chunk headers; "largest" = max(largest free
+#        chunk, headroom). The seed's ratio is largest/free.
+import gdb
+
+MSB = 0x80000000
+
+
+def val(expr):
+    return int(gdb.parse_and_eval(expr))
+
+
+def is_heap4():
+    try:
+        gdb.parse_and_eval("xFreeBytesRemaining")
+        return True
+    except gdb.error:
+        return False
+
+
+def stat():
+    inf = gdb.selected_inferior()
+    if is_heap4():
+        if val("(unsigned)pxEnd") == 0:
+            # Lazy init not done yet: report what prvHeapInit will create.
+            base = val("(unsigned)&ucHeap")
+            start = (base + 7) & ~7
+            end = (base + val("sizeof(ucHeap)") - 8) & ~7
+            return dict(free=end - start, largest=end - start, nfree=1, minever=end - start)
+        end = val("(unsigned)pxEnd")
+        b = val("(unsigned)xStart.pxNextFreeBlock")
+        largest = n = tot = 0
+        while b != end and n < 10000:
+            size = int.from_bytes(inf.read_memory(b + 4, 4), "little")
+            tot += size
+            largest = max(largest, size)
+            n += 1
+            b = int.from_bytes(inf.read_memory(b, 4), "little")
+        free = val("xFreeBytesRemaining")
+        assert free == tot, "walk %d != xFreeBytesRemaining %d" % (tot, free)
+        return dict(free=free, largest=largest, nfree=n,
+                    minever=val("xMinimumEverFreeBytesRemaining"))
+    c = val("(unsigned)__malloc_free_list")
+    largest = n = tot = 0
+    while c != 0 and n < 10000:
+        size = int.from_bytes(inf.read_memory(c, 4), "little")
+        tot += size
+        largest = max(largest, size)
+        n += 1
+        c = int.from_bytes(inf.read_memory(c + 4, 4), "little")
+    brk = val("(unsigned)__sbrk_heap_end") or val("(unsigned)&_end")
+    head = val("(unsigned)&_heap_limit") - brk
+    return dict(free=tot + head, largest=max(largest, head), nfree=n, listfree=tot,
+                headroom=head, brk=brk)
+
+
+def fmt(s):
+    r = s["largest"] / s["free"] if s["free"] else 0.0
+    extra = ""
+    if "headroom" in s:
+        extra = " list=%d headroom=%d brk=0x%08x" % (s["listfree"], s["headroom"], s["brk"])
+    else:
+        extra = " minever=%d" % s["minever"]
+    return "free=%d largest=%d ratio=%.3f nfree=%d%s" % (s["free"], s["largest"], r,
+                                                           s["nfree"], extra)
+
+
+class HeapStat(gdb.Command):
+    def __init__(self):
+        super().__init__("heapstat", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        print(fmt(stat()))
+
+
+PHASES = ["model_load", "graph_build", "inference_run", "model_switch", "model_release"]
+
+
+class FinishBp(gdb.FinishBreakpoint):
+    def __init__(self, frame, log, name):
+        super().__init__(frame, internal=True)
+        self.log, self.name = log, name
+
+    def stop(self):
+        self.log.append(("ret", self.name, stat(), None))
+        return False
+
+
+class PhaseBp(gdb.Breakpoint):
+    def __init__(self, name, log):
+        # op_init/op_invoke: after the prologue (push only) the index is
+        # still in r1 (the named parameter may be optimised out at -O2).
+        spec = name
+        super().__init__(spec, internal=True)
+        self.name, self.log = name, log
+
+    def stop(self):
+        extra = None
+        if self.name in ("op_init", "op_invoke"):
+            extra = val("$r1")
+        self.log.append(("enter", self.name, stat(), extra))
+        FinishBp(gdb.newest_frame(), self.log, self.name if extra is None
+                 else "%s(%d)" % (self.name, extra))
+        return False
+
+
+class PhaseTrace(gdb.Command):
+    """phase-trace N [ops]: run N lifecycles and print free bytes at every phase
+    entry/return (and per op_init/op_invoke with 'ops')."""
+
+    def __init__(self):
+        super().__init__("phase-trace", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        args = arg.split()
+        n = int(args[0]) if args else 2
+        log = []
+        names = PHASES + (["op_init", "op_invoke"] if "ops" in args else [])
+        bps = [PhaseBp(p, log) for p in names]
+        stop = gdb.Breakpoint("model_release", internal=True)
+        stop.ignore_count = n  # stop at the (n+1)th release entry
+        oom = gdb.Breakpoint("fw_oom", internal=True)
+        gdb.execute("continue", to_string=True)
+        for b in bps + [stop, oom]:
+            b.delete()
+        it = 0
+        for kind, name, s, _extra in log:
+            if kind == "enter" and name == "model_load":
+                it += 1
+            print("iter %d %-5s %-22s %s" % (it, kind, name, fmt(s)))
+        print("stopped in:", gdb.selected_frame().name())
+
+
+HeapStat()
+PhaseTrace()
+
+
+class FreeBp(gdb.Breakpoint):
+    """Free bytes are at a local minimum right before every free: this is
+    where the peaks inside a phase are caught."""
+
+    def __init__(self, log):
+        super().__init__("mem_free", internal=True)
+        self.log = log
+
+    def stop(self):
+        self.log.append(("free", "mem_free", stat(), val("g_current_layer")))
+        return False
+
+
+class PhaseSummary(gdb.Command):
+    """phase-summary N: run N lifecycles; per iteration print the README figures."""
+
+    def __init__(self):
+        super().__init__("phase-summary", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        n = int(arg or 2)
+        log = []
+        bps = [PhaseBp(p, log) for p in PHASES + ["op_init"]] + [FreeBp(log)]
+        # op_init steps = difference between consecutive op_init entries; the
+        # last one ends where graph_build calls planner_plan (the arena).
+        plan = gdb.Breakpoint("planner_plan", internal=True)
+        plan.silent = True
+        PlanBp = type("PlanBp", (gdb.Breakpoint,), {"stop": lambda self: (
+            log.append(("enter", "planner_plan", stat(), None)), False)[1]})
+        plan.delete()
+        bps.append(PlanBp("planner_plan", internal=True))
+        stop = gdb.Breakpoint("model_load", internal=True)
+        stop.ignore_count = n
+        oom = gdb.Breakpoint("fw_oom", internal=True)
+        gdb.execute("continue", to_string=True)
+        for b in bps + [stop, oom]:
+            b.delete()
+        where = gdb.selected_frame().name()
+        ops = [str(gdb.parse_and_eval("g_ops[%d].name" % i).string()) for i in range(15)]
+        it, phase, infer_n = 0, None, 0
+        rows = {}
+        for kind, name, s, extra in log:
+            f = s["free"]
+            if kind == "enter" and name == "model_load":
+                it += 1
+                infer_n = 0
+                rows[it] = r = {"steps": [], "peaks": {}}
+                r["baseline"] = f
+            r = rows[it]
+            if kind == "enter" and name in PHASES:
+                phase = name
+                if name == "inference_run":
+                    infer_n += 1
+                    phase = "inference_run#%d" % infer_n
+                r["peaks"][phase] = (f, None)
+                r["enter " + phase] = f
+            elif kind == "ret" and name in PHASES:
+                r["ret " + phase] = f
+                r["ratio " + phase] = s["largest"] / f if f else 0
+                if f < r["peaks"][phase][0]:
+                    r["peaks"][phase] = (f, None)
+            elif kind == "enter" and name in ("op_init", "planner_plan") and phase == "graph_build":
+                if "op_enter" in r:
+                    r["steps"].append((ops[r["op_idx"]], r["op_enter"] - f))
+                r["op_enter"], r["op_idx"] = f, extra
+                if name == "planner_plan":
+                    del r["op_enter"]
+            elif kind == "free" and phase is not None:
+                if f < r["peaks"][phase][0]:
+                    r["peaks"][phase] = (f, extra)
+        for i in sorted(rows):
+            r = rows[i]
+            g = r.get
+            print("iteration %d (%s)" % (i, "complete" if "ret model_release" in r else "partial"))
+            print("  baseline (model_load entry) free=%d" % r["baseline"])
+            for ph in ["model_load", "graph_build", "inference_run#1", "model_switch",
+                       "inference_run#2", "model_release"]:
+                if "enter " + ph not in r:
+                    continue
+                pk, layer = r["peaks"][ph]
+                lay = "" if layer is None or layer < 0 else " at layer %d (%s)" % (layer, ops[layer])
+                print("  %-16s enter=%-6d peak(min free)=%-6d%s ret=%s  overhead=%d  ratio@ret=%.3f" % (
+                    ph, r["enter " + ph], pk, lay, g("ret " + ph, "-"), r["enter " + ph] - pk,
+                    g("ratio " + ph, 0)))
+            st = r["steps"]
+            if st:
+                print("  op_init steps: " + ", ".join("%s=%d" % x for x in st))
+                big = max(st, key=lambda x: x[1])
+                print("  largest op_init step: %s %d; resident build (graph_build) %d" % (
+                    big[0], big[1], r["enter graph_build"] - r.get("ret graph_build", 0)))
+        print("stopped in:", where)
+
+
+PhaseSummary()
+
+
+class TensorOverlaps(gdb.Command):
+    """tensor-overlaps: pairs in g_tensors whose lifetimes AND address ranges
+    intersect (addr 0 = not placed in the arena, skipped)."""
+
+    def __init__(self):
+        super().__init__("tensor-overlaps", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        n = val("g_tensor_count")
+        ts = []
+        for i in range(n):
+            t = gdb.parse_and_eval("g_tensors[%d]" % i)
+            ts.append((t["name"].string(), int(t["addr"]), int(t["size"]),
+                       int(t["producer"]), int(t["last_consumer"])))
+        pairs = 0
+        for i in range(n):
+            for j in range(i + 1, n):
+                a, b = ts[i], ts[j]
+                if not a[1] or not b[1]:
+                    continue
+                if a[3] <= b[4] and b[3] <= a[4] and a[1] < b[1] + b[2] and b[1] < a[1] + a[2]:
+                    pairs += 1
+                    lo, hi = max(a[1], b[1]), min(a[1] + a[2], b[1] + b[2])
+                    print("overlap: %s [L%d..L%d] and %s [L%d..L%d] share 0x%08x-0x%08x (%d bytes)" % (
+                        a[0], a[3], a[4], b[0], b[3], b[4], lo, hi, hi - lo))
+        print("%d overlapping pair(s) among %d tensors" % (pairs, n))
+
+
+TensorOverlaps()
