@@ -1,0 +1,97 @@
+//! Errors a target can report.
+
+use std::time::Duration;
+
+/// Result type of target operations.
+pub type Result<T, E = TargetError> = std::result::Result<T, E>;
+
+/// Coarse classification so callers can react without matching every variant
+/// (as `embedded-hal`'s `ErrorKind` does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The address is not backed by memory the target will read.
+    Unmapped,
+    /// The target did not answer in time.
+    Timeout,
+    /// The operation needs a halted core.
+    NotHalted,
+    /// The backend cannot do this at all.
+    Unsupported,
+    /// The link to the target failed (socket, USB, probe).
+    Transport,
+    /// The target is gone (exited, killed, detached).
+    Gone,
+}
+
+/// An error from a target backend.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetError {
+    /// Memory at this range could not be read or written.
+    #[error("memory at {addr:#010x} ({len} bytes) is not accessible")]
+    Unmapped {
+        /// First address of the failed access.
+        addr: u64,
+        /// Length of the failed access.
+        len: usize,
+    },
+    /// The target did not answer in time.
+    #[error("target did not answer within {0:?} ({1})")]
+    Timeout(Duration, &'static str),
+    /// The core must be halted first.
+    #[error("the core is running; halt it first")]
+    NotHalted,
+    /// The backend lacks this capability.
+    #[error("{0} is not supported by this target")]
+    Unsupported(&'static str),
+    /// The connection failed.
+    #[error("connection to the target failed: {context}")]
+    Transport {
+        /// What was being done.
+        context: String,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The peer broke the protocol.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The program on the target exited.
+    #[error("the target exited with status {0}")]
+    Exited(i32),
+    /// The target was killed or the connection closed.
+    #[error("the target is gone: {0}")]
+    Gone(String),
+    /// The server answered a request with an error code.
+    #[error("the target refused {request}: error {code:#04x}")]
+    Refused {
+        /// Short name of the request.
+        request: &'static str,
+        /// Errno-style code from the server.
+        code: u8,
+    },
+}
+
+impl TargetError {
+    /// The coarse kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            TargetError::Unmapped { .. } => ErrorKind::Unmapped,
+            TargetError::Timeout(..) => ErrorKind::Timeout,
+            TargetError::NotHalted => ErrorKind::NotHalted,
+            TargetError::Unsupported(_) => ErrorKind::Unsupported,
+            TargetError::Transport { .. } | TargetError::Protocol(_) => ErrorKind::Transport,
+            TargetError::Exited(_) | TargetError::Gone(_) => ErrorKind::Gone,
+            TargetError::Refused { .. } => ErrorKind::Unmapped,
+        }
+    }
+
+    /// Wraps an I/O error with what was being done.
+    pub fn transport(context: impl Into<String>, source: std::io::Error) -> Self {
+        TargetError::Transport {
+            context: context.into(),
+            source,
+        }
+    }
+}

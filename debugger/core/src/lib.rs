@@ -1,0 +1,31 @@
+//! The seam between memlife's analysis code and the things it debugs.
+//!
+//! Analysis code (heap walkers, DWARF value readers, the audit engine) only ever sees
+//! [`Memory`]; live-only capabilities sit behind `Option`-returning accessors on [`Target`], so an
+//! offline [`Snapshot`] and a live backend (a GDB remote server, a probe) fit the same seam. A plan
+//! that needs a capability the backend lacks fails before it runs.
+//!
+//! # Layout
+//! - [`error`]: [`TargetError`] and its coarse [`ErrorKind`].
+//! - [`memory`]: [`Memory`] (bulk reads) and [`MemoryWrite`].
+//! - [`registers`]: [`Registers`] and the architecture-neutral [`Register`] roles.
+//! - [`control`]: [`Control`] (halt, resume, step, wait) and [`StopReason`].
+//! - [`breakpoints`]: [`Breakpoints`] and [`Watchpoints`].
+//! - [`target`]: [`Target`], the composite every backend implements, and [`LinkStats`].
+//! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
+
+pub mod breakpoints;
+pub mod control;
+pub mod error;
+pub mod memory;
+pub mod registers;
+pub mod snapshot;
+pub mod target;
+
+pub use breakpoints::{BreakpointKind, Breakpoints, WatchKind, Watchpoints};
+pub use control::{Control, StopReason};
+pub use error::{ErrorKind, Result, TargetError};
+pub use memory::{Memory, MemoryWrite};
+pub use registers::{Register, Registers};
+pub use snapshot::{Snapshot, SnapshotRegion};
+pub use target::{LinkStats, Target};

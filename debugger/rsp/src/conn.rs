@@ -1,0 +1,176 @@
+//! The byte stream under the client: framing, acknowledgements and deadlines on a socket.
+//!
+//! Every read has a deadline, so a peer that stops talking (or talks garbage forever) costs at
+//! most the timeout. Bytes read past a frame stay buffered, so a wait that times out in the
+//! middle of a stop reply loses nothing. A closed socket is remembered and reported as
+//! [`TargetError::Gone`] from then on.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use memlife_core::{Result, TargetError};
+
+use crate::packet::{self, MAX_FRAME};
+
+/// How often a packet is sent again after a `-` before giving up.
+const MAX_RETRIES: usize = 3;
+
+/// A framed, acknowledged packet stream.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    /// Acknowledgements are on until `QStartNoAckMode` succeeds.
+    pub(crate) ack: bool,
+    closed: bool,
+}
+
+impl Conn {
+    pub(crate) fn new(stream: TcpStream) -> Self {
+        Conn {
+            stream,
+            buf: Vec::new(),
+            ack: true,
+            closed: false,
+        }
+    }
+
+    /// Reads more bytes into the buffer; `Ok(false)` when the deadline passed first.
+    fn fill(&mut self, deadline: Instant, what: &'static str) -> Result<bool> {
+        if self.closed {
+            return Err(TargetError::Gone("the server closed the connection".into()));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(false);
+        }
+        // A zero timeout means "block forever" to the OS: never pass one.
+        let wait = (deadline - now).max(Duration::from_millis(1));
+        self.stream
+            .set_read_timeout(Some(wait))
+            .map_err(|e| TargetError::transport("setting the socket timeout", e))?;
+        let mut chunk = [0u8; 8192];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => {
+                self.closed = true;
+                tracing::debug!(what, "server closed the connection");
+                Err(TargetError::Gone(format!(
+                    "the server closed the connection while waiting for {what}"
+                )))
+            }
+            Ok(n) => {
+                if self.buf.len() + n > MAX_FRAME * 2 {
+                    return Err(TargetError::Protocol(format!(
+                        "the server sent more than {MAX_FRAME} bytes without a complete packet"
+                    )));
+                }
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(true)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => Ok(true),
+            Err(e) => {
+                self.closed = true;
+                Err(TargetError::transport(format!("reading {what}"), e))
+            }
+        }
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.closed {
+            return Err(TargetError::Gone("the server closed the connection".into()));
+        }
+        self.stream.write_all(bytes).map_err(|e| {
+            self.closed = true;
+            TargetError::transport("sending to the server", e)
+        })
+    }
+
+    /// Sends the interrupt byte (no framing, no ack).
+    pub(crate) fn interrupt(&mut self) -> Result<()> {
+        self.write_raw(&[packet::INTERRUPT])
+    }
+
+    /// Sends a packet and, in ack mode, waits for `+`, resending on `-`.
+    pub(crate) fn send(&mut self, data: &[u8], timeout: Duration) -> Result<()> {
+        let frame = packet::encode(data);
+        tracing::trace!(packet = %String::from_utf8_lossy(data), "->");
+        for _ in 0..=MAX_RETRIES {
+            self.write_raw(&frame)?;
+            if !self.ack {
+                return Ok(());
+            }
+            let deadline = Instant::now() + timeout;
+            loop {
+                match self.buf.first() {
+                    Some(b'+') => {
+                        self.buf.remove(0);
+                        return Ok(());
+                    }
+                    Some(b'-') => {
+                        self.buf.remove(0);
+                        tracing::debug!("server asked for a retransmission");
+                        break;
+                    }
+                    // A reply without an ack: lenient servers do this; take it as acked.
+                    Some(b'$') => return Ok(()),
+                    Some(_) => {
+                        self.buf.remove(0);
+                    }
+                    None => {
+                        if !self.fill(deadline, "an acknowledgement")? {
+                            return Err(TargetError::Timeout(timeout, "acknowledgement"));
+                        }
+                    }
+                }
+            }
+        }
+        Err(TargetError::Protocol(format!(
+            "the server rejected a packet {} times",
+            MAX_RETRIES + 1
+        )))
+    }
+
+    /// Receives one packet. `Ok(None)` when `timeout` passes first; a partial frame stays
+    /// buffered for the next call.
+    pub(crate) fn recv(
+        &mut self,
+        timeout: Duration,
+        what: &'static str,
+    ) -> Result<Option<Vec<u8>>> {
+        let deadline = Instant::now() + timeout;
+        let mut rejected = 0;
+        loop {
+            // Drop noise before the frame (stray acks, garbage).
+            match self.buf.iter().position(|&b| b == b'$') {
+                Some(start) => {
+                    self.buf.drain(..start);
+                }
+                None => self.buf.clear(),
+            }
+            if let Some((_, end)) = packet::find_frame(&self.buf) {
+                let frame: Vec<u8> = self.buf.drain(..end).collect();
+                match packet::decode_frame(&frame) {
+                    Ok(data) => {
+                        if self.ack {
+                            self.write_raw(b"+")?;
+                        }
+                        tracing::trace!(packet = %String::from_utf8_lossy(&data), "<-");
+                        return Ok(Some(data));
+                    }
+                    Err(e) if self.ack && rejected < MAX_RETRIES => {
+                        rejected += 1;
+                        tracing::debug!(error = %e, "bad packet, asking for a retransmission");
+                        self.write_raw(b"-")?;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            } else if self.buf.len() > MAX_FRAME {
+                return Err(packet::PacketError::TooLong.into());
+            } else if !self.fill(deadline, what)? {
+                return Ok(None);
+            }
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Starting `qemu-system-arm` halted with its gdbstub on a free loopback port.
+//!
+//! The port is found by binding 127.0.0.1:0 and releasing it, so another process can take it in
+//! between; when QEMU then fails to bind, the start is retried on a new port. [`QemuProcess`]
+//! kills and reaps QEMU when dropped, so a failing test or an error path never leaves one behind.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use memlife_core::{Result, TargetError};
+
+use crate::{ConnectOptions, GdbRemote};
+
+/// The emulator binary.
+pub const QEMU_BINARY: &str = "qemu-system-arm";
+/// How long QEMU gets to open its gdb port.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Attempts when the chosen port was taken in the meantime.
+const PORT_ATTEMPTS: usize = 4;
+
+/// A running QEMU, killed when dropped.
+#[derive(Debug)]
+pub struct QemuProcess {
+    child: Child,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+/// Ports handed out by this process, so parallel tests never pick the same one.
+static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+
+fn free_port() -> Result<u16> {
+    for _ in 0..16 {
+        let port = os_free_port()?;
+        if let Ok(mut given) = GIVEN.lock() {
+            if given.contains(&port) {
+                continue;
+            }
+            given.push(port);
+        }
+        return Ok(port);
+    }
+    os_free_port()
+}
+
+fn os_free_port() -> Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| TargetError::transport("finding a free loopback port", e))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| TargetError::transport("finding a free loopback port", e))?
+        .port();
+    Ok(port)
+}
+
+enum Attempt {
+    Ready(QemuProcess),
+    PortTaken(String),
+}
+
+impl QemuProcess {
+    /// Starts `qemu-system-arm -M MACHINE -S` with `elf` as the kernel and the gdbstub on a free
+    /// loopback port, and waits (at most 10 s) until the port accepts connections.
+    pub fn start(machine: &str, elf: &Path, extra_args: &[&str]) -> Result<QemuProcess> {
+        if !elf.is_file() {
+            return Err(TargetError::transport(
+                format!("firmware {} not found", elf.display()),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+            ));
+        }
+        let mut last = String::new();
+        for _ in 0..PORT_ATTEMPTS {
+            match Self::try_start(machine, elf, extra_args)? {
+                Attempt::Ready(q) => return Ok(q),
+                Attempt::PortTaken(msg) => {
+                    tracing::debug!(%msg, "QEMU could not bind its gdb port, retrying");
+                    last = msg;
+                }
+            }
+        }
+        Err(TargetError::Gone(format!(
+            "{QEMU_BINARY} could not bind a gdb port in {PORT_ATTEMPTS} attempts: {last}"
+        )))
+    }
+
+    fn try_start(machine: &str, elf: &Path, extra_args: &[&str]) -> Result<Attempt> {
+        let port = free_port()?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut cmd = Command::new(QEMU_BINARY);
+        cmd.args(["-M", machine, "-S", "-gdb"])
+            .arg(format!("tcp:127.0.0.1:{port}"))
+            .args(["-display", "none", "-monitor", "none", "-serial", "null"])
+            .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
+            .arg(elf)
+            .args(extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                TargetError::transport(
+                    format!(
+                        "{QEMU_BINARY} is not installed (on Debian/Ubuntu: apt-get install qemu-system-arm)"
+                    ),
+                    e,
+                )
+            } else {
+                TargetError::transport(format!("starting {QEMU_BINARY}"), e)
+            }
+        })?;
+        // Drain stderr on a thread so QEMU never blocks on a full pipe.
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut pipe) = child.stderr.take() {
+            let sink = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = pipe.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    if let Ok(mut s) = sink.lock() {
+                        s.extend_from_slice(&chunk[..n]);
+                    }
+                }
+            });
+        }
+        // From here on the guard owns the child: any return kills it.
+        let mut q = QemuProcess {
+            child,
+            addr,
+            stderr,
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            match q.exited() {
+                Some(status) => {
+                    // Let the drain thread catch the last words.
+                    std::thread::sleep(Duration::from_millis(50));
+                    let msg = q.stderr_text();
+                    if msg.contains("ddress already in use") || msg.contains("Failed to bind") {
+                        return Ok(Attempt::PortTaken(msg));
+                    }
+                    return Err(TargetError::Gone(format!(
+                        "{QEMU_BINARY} exited ({status}) before opening its gdb port: {}",
+                        msg.trim()
+                    )));
+                }
+                None => {
+                    if q.port_is_listening() {
+                        return Ok(Attempt::Ready(q));
+                    }
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(TargetError::Timeout(
+                    START_TIMEOUT,
+                    "QEMU opening its gdb port",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether *our* QEMU listens on the gdb port. On Linux this is read from /proc (the
+    /// listening socket's inode must be one of the child's file descriptors), which neither
+    /// disturbs QEMU's gdbstub (it accepts a single client) nor mistakes another process that
+    /// took the same port for ours. Elsewhere, a probe connection.
+    fn port_is_listening(&self) -> bool {
+        let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+            return TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok();
+        };
+        let port = format!(":{:04X}", self.addr.port());
+        // Columns: sl local_address rem_address st ... inode (10th).
+        let inodes: Vec<String> = table
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let listening = f.get(1)?.ends_with(&port) && *f.get(3)? == "0A";
+                listening.then(|| format!("socket:[{}]", f.get(9).copied().unwrap_or_default()))
+            })
+            .collect();
+        if inodes.is_empty() {
+            return false;
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", self.child.id())) else {
+            return false;
+        };
+        fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .map(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+                .unwrap_or(false)
+        })
+    }
+
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    fn stderr_text(&self) -> String {
+        self.stderr
+            .lock()
+            .map(|s| String::from_utf8_lossy(&s).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The gdbstub address (127.0.0.1:PORT).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// QEMU's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What QEMU wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr_text()
+    }
+
+    /// Connects a [`GdbRemote`] to this QEMU.
+    pub fn connect(&self) -> Result<GdbRemote> {
+        GdbRemote::connect(&self.addr.to_string())
+    }
+
+    /// Connects with explicit timeouts.
+    pub fn connect_with(&self, options: ConnectOptions) -> Result<GdbRemote> {
+        GdbRemote::connect_with(&self.addr.to_string(), options)
+    }
+}
+
+impl Drop for QemuProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,366 @@
+//! The client against scripted fake servers on 127.0.0.1: the exact bytes it sends, and how it
+//! survives servers that refuse, vanish or never answer.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use memlife_core::{
+    BreakpointKind, Breakpoints, Control, Memory, Register, Registers, StopReason, Target,
+    TargetError, WatchKind, Watchpoints,
+};
+use memlife_rsp::packet::encode;
+use memlife_rsp::{ConnectOptions, GdbRemote};
+
+/// One step of a fake server's script.
+enum Step {
+    /// The client must send exactly these bytes next.
+    Expect(Vec<u8>),
+    /// The server sends these bytes.
+    Send(Vec<u8>),
+    /// The server closes the connection.
+    Close,
+    /// The server reads whatever comes and never answers, for this long.
+    Silence(Duration),
+}
+use Step::*;
+
+fn pkt(s: &str) -> Vec<u8> {
+    encode(s.as_bytes())
+}
+
+fn ack_pkt(s: &str) -> Vec<u8> {
+    let mut v = b"+".to_vec();
+    v.extend(pkt(s));
+    v
+}
+
+/// Starts a server that plays `script` to the first client; joining it returns the script's
+/// verdict (a mismatch panics in the server thread and fails the join).
+fn serve(script: Vec<Step>) -> (String, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let handle = std::thread::spawn(move || {
+        let (mut sock, _) = listener.accept().unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        for (i, step) in script.into_iter().enumerate() {
+            match step {
+                Expect(want) => {
+                    let mut got = vec![0u8; want.len()];
+                    sock.read_exact(&mut got).unwrap_or_else(|e| {
+                        panic!(
+                            "step {i}: waiting for {:?}: {e}",
+                            String::from_utf8_lossy(&want)
+                        )
+                    });
+                    assert_eq!(
+                        String::from_utf8_lossy(&got),
+                        String::from_utf8_lossy(&want),
+                        "step {i}"
+                    );
+                }
+                Send(bytes) => sock.write_all(&bytes).unwrap(),
+                Close => return,
+                Silence(d) => {
+                    let end = Instant::now() + d;
+                    let mut sink = [0u8; 256];
+                    sock.set_read_timeout(Some(Duration::from_millis(20)))
+                        .unwrap();
+                    while Instant::now() < end {
+                        let _ = sock.read(&mut sink);
+                    }
+                }
+            }
+        }
+        // Keep the socket open until the client is done.
+        let mut rest = Vec::new();
+        let _ = sock.read_to_end(&mut rest);
+    });
+    (addr, handle)
+}
+
+const QSUP: &str = "qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;xmlRegisters=arm";
+
+/// QEMU 7.2's handshake without a target description: acks on, no `QStartNoAckMode`.
+fn qemu_like_handshake() -> Vec<Step> {
+    vec![
+        Expect(pkt(QSUP)),
+        Send(ack_pkt("PacketSize=1000;vContSupported+;multiprocess+")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("?")),
+        Send(ack_pkt("T05thread:p01.01;")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("vCont?")),
+        Send(ack_pkt("vCont;c;C;s;S")),
+        Expect(b"+".to_vec()),
+    ]
+}
+
+fn opts(read_ms: u64) -> ConnectOptions {
+    ConnectOptions {
+        connect_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_millis(read_ms),
+    }
+}
+
+/// QEMU's classic 168-byte `g`: r0..r15, eight 12-byte FPA registers, fps, then cpsr at 164.
+fn classic_g(pc: u32, sp: u32, xpsr: u32) -> String {
+    let mut g = vec![0u8; 168];
+    g[13 * 4..14 * 4].copy_from_slice(&sp.to_le_bytes());
+    g[15 * 4..16 * 4].copy_from_slice(&pc.to_le_bytes());
+    g[164..168].copy_from_slice(&xpsr.to_le_bytes());
+    memlife_rsp::packet::to_hex(&g)
+}
+
+#[test]
+fn handshake_with_acks_fallback_registers_and_refused_read() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(pkt("g")),
+        Send(ack_pkt(&classic_g(0x0800_003c, 0x2002_0000, 0x4100_0000))),
+        Expect(b"+".to_vec()),
+        Expect(pkt("mf0000000,10")),
+        Send(ack_pkt("E01")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("m20000000,4")),
+        Send(ack_pkt("78563412")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    assert!(t.is_halted());
+    assert!(!t.has_target_description());
+    assert!(t.features().vcont_continue && t.features().vcont_step);
+    assert_eq!(t.describe(), format!("gdb-remote {addr}"));
+    // One g serves every register while halted.
+    assert_eq!(
+        t.read_register(Register::ProgramCounter).unwrap(),
+        0x0800_003c
+    );
+    assert_eq!(
+        t.read_register(Register::StackPointer).unwrap(),
+        0x2002_0000
+    );
+    let all = t.read_all_registers().unwrap();
+    assert_eq!(all.len(), 17);
+    assert_eq!(all[16], ("xpsr".to_string(), 0x4100_0000));
+    let err = t.read_vec(0xf000_0000, 16).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TargetError::Unmapped {
+                addr: 0xf000_0000,
+                len: 16
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(t.read_u32(0x2000_0000).unwrap(), 0x1234_5678);
+    let stats = t.link_stats();
+    assert_eq!((stats.reads, stats.bytes, stats.max_read), (2, 4, 2046));
+    drop(t);
+    server.join().unwrap();
+}
+
+#[test]
+fn no_ack_mode_when_offered_and_split_reads() {
+    let script = vec![
+        Expect(pkt(QSUP)),
+        Send(ack_pkt("PacketSize=100;QStartNoAckMode+")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("QStartNoAckMode")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        // From here on, no acks either way.
+        Expect(pkt("?")),
+        Send(pkt("S05")),
+        Expect(pkt("vCont?")),
+        Send(pkt("")),
+        // PacketSize 0x100: (256 - 4) / 2 = 126 bytes per m.
+        Expect(pkt("m20000000,7e")),
+        Send(pkt(&"11".repeat(126))),
+        Expect(pkt("m2000007e,7e")),
+        Send(pkt(&"22".repeat(126))),
+        Expect(pkt("m200000fc,30")),
+        // Run-length encoded reply: "33" then 46 more '3' = 48 chars = 24 bytes, then 24 more.
+        Send(pkt_raw(&format!(
+            "33*{}{}",
+            char::from(46 + 29),
+            "44".repeat(24)
+        ))),
+        Expect(pkt("Z0,8000100,2")),
+        Send(pkt("OK")),
+        Expect(pkt("Z2,20000004,4")),
+        Send(pkt("OK")),
+        // No vCont: plain c.
+        Expect(pkt("g")),
+        Send(pkt(&classic_g(0x0800_0000, 0x2000_1000, 0))),
+        Expect(pkt("c")),
+        Send(pkt("O48690a")),
+        Send(pkt("T05thread:01;watch:20000004;")),
+        Expect(pkt("g")),
+        Send(pkt(&classic_g(0x0800_0020, 0x2000_1000, 0))),
+        // QEMU reports before the store: step with the watchpoints out.
+        Expect(pkt("z2,20000004,4")),
+        Send(pkt("OK")),
+        Expect(pkt("s")),
+        Send(pkt("W03")),
+    ];
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    assert_eq!(t.max_read(), 126);
+    let data = t.read_vec(0x2000_0000, 300).unwrap();
+    assert_eq!(t.link_stats().reads, 3);
+    assert!(data[..126].iter().all(|&b| b == 0x11));
+    assert!(data[126..252].iter().all(|&b| b == 0x22));
+    assert!(data[252..276].iter().all(|&b| b == 0x33));
+    assert!(data[276..].iter().all(|&b| b == 0x44));
+
+    t.add_breakpoint(0x0800_0100, BreakpointKind::Software)
+        .unwrap();
+    t.add_watchpoint(0x2000_0004, 4, WatchKind::Write).unwrap();
+    t.resume().unwrap();
+    assert!(!t.is_halted());
+    assert_eq!(
+        t.wait_for_stop(Duration::from_secs(2)).unwrap(),
+        Some(StopReason::Watchpoint {
+            addr: 0x2000_0004,
+            kind: WatchKind::Write
+        })
+    );
+    // Resuming after a watchpoint steps first; this step ends the program.
+    t.resume().unwrap();
+    assert_eq!(
+        t.wait_for_stop(Duration::from_secs(2)).unwrap(),
+        Some(StopReason::Exited(3))
+    );
+    assert!(matches!(t.read_u32(0), Err(TargetError::Exited(3))));
+    assert!(matches!(t.resume(), Err(TargetError::Exited(3))));
+    drop(t);
+    server.join().unwrap();
+}
+
+/// Frames an already-encoded payload (for run-length replies `encode` would escape).
+fn pkt_raw(raw: &str) -> Vec<u8> {
+    let cs = raw.bytes().fold(0u8, |a, b| a.wrapping_add(b));
+    format!("${raw}#{cs:02x}").into_bytes()
+}
+
+#[test]
+fn retransmits_on_nack_and_rejects_bad_checksums() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(pkt("m0,4")),
+        Send(b"-".to_vec()),
+        Expect(pkt("m0,4")),
+        Send(b"+$01020304#00".to_vec()),
+        Expect(b"-".to_vec()),
+        Send(pkt("01020304")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    assert_eq!(t.read_vec(0, 4).unwrap(), vec![1, 2, 3, 4]);
+    drop(t);
+    server.join().unwrap();
+}
+
+#[test]
+fn server_vanishing_mid_packet_is_a_clean_error() {
+    let mut script = qemu_like_handshake();
+    script.extend([Expect(pkt("m0,4")), Send(b"+$0102".to_vec()), Close]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(5000)).unwrap();
+    let started = Instant::now();
+    let err = t.read_vec(0, 4).unwrap_err();
+    assert!(matches!(err, TargetError::Gone(_)), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "noticed the close, not a timeout"
+    );
+    // Later calls fail the same way, at once.
+    assert!(matches!(t.read_vec(0, 4), Err(TargetError::Gone(_))));
+    assert!(matches!(t.resume(), Err(TargetError::Gone(_))));
+    server.join().unwrap();
+}
+
+#[test]
+fn silent_server_times_out() {
+    let (addr, server) = serve(vec![Silence(Duration::from_secs(2))]);
+    let started = Instant::now();
+    let err = GdbRemote::connect_with(&addr, opts(300)).unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, TargetError::Timeout(..)), "{err:?}");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(1500),
+        "{took:?}"
+    );
+    server.join().unwrap();
+}
+
+#[test]
+fn garbage_server_is_a_protocol_error_or_timeout_not_a_hang() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(pkt("m0,4")),
+        Send(b"+$zz#zz".to_vec()),
+        Expect(b"-".to_vec()),
+    ]);
+    for _ in 0..3 {
+        script.push(Send(b"$zz#zz".to_vec()));
+    }
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(500)).unwrap();
+    let started = Instant::now();
+    let err = t.read_vec(0, 4).unwrap_err();
+    assert!(
+        matches!(err, TargetError::Protocol(_) | TargetError::Timeout(..)),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    drop(t);
+    server.join().unwrap();
+}
+
+#[test]
+fn interrupt_and_step_off_breakpoint_bytes() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(pkt("Z0,8000100,2")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("g")),
+        Send(ack_pkt(&classic_g(0x0800_0100, 0x2000_1000, 0))),
+        Expect(b"+".to_vec()),
+        // At the breakpoint: remove, step, re-insert, continue.
+        Expect(pkt("z0,8000100,2")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("vCont;s")),
+        Send(b"+".to_vec()),
+        Send(pkt("T05thread:p01.01;")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("Z0,8000100,2")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("vCont;c")),
+        Send(b"+".to_vec()),
+        // Interrupt.
+        Expect(vec![0x03]),
+        Send(pkt("T02thread:p01.01;")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    t.add_breakpoint(0x0800_0100, BreakpointKind::Software)
+        .unwrap();
+    t.resume().unwrap();
+    assert_eq!(t.wait_for_stop(Duration::from_millis(100)).unwrap(), None);
+    assert_eq!(t.halt().unwrap(), StopReason::Halted);
+    assert!(t.is_halted());
+    drop(t);
+    server.join().unwrap();
+}

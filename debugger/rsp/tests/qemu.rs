@@ -1,0 +1,252 @@
+//! End to end against a real `qemu-system-arm -M netduinoplus2` running the bundled firmware.
+//!
+//! Needs `firmware/build/heap4-healthy.elf` (`make -C firmware`) and `qemu-system-arm`. Each test
+//! starts its own QEMU on its own free port; the [`QemuProcess`] guard kills it even when an
+//! assertion fails. `MEMLIFE_RSP_TEST_ELF` points the tests at another ELF with the same symbols
+//! (`model_load`, `model_release`, `xFreeBytesRemaining`), for working on this crate alone.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use memlife_core::{
+    BreakpointKind, Breakpoints, Control, Memory, MemoryWrite, Register, Registers, StopReason,
+    Target, TargetError, WatchKind, Watchpoints,
+};
+use memlife_rsp::{GdbRemote, QemuProcess};
+use object::{Object, ObjectSymbol};
+
+const MACHINE: &str = "netduinoplus2";
+const WAIT: Duration = Duration::from_secs(10);
+
+fn firmware() -> PathBuf {
+    if let Some(p) = std::env::var_os("MEMLIFE_RSP_TEST_ELF") {
+        return PathBuf::from(p);
+    }
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/heap4-healthy.elf");
+    assert!(
+        path.is_file(),
+        "{} is missing: build the firmware first with `make -C firmware`",
+        path.display()
+    );
+    path
+}
+
+fn symbol(elf: &std::path::Path, name: &str) -> u64 {
+    let data = std::fs::read(elf).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let sym = file
+        .symbols()
+        .find(|s| s.name() == Ok(name))
+        .unwrap_or_else(|| panic!("{name} not in {}", elf.display()));
+    // Thumb functions have bit 0 set in the symbol table.
+    sym.address() & !1
+}
+
+fn start() -> (QemuProcess, GdbRemote, PathBuf) {
+    let elf = firmware();
+    let qemu = QemuProcess::start(MACHINE, &elf, &[]).unwrap();
+    let target = qemu.connect().unwrap();
+    (qemu, target, elf)
+}
+
+fn is_ram(addr: u64) -> bool {
+    (0x2000_0000..0x2003_0000).contains(&addr)
+}
+
+#[test]
+fn registers_and_bulk_memory() {
+    let (_qemu, mut t, _) = start();
+    assert!(t.is_halted());
+    assert!(t.has_target_description(), "QEMU 7.2 offers target.xml");
+    assert_eq!(
+        t.features().packet_size,
+        Some(0x1000),
+        "QEMU 7.2's PacketSize"
+    );
+    assert_eq!(t.max_read(), 2046);
+    let pc = t.read_register(Register::ProgramCounter).unwrap();
+    let sp = t.read_register(Register::StackPointer).unwrap();
+    assert_eq!(pc >> 24, 0x08, "pc {pc:#x} is in flash");
+    assert!(is_ram(sp) || sp == 0x2003_0000, "sp {sp:#x} is in RAM");
+    let all = t.read_all_registers().unwrap();
+    let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.contains(&"pc") && names.contains(&"xpsr"),
+        "{names:?}"
+    );
+    assert_eq!(all.iter().find(|(n, _)| n == "pc").unwrap().1, pc);
+    // Thumb bit set in xPSR at reset.
+    let xpsr = all.iter().find(|(n, _)| n == "xpsr").unwrap().1;
+    assert_ne!(xpsr & (1 << 24), 0, "xpsr {xpsr:#x}");
+
+    let before = t.link_stats();
+    let ram = t.read_vec(0x2000_0000, 4096).unwrap();
+    assert_eq!(ram.len(), 4096);
+    let after = t.link_stats();
+    assert_eq!(after.reads - before.reads, 4096u64.div_ceil(2046));
+    assert_eq!(after.bytes - before.bytes, 4096);
+    assert_eq!(after.max_read, 2046);
+    assert_eq!(t.describe(), format!("gdb-remote {}", _qemu.addr()));
+}
+
+#[test]
+fn breakpoints_step_off_and_progress() {
+    let (_qemu, mut t, elf) = start();
+    let release = symbol(&elf, "model_release");
+    t.add_breakpoint(release, BreakpointKind::Software).unwrap();
+    t.resume().unwrap();
+    assert!(!t.is_halted());
+    let first = t.wait_for_stop(WAIT).unwrap();
+    assert_eq!(first, Some(StopReason::Breakpoint(release)));
+    assert_eq!(t.read_register(Register::ProgramCounter).unwrap(), release);
+
+    // Stop at the return address: proves the resume stepped off and the call ran.
+    let ret = t.read_register(Register::ReturnAddress).unwrap() & !1;
+    assert_ne!(ret, release);
+    t.add_breakpoint(ret, BreakpointKind::Software).unwrap();
+    t.resume().unwrap();
+    assert_eq!(
+        t.wait_for_stop(WAIT).unwrap(),
+        Some(StopReason::Breakpoint(ret))
+    );
+    t.remove_breakpoint(ret, BreakpointKind::Software).unwrap();
+
+    // And the next iteration reaches model_release again.
+    t.resume().unwrap();
+    assert_eq!(
+        t.wait_for_stop(WAIT).unwrap(),
+        Some(StopReason::Breakpoint(release))
+    );
+    // Continuing straight from the breakpoint also works (no immediate re-stop loop).
+    let started = Instant::now();
+    for _ in 0..3 {
+        t.resume().unwrap();
+        assert_eq!(
+            t.wait_for_stop(WAIT).unwrap(),
+            Some(StopReason::Breakpoint(release))
+        );
+    }
+    assert!(started.elapsed() < WAIT);
+    assert_eq!(t.breakpoints(), vec![(release, BreakpointKind::Software)]);
+
+    // Single steps move the pc off the breakpoint.
+    assert_eq!(t.step().unwrap(), StopReason::Step);
+    assert_ne!(t.read_register(Register::ProgramCounter).unwrap(), release);
+
+    // Hardware breakpoints too.
+    t.remove_breakpoint(release, BreakpointKind::Software)
+        .unwrap();
+    t.add_breakpoint(release, BreakpointKind::Hardware).unwrap();
+    t.resume().unwrap();
+    assert_eq!(
+        t.wait_for_stop(WAIT).unwrap(),
+        Some(StopReason::Breakpoint(release))
+    );
+    t.resume().unwrap();
+    assert_eq!(
+        t.wait_for_stop(WAIT).unwrap(),
+        Some(StopReason::Breakpoint(release))
+    );
+}
+
+#[test]
+fn memory_write_watchpoint_and_unmapped() {
+    let (_qemu, mut t, elf) = start();
+    let word = symbol(&elf, "xFreeBytesRemaining");
+    assert!(is_ram(word));
+
+    let original = t.read_u32(word).unwrap();
+    t.write(word, &0xdead_beefu32.to_le_bytes()).unwrap();
+    assert_eq!(t.read_u32(word).unwrap(), 0xdead_beef);
+    t.write(word, &original.to_le_bytes()).unwrap();
+    assert_eq!(t.read_u32(word).unwrap(), original);
+    // A write larger than one packet, read back.
+    let scratch: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    let saved = t.read_vec(0x2001_0000, scratch.len()).unwrap();
+    t.write(0x2001_0000, &scratch).unwrap();
+    assert_eq!(t.read_vec(0x2001_0000, scratch.len()).unwrap(), scratch);
+    t.write(0x2001_0000, &saved).unwrap();
+
+    // Unmapped memory is an error, not a hang.
+    let err = t.read_vec(0xf000_0000, 16).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TargetError::Unmapped {
+                addr: 0xf000_0000,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // The link is still fine afterwards.
+    assert_eq!(t.read_u32(word).unwrap(), original);
+
+    t.add_watchpoint(word, 4, WatchKind::Write).unwrap();
+    t.resume().unwrap();
+    let hit = t.wait_for_stop(WAIT).unwrap();
+    assert_eq!(
+        hit,
+        Some(StopReason::Watchpoint {
+            addr: word,
+            kind: WatchKind::Write
+        })
+    );
+    let pc1 = t.read_register(Register::ProgramCounter).unwrap();
+    let v1 = t.read_u32(word).unwrap();
+    // Resuming after a watchpoint runs on to the next store, not the same one again.
+    t.resume().unwrap();
+    let hit2 = t.wait_for_stop(WAIT).unwrap();
+    assert!(
+        matches!(hit2, Some(StopReason::Watchpoint { .. })),
+        "{hit2:?}"
+    );
+    let pc2 = t.read_register(Register::ProgramCounter).unwrap();
+    let v2 = t.read_u32(word).unwrap();
+    assert!(pc1 != pc2 || v1 != v2, "second hit is a new store");
+    t.remove_watchpoint(word, 4, WatchKind::Write).unwrap();
+}
+
+#[test]
+fn halt_reset_and_drop() {
+    let (qemu, mut t, _) = start();
+    let reset_pc = t.read_register(Register::ProgramCounter).unwrap();
+    t.resume().unwrap();
+    assert_eq!(t.wait_for_stop(Duration::from_millis(200)).unwrap(), None);
+    assert!(matches!(
+        t.read_u32(0x2000_0000),
+        Err(TargetError::NotHalted)
+    ));
+    assert_eq!(t.halt().unwrap(), StopReason::Halted);
+    assert!(t.is_halted());
+    let pc = t.read_register(Register::ProgramCounter).unwrap();
+    assert_eq!(pc >> 24, 0x08);
+
+    t.reset(true).unwrap();
+    assert!(t.is_halted());
+    assert_eq!(t.read_register(Register::ProgramCounter).unwrap(), reset_pc);
+    let out = t.monitor("info registers").unwrap_or_default();
+    let _ = out;
+    t.reset(false).unwrap();
+    assert!(!t.is_halted());
+    assert_eq!(t.halt().unwrap(), StopReason::Halted);
+
+    let pid = qemu.pid();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    drop(t);
+    drop(qemu);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "QEMU {pid} still runs after drop"
+    );
+}
+
+#[test]
+fn missing_elf_is_a_clear_error() {
+    let err =
+        QemuProcess::start(MACHINE, std::path::Path::new("/nonexistent.elf"), &[]).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent.elf"), "{err}");
+}
