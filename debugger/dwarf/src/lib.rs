@@ -1,0 +1,247 @@
+//! ELF symbols and DWARF for memlife.
+//!
+//! [`Symbols`] is loaded once per ELF and answers the questions the heap walkers and the audit
+//! engine ask: where is this static (scoped by compile unit, because `xStart` in `heap_4.c` is not
+//! the `xStart` of another file), what is its type, where does that struct member sit, what is this
+//! folded constant, where does this function start, and which function and source line hold this pc.
+//!
+//! Everything is parsed eagerly into plain tables when the ELF is loaded (firmware images are
+//! small; a few milliseconds), except line tables, which `addr2line` builds on first use.
+//!
+//! # Layout
+//! - [`error`]: [`SymbolError`], why loading failed.
+//! - [`elf`]: the ELF symbol table ([`ElfSymbol`]), sections and the fallback when DWARF is absent.
+//! - [`types`]: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
+//! - [`vars`]: variables ([`Variable`]) collected from every compile unit, with their scope.
+//! - [`source`]: pc → function, file and line through `addr2line`.
+//! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
+//! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
+
+pub mod elf;
+pub mod error;
+pub mod source;
+pub mod types;
+pub mod unwind;
+pub mod value;
+pub mod vars;
+
+use std::path::Path;
+
+pub use elf::{ElfSymbol, SymbolKind};
+pub use error::SymbolError;
+pub use source::SourceLocation;
+pub use types::{Member, Type, TypeId, TypeTable};
+pub use unwind::{Backtrace, Frame, Registers32, UnwindEnd, Unwinder};
+pub use value::{Value, ValueError, read_c_string, read_typed, read_variable, read_variable_in};
+pub use vars::Variable;
+
+/// Crate result type.
+pub type Result<T, E = SymbolError> = std::result::Result<T, E>;
+
+/// Everything memlife knows about one firmware image.
+pub struct Symbols {
+    elf: elf::ElfImage,
+    vars: Vec<Variable>,
+    types: TypeTable,
+    source: Option<source::SourceIndex>,
+    has_dwarf: bool,
+    unwinder: Option<Unwinder>,
+}
+
+impl std::fmt::Debug for Symbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbols")
+            .field("symbols", &self.elf.symbols.len())
+            .field("variables", &self.vars.len())
+            .field("types", &self.types.len())
+            .field("has_dwarf", &self.has_dwarf)
+            .finish()
+    }
+}
+
+impl Symbols {
+    /// Loads an ELF file. Fails on a missing file or a non-ELF; an ELF without DWARF loads (with
+    /// [`Symbols::has_dwarf`] false) so that symbol-table fallbacks still work.
+    pub fn load(path: &Path) -> Result<Self> {
+        let data = std::fs::read(path).map_err(|source| SymbolError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(data, &path.display().to_string())
+    }
+
+    /// Parses ELF bytes; `name` is used in error messages.
+    pub fn parse(data: Vec<u8>, name: &str) -> Result<Self> {
+        let elf = elf::ElfImage::parse(&data, name)?;
+        let dwarf = elf::load_dwarf(&data, name)?;
+        let has_dwarf = dwarf.is_some();
+        let unwinder = Unwinder::parse(&data);
+        let (vars, types, source) = match dwarf {
+            Some(dwarf) => {
+                let (vars, types) = vars::collect(&dwarf, name)?;
+                let source = source::SourceIndex::new(dwarf, name)?;
+                (vars, types, Some(source))
+            }
+            None => (Vec::new(), TypeTable::default(), None),
+        };
+        Ok(Symbols {
+            elf,
+            vars,
+            types,
+            source,
+            has_dwarf,
+            unwinder,
+        })
+    }
+
+    /// Whether the image carries DWARF debug information.
+    pub fn has_dwarf(&self) -> bool {
+        self.has_dwarf
+    }
+
+    /// The type table.
+    pub fn types(&self) -> &TypeTable {
+        &self.types
+    }
+
+    /// Every DWARF variable with a static address or a constant value.
+    pub fn variables(&self) -> &[Variable] {
+        &self.vars
+    }
+
+    /// All DWARF variables of this name (several compile units may define one each).
+    pub fn variables_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Variable> + 'a {
+        self.vars.iter().filter(move |v| v.name == name)
+    }
+
+    /// The static or global called `name`. When several compile units define it, the one whose
+    /// compile unit file name ends with one of `prefer_cu` wins; without a preference, an external
+    /// (global) definition wins, and a name defined only as several file statics is ambiguous and
+    /// gives `None` rather than a guess.
+    pub fn variable<'a>(&'a self, name: &'a str, prefer_cu: &[&str]) -> Option<&'a Variable> {
+        let found: Vec<&Variable> = self
+            .variables_named(name)
+            .filter(|v| v.address.is_some() || v.const_value.is_some())
+            .collect();
+        if found.len() <= 1 {
+            return found.into_iter().next();
+        }
+        for suffix in prefer_cu {
+            if let Some(v) = found.iter().find(|v| cu_matches(&v.cu, suffix)) {
+                return Some(v);
+            }
+        }
+        let external: Vec<&&Variable> = found.iter().filter(|v| v.external).collect();
+        if external.len() == 1 {
+            return Some(external[0]);
+        }
+        // Identical definitions (the same address) are not ambiguous.
+        let first = found[0].address;
+        if first.is_some() && found.iter().all(|v| v.address == first) {
+            return Some(found[0]);
+        }
+        None
+    }
+
+    /// Address and size of a static, from DWARF or else from the ELF symbol table.
+    pub fn static_location(&self, name: &str, prefer_cu: &[&str]) -> Option<(u64, Option<u64>)> {
+        if let Some(v) = self.variable(name, prefer_cu) {
+            if let Some(addr) = v.address {
+                let size = v.type_id.and_then(|t| self.types.size_of(t));
+                return Some((addr, size));
+            }
+        }
+        self.elf_symbol(name)
+            .filter(|s| s.kind == SymbolKind::Data || s.kind == SymbolKind::Other)
+            .map(|s| (s.address, (s.size > 0).then_some(s.size)))
+    }
+
+    /// A constant folded by the compiler (`DW_AT_const_value`), e.g. `xHeapStructSize`.
+    pub fn const_value(&self, name: &str, prefer_cu: &[&str]) -> Option<i64> {
+        self.variable(name, prefer_cu).and_then(|v| v.const_value)
+    }
+
+    /// The first ELF symbol of this name (functions, objects, locals).
+    pub fn elf_symbol(&self, name: &str) -> Option<&ElfSymbol> {
+        self.elf.symbols.iter().find(|s| s.name == name)
+    }
+
+    /// Whether the ELF symbol table or DWARF knows this name.
+    pub fn has_symbol(&self, name: &str) -> bool {
+        self.elf_symbol(name).is_some() || self.vars.iter().any(|v| v.name == name)
+    }
+
+    /// Every ELF symbol.
+    pub fn elf_symbols(&self) -> &[ElfSymbol] {
+        &self.elf.symbols
+    }
+
+    /// Entry address of a function (thumb bit cleared) and its size.
+    pub fn function(&self, name: &str) -> Option<(u64, u64)> {
+        self.elf
+            .symbols
+            .iter()
+            .find(|s| s.name == name && s.kind == SymbolKind::Function)
+            .map(|s| (s.address & !1, s.size))
+    }
+
+    /// The function symbol containing `pc`.
+    pub fn function_at(&self, pc: u64) -> Option<&ElfSymbol> {
+        self.elf.symbols.iter().find(|s| {
+            s.kind == SymbolKind::Function && {
+                let start = s.address & !1;
+                pc >= start && pc < start + s.size.max(1)
+            }
+        })
+    }
+
+    /// Source location of `pc`: the innermost function (inlined frames first) and file:line.
+    pub fn locate(&self, pc: u64) -> Vec<SourceLocation> {
+        let mut frames = self
+            .source
+            .as_ref()
+            .map(|s| s.locate(pc))
+            .unwrap_or_default();
+        if frames.is_empty() {
+            if let Some(sym) = self.function_at(pc) {
+                frames.push(SourceLocation {
+                    function: Some(sym.name.clone()),
+                    file: None,
+                    line: None,
+                });
+            }
+        }
+        frames
+    }
+
+    /// Writable memory the image places in RAM (`.data`, `.bss`, other allocated writable
+    /// sections) as `(name, address, size)`.
+    pub fn writable_sections(&self) -> &[(String, u64, u64)] {
+        &self.elf.writable_sections
+    }
+
+    /// The call frame information (`.debug_frame`, `.eh_frame`); `None` when the image has none.
+    pub fn unwinder(&self) -> Option<&Unwinder> {
+        self.unwinder.as_ref()
+    }
+
+    /// Walks the stack of a halted core; see [`unwind::backtrace`].
+    pub fn backtrace(
+        &self,
+        mem: &mut dyn memlife_core::Memory,
+        regs: &Registers32,
+        max_frames: usize,
+    ) -> Vec<Frame> {
+        unwind::backtrace(self, mem, regs, max_frames)
+    }
+
+    /// The ELF machine, e.g. "ARM".
+    pub fn machine(&self) -> &str {
+        &self.elf.machine
+    }
+}
+
+fn cu_matches(cu: &str, suffix: &str) -> bool {
+    let file = cu.rsplit(['/', '\\']).next().unwrap_or(cu);
+    file == suffix || cu.ends_with(suffix)
+}

@@ -1,0 +1,240 @@
+//! The type table: enough of DWARF's type graph to lay out structs and to read typed values.
+
+use std::collections::HashMap;
+
+/// A type, by its offset in `.debug_info` (unique across compile units).
+pub type TypeId = u64;
+
+/// How a base type's bits are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaseEncoding {
+    /// Two's complement.
+    Signed,
+    /// Unsigned.
+    Unsigned,
+    /// Boolean.
+    Bool,
+    /// IEEE float.
+    Float,
+    /// Anything else.
+    Other,
+}
+
+/// A struct or union member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Member name (`None` for anonymous members).
+    pub name: Option<String>,
+    /// Byte offset from the start of the struct.
+    pub offset: u64,
+    /// Member type.
+    pub type_id: Option<TypeId>,
+    /// Width for bit fields.
+    pub bit_size: Option<u64>,
+    /// Offset in bits from `offset` for bit fields (DWARF 4 `DW_AT_data_bit_offset` semantics).
+    pub bit_offset: Option<u64>,
+}
+
+/// One DWARF type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Type {
+    /// `int`, `unsigned char`, `float`...
+    Base {
+        /// Name.
+        name: String,
+        /// Size in bytes.
+        size: u64,
+        /// Encoding.
+        encoding: BaseEncoding,
+    },
+    /// Pointer (or reference).
+    Pointer {
+        /// Pointee.
+        target: Option<TypeId>,
+        /// Pointer size in bytes (4 when DWARF does not say).
+        size: u64,
+    },
+    /// Struct, class or union.
+    Struct {
+        /// Tag name (`A_BLOCK_LINK`), if any.
+        name: Option<String>,
+        /// Size in bytes (`None` for a declaration).
+        size: Option<u64>,
+        /// Members in declaration order.
+        members: Vec<Member>,
+        /// A union rather than a struct.
+        is_union: bool,
+    },
+    /// Array; `dims` outermost first, `None` for an unknown bound.
+    Array {
+        /// Element type.
+        element: Option<TypeId>,
+        /// Element counts per dimension.
+        dims: Vec<Option<u64>>,
+    },
+    /// Enumeration.
+    Enum {
+        /// Name.
+        name: Option<String>,
+        /// Size in bytes.
+        size: u64,
+        /// Enumerators.
+        variants: Vec<(String, i64)>,
+    },
+    /// `typedef`.
+    Typedef {
+        /// Name.
+        name: String,
+        /// Aliased type.
+        target: Option<TypeId>,
+    },
+    /// `const`, `volatile`, `restrict`, `_Atomic`.
+    Qualified {
+        /// Qualified type (`None` = `void`).
+        target: Option<TypeId>,
+    },
+    /// Function type.
+    Function,
+}
+
+/// All types of an image.
+#[derive(Debug, Default)]
+pub struct TypeTable {
+    types: HashMap<TypeId, Type>,
+}
+
+/// Typedef chains longer than this are treated as broken (a cycle in damaged DWARF).
+const MAX_CHAIN: usize = 64;
+
+impl TypeTable {
+    pub(crate) fn insert(&mut self, id: TypeId, ty: Type) {
+        self.types.insert(id, ty);
+    }
+
+    /// Number of types.
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.types.is_empty()
+    }
+
+    /// The type with this id.
+    pub fn get(&self, id: TypeId) -> Option<&Type> {
+        self.types.get(&id)
+    }
+
+    /// Follows typedefs and qualifiers to the underlying type.
+    pub fn resolve(&self, id: TypeId) -> Option<(TypeId, &Type)> {
+        let mut id = id;
+        for _ in 0..MAX_CHAIN {
+            match self.types.get(&id)? {
+                Type::Typedef { target, .. } | Type::Qualified { target } => id = (*target)?,
+                ty => return Some((id, ty)),
+            }
+        }
+        None
+    }
+
+    /// Size in bytes of a type.
+    pub fn size_of(&self, id: TypeId) -> Option<u64> {
+        self.size_of_depth(id, 0)
+    }
+
+    fn size_of_depth(&self, id: TypeId, depth: usize) -> Option<u64> {
+        if depth > MAX_CHAIN {
+            return None;
+        }
+        match self.resolve(id)?.1 {
+            Type::Base { size, .. } | Type::Pointer { size, .. } | Type::Enum { size, .. } => {
+                Some(*size)
+            }
+            Type::Struct { size, .. } => *size,
+            Type::Array { element, dims } => {
+                let elem = self.size_of_depth((*element)?, depth + 1)?;
+                dims.iter()
+                    .try_fold(elem, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+            }
+            Type::Typedef { .. } | Type::Qualified { .. } | Type::Function => None,
+        }
+    }
+
+    /// A readable name for a type (`BlockLink_t`, `uint8_t[98304]`, `struct A_BLOCK_LINK *`).
+    pub fn name_of(&self, id: TypeId) -> String {
+        self.name_depth(Some(id), 0)
+    }
+
+    fn name_depth(&self, id: Option<TypeId>, depth: usize) -> String {
+        if depth > MAX_CHAIN {
+            return "?".into();
+        }
+        let Some(id) = id else { return "void".into() };
+        match self.types.get(&id) {
+            None => "?".into(),
+            Some(Type::Base { name, .. }) | Some(Type::Typedef { name, .. }) => name.clone(),
+            Some(Type::Pointer { target, .. }) => {
+                format!("{} *", self.name_depth(*target, depth + 1))
+            }
+            Some(Type::Struct { name, is_union, .. }) => format!(
+                "{} {}",
+                if *is_union { "union" } else { "struct" },
+                name.as_deref().unwrap_or("<anonymous>")
+            ),
+            Some(Type::Array { element, dims }) => {
+                let mut s = self.name_depth(*element, depth + 1);
+                for d in dims {
+                    match d {
+                        Some(n) => s.push_str(&format!("[{n}]")),
+                        None => s.push_str("[]"),
+                    }
+                }
+                s
+            }
+            Some(Type::Enum { name, .. }) => {
+                format!("enum {}", name.as_deref().unwrap_or("<anonymous>"))
+            }
+            Some(Type::Qualified { target }) => self.name_depth(*target, depth + 1),
+            Some(Type::Function) => "function".into(),
+        }
+    }
+
+    /// A member of the struct `id` (through typedefs), by name.
+    pub fn member(&self, id: TypeId, name: &str) -> Option<&Member> {
+        match self.resolve(id)?.1 {
+            Type::Struct { members, .. } => {
+                members.iter().find(|m| m.name.as_deref() == Some(name))
+            }
+            _ => None,
+        }
+    }
+
+    /// Finds a struct (or a typedef of one) by tag or typedef name, preferring a complete
+    /// definition; returns the id of the struct itself.
+    pub fn find_struct(&self, name: &str) -> Option<TypeId> {
+        let mut best: Option<TypeId> = None;
+        for (id, ty) in &self.types {
+            let candidate = match ty {
+                Type::Struct {
+                    name: Some(n),
+                    size: Some(_),
+                    ..
+                } if n == name => Some(*id),
+                Type::Typedef {
+                    name: n,
+                    target: Some(t),
+                } if n == name => match self.resolve(*t) {
+                    Some((sid, Type::Struct { size: Some(_), .. })) => Some(sid),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(c) = candidate {
+                // Deterministic choice when several units define it: the lowest offset.
+                best = Some(best.map_or(c, |b| b.min(c)));
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,399 @@
+//! Collects variables and types from every compile unit in one depth-first pass per unit.
+
+use std::collections::HashMap;
+
+use gimli::{AttributeValue, Reader as _};
+
+use crate::elf::Reader;
+use crate::types::{BaseEncoding, Member, Type, TypeId, TypeTable};
+use crate::{Result, SymbolError};
+
+/// A variable with static storage (a global, a file static or a function static), or a constant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    /// Name as written in the source.
+    pub name: String,
+    /// Name of the compile unit that defines it (`../src/heap4.c`).
+    pub cu: String,
+    /// The enclosing function for function statics (`heap_end` in `_sbrk`).
+    pub function: Option<String>,
+    /// Static address, when it has one.
+    pub address: Option<u64>,
+    /// Constant value for variables the compiler folded (`DW_AT_const_value`).
+    pub const_value: Option<i64>,
+    /// Type.
+    pub type_id: Option<TypeId>,
+    /// Global (external linkage) rather than file static.
+    pub external: bool,
+}
+
+/// What an open DIE on the depth-first stack is building.
+enum Open {
+    Struct {
+        id: TypeId,
+        ty: Type,
+    },
+    Array {
+        id: TypeId,
+        element: Option<TypeId>,
+        dims: Vec<Option<u64>>,
+    },
+    Enum {
+        id: TypeId,
+        ty: Type,
+    },
+    Function(Option<String>),
+    Other,
+}
+
+struct Declaration {
+    name: Option<String>,
+    type_id: Option<TypeId>,
+    external: bool,
+}
+
+pub(crate) fn collect(
+    dwarf: &gimli::Dwarf<Reader>,
+    path: &str,
+) -> Result<(Vec<Variable>, TypeTable)> {
+    let err = |e: gimli::Error| SymbolError::Dwarf {
+        path: path.to_string(),
+        reason: e.to_string(),
+    };
+    let mut vars = Vec::new();
+    let mut types = TypeTable::default();
+    let mut decls: HashMap<u64, Declaration> = HashMap::new();
+    let mut pending_specs: Vec<(Variable, u64)> = Vec::new();
+
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next().map_err(err)? {
+        let unit = dwarf.unit(header).map_err(err)?;
+        let cu_name = unit
+            .name
+            .as_ref()
+            .and_then(|n| n.to_string_lossy().ok().map(|s| s.into_owned()))
+            .unwrap_or_default();
+        let mut stack: Vec<(isize, Open)> = Vec::new();
+        let mut entries = unit.entries();
+        while let Some(entry) = entries.next_dfs().map_err(err)? {
+            let depth = entry.depth();
+            while stack.last().is_some_and(|(d, _)| *d >= depth) {
+                if let Some((_, open)) = stack.pop() {
+                    close(open, &mut types);
+                }
+            }
+            let id = global_offset(&unit, entry.offset());
+            let name = attr_name(dwarf, &unit, entry);
+            let type_id = entry
+                .attr_value(gimli::DW_AT_type)
+                .and_then(|v| type_ref(&unit, v));
+            let byte_size = entry
+                .attr_value(gimli::DW_AT_byte_size)
+                .and_then(|v| v.udata_value());
+            let tag = entry.tag();
+            let open = match tag {
+                gimli::DW_TAG_base_type => {
+                    let encoding = match entry.attr_value(gimli::DW_AT_encoding) {
+                        Some(AttributeValue::Encoding(e)) => match e {
+                            gimli::DW_ATE_signed | gimli::DW_ATE_signed_char => {
+                                BaseEncoding::Signed
+                            }
+                            gimli::DW_ATE_unsigned | gimli::DW_ATE_unsigned_char => {
+                                BaseEncoding::Unsigned
+                            }
+                            gimli::DW_ATE_boolean => BaseEncoding::Bool,
+                            gimli::DW_ATE_float => BaseEncoding::Float,
+                            _ => BaseEncoding::Other,
+                        },
+                        _ => BaseEncoding::Other,
+                    };
+                    types.insert(
+                        id,
+                        Type::Base {
+                            name: name.clone().unwrap_or_default(),
+                            size: byte_size.unwrap_or(0),
+                            encoding,
+                        },
+                    );
+                    Open::Other
+                }
+                gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type => {
+                    let size = byte_size.unwrap_or(u64::from(unit.header.address_size()));
+                    types.insert(
+                        id,
+                        Type::Pointer {
+                            target: type_id,
+                            size,
+                        },
+                    );
+                    Open::Other
+                }
+                gimli::DW_TAG_typedef => {
+                    types.insert(
+                        id,
+                        Type::Typedef {
+                            name: name.clone().unwrap_or_default(),
+                            target: type_id,
+                        },
+                    );
+                    Open::Other
+                }
+                gimli::DW_TAG_const_type
+                | gimli::DW_TAG_volatile_type
+                | gimli::DW_TAG_restrict_type
+                | gimli::DW_TAG_atomic_type => {
+                    types.insert(id, Type::Qualified { target: type_id });
+                    Open::Other
+                }
+                gimli::DW_TAG_subroutine_type => {
+                    types.insert(id, Type::Function);
+                    Open::Other
+                }
+                gimli::DW_TAG_structure_type
+                | gimli::DW_TAG_union_type
+                | gimli::DW_TAG_class_type => Open::Struct {
+                    id,
+                    ty: Type::Struct {
+                        name: name.clone(),
+                        size: byte_size,
+                        members: Vec::new(),
+                        is_union: tag == gimli::DW_TAG_union_type,
+                    },
+                },
+                gimli::DW_TAG_array_type => Open::Array {
+                    id,
+                    element: type_id,
+                    dims: Vec::new(),
+                },
+                gimli::DW_TAG_enumeration_type => Open::Enum {
+                    id,
+                    ty: Type::Enum {
+                        name: name.clone(),
+                        size: byte_size.unwrap_or(4),
+                        variants: Vec::new(),
+                    },
+                },
+                gimli::DW_TAG_member => {
+                    if let Some((
+                        _,
+                        Open::Struct {
+                            ty: Type::Struct { members, .. },
+                            ..
+                        },
+                    )) = stack.last_mut()
+                    {
+                        members.push(Member {
+                            name: name.clone(),
+                            offset: entry
+                                .attr_value(gimli::DW_AT_data_member_location)
+                                .and_then(|v| member_offset(&unit, v))
+                                .unwrap_or(0),
+                            type_id,
+                            bit_size: entry
+                                .attr_value(gimli::DW_AT_bit_size)
+                                .and_then(|v| v.udata_value()),
+                            bit_offset: entry
+                                .attr_value(gimli::DW_AT_data_bit_offset)
+                                .and_then(|v| v.udata_value()),
+                        });
+                    }
+                    Open::Other
+                }
+                gimli::DW_TAG_subrange_type => {
+                    if let Some((_, Open::Array { dims, .. })) = stack.last_mut() {
+                        let count = entry
+                            .attr_value(gimli::DW_AT_count)
+                            .and_then(|v| v.udata_value())
+                            .or_else(|| {
+                                entry
+                                    .attr_value(gimli::DW_AT_upper_bound)
+                                    .and_then(|v| v.udata_value())
+                                    .map(|u| u.wrapping_add(1))
+                            });
+                        dims.push(count);
+                    }
+                    Open::Other
+                }
+                gimli::DW_TAG_enumerator => {
+                    if let Some((
+                        _,
+                        Open::Enum {
+                            ty: Type::Enum { variants, .. },
+                            ..
+                        },
+                    )) = stack.last_mut()
+                    {
+                        let value = entry
+                            .attr_value(gimli::DW_AT_const_value)
+                            .and_then(|v| v.sdata_value().or(v.udata_value().map(|u| u as i64)))
+                            .unwrap_or(0);
+                        variants.push((name.clone().unwrap_or_default(), value));
+                    }
+                    Open::Other
+                }
+                gimli::DW_TAG_subprogram => Open::Function(name.clone().or_else(|| {
+                    // Out-of-line definitions name themselves through DW_AT_specification.
+                    entry
+                        .attr_value(gimli::DW_AT_specification)
+                        .and_then(|v| type_ref(&unit, v))
+                        .and_then(|spec| decls.get(&spec).and_then(|d| d.name.clone()))
+                })),
+                gimli::DW_TAG_variable => {
+                    let external = matches!(
+                        entry.attr_value(gimli::DW_AT_external),
+                        Some(AttributeValue::Flag(true))
+                    );
+                    let declaration = matches!(
+                        entry.attr_value(gimli::DW_AT_declaration),
+                        Some(AttributeValue::Flag(true))
+                    );
+                    if declaration {
+                        decls.insert(
+                            id,
+                            Declaration {
+                                name: name.clone(),
+                                type_id,
+                                external,
+                            },
+                        );
+                    } else {
+                        let address = entry
+                            .attr_value(gimli::DW_AT_location)
+                            .and_then(|v| static_address(&unit, v));
+                        let const_value = entry
+                            .attr_value(gimli::DW_AT_const_value)
+                            .and_then(|v| const_value(&unit, v));
+                        let function = stack.iter().rev().find_map(|(_, o)| match o {
+                            Open::Function(f) => Some(f.clone()),
+                            _ => None,
+                        });
+                        if address.is_some() || const_value.is_some() {
+                            let var = Variable {
+                                name: name.clone().unwrap_or_default(),
+                                cu: cu_name.clone(),
+                                function: function.flatten(),
+                                address,
+                                const_value,
+                                type_id,
+                                external,
+                            };
+                            match entry
+                                .attr_value(gimli::DW_AT_specification)
+                                .and_then(|v| type_ref(&unit, v))
+                            {
+                                Some(spec) => pending_specs.push((var, spec)),
+                                None => vars.push(var),
+                            }
+                        }
+                    }
+                    Open::Other
+                }
+                _ => Open::Other,
+            };
+            stack.push((depth, open));
+        }
+        while let Some((_, open)) = stack.pop() {
+            close(open, &mut types);
+        }
+    }
+    // A definition that refers to a declaration takes its name, type and linkage from there.
+    for (mut var, spec) in pending_specs {
+        if let Some(decl) = decls.get(&spec) {
+            if var.name.is_empty() {
+                var.name = decl.name.clone().unwrap_or_default();
+            }
+            var.type_id = var.type_id.or(decl.type_id);
+            var.external |= decl.external;
+        }
+        vars.push(var);
+    }
+    vars.retain(|v| !v.name.is_empty());
+    Ok((vars, types))
+}
+
+fn close(open: Open, types: &mut TypeTable) {
+    match open {
+        Open::Struct { id, ty } | Open::Enum { id, ty } => types.insert(id, ty),
+        Open::Array { id, element, dims } => types.insert(id, Type::Array { element, dims }),
+        Open::Function(_) | Open::Other => {}
+    }
+}
+
+fn global_offset(unit: &gimli::Unit<Reader>, off: gimli::UnitOffset<usize>) -> u64 {
+    off.to_debug_info_offset(&unit.header)
+        .map(|o| o.0 as u64)
+        .unwrap_or(u64::MAX - off.0 as u64)
+}
+
+fn type_ref(unit: &gimli::Unit<Reader>, v: AttributeValue<Reader>) -> Option<TypeId> {
+    match v {
+        AttributeValue::UnitRef(off) => Some(global_offset(unit, off)),
+        AttributeValue::DebugInfoRef(off) => Some(off.0 as u64),
+        _ => None,
+    }
+}
+
+fn attr_name(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    entry: &gimli::DebuggingInformationEntry<Reader>,
+) -> Option<String> {
+    let value = entry.attr_value(gimli::DW_AT_name)?;
+    let s = dwarf.attr_string(unit, value).ok()?;
+    s.to_string_lossy().ok().map(|s| s.into_owned())
+}
+
+/// The address of a `DW_OP_addr` location (statics); anything else is not static storage.
+fn static_address(unit: &gimli::Unit<Reader>, v: AttributeValue<Reader>) -> Option<u64> {
+    let AttributeValue::Exprloc(expr) = v else {
+        return None;
+    };
+    let mut ops = expr.operations(unit.encoding());
+    match ops.next() {
+        Ok(Some(gimli::Operation::Address { address })) => {
+            // Only a plain address: `DW_OP_addr; DW_OP_stack_value` etc. is not a location.
+            match ops.next() {
+                Ok(None) => Some(address),
+                Ok(Some(gimli::Operation::PlusConstant { value })) => Some(address + value),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn const_value(unit: &gimli::Unit<Reader>, v: AttributeValue<Reader>) -> Option<i64> {
+    match v {
+        AttributeValue::Sdata(s) => Some(s),
+        AttributeValue::Udata(u) => i64::try_from(u).ok(),
+        AttributeValue::Data1(b) => Some(i64::from(b)),
+        AttributeValue::Data2(b) => Some(i64::from(b)),
+        AttributeValue::Data4(b) => Some(i64::from(b)),
+        AttributeValue::Data8(b) => Some(b as i64),
+        AttributeValue::Block(mut r) if r.len() <= 8 => {
+            let mut bytes = [0u8; 8];
+            let n = r.len();
+            for b in bytes.iter_mut().take(n) {
+                *b = r.read_u8().ok()?;
+            }
+            let _ = unit;
+            Some(i64::from_le_bytes(bytes))
+        }
+        _ => None,
+    }
+}
+
+fn member_offset(unit: &gimli::Unit<Reader>, v: AttributeValue<Reader>) -> Option<u64> {
+    match v {
+        AttributeValue::Exprloc(expr) => {
+            let mut ops = expr.operations(unit.encoding());
+            match ops.next() {
+                Ok(Some(gimli::Operation::PlusConstant { value })) => Some(value),
+                _ => None,
+            }
+        }
+        other => other.udata_value(),
+    }
+}

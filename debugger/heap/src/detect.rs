@@ -1,0 +1,107 @@
+//! Choosing a walker: from the symbols, or as the user says.
+
+use std::str::FromStr;
+
+use memlife_core::Memory;
+use memlife_dwarf::Symbols;
+
+use crate::walkers::{dlmalloc::DlmallocWalker, freertos::FreeRtosWalker, nano::NanoWalker};
+use crate::{HeapError, HeapWalker};
+
+/// The allocators memlife walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocatorKind {
+    /// FreeRTOS heap_4.
+    Heap4,
+    /// FreeRTOS heap_5.
+    Heap5,
+    /// newlib-nano malloc.
+    Nano,
+    /// newlib's full malloc (dlmalloc).
+    Dlmalloc,
+}
+
+impl AllocatorKind {
+    /// Every kind, with the names `--allocator` accepts.
+    pub const ALL: [(AllocatorKind, &'static str); 4] = [
+        (AllocatorKind::Heap4, "heap4"),
+        (AllocatorKind::Heap5, "heap5"),
+        (AllocatorKind::Nano, "nano"),
+        (AllocatorKind::Dlmalloc, "dlmalloc"),
+    ];
+}
+
+impl FromStr for AllocatorKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.to_ascii_lowercase().replace(['_', '-'], "");
+        let s = s
+            .trim_start_matches("freertos")
+            .trim_start_matches("newlib");
+        AllocatorKind::ALL
+            .iter()
+            .find(|(_, n)| *n == s)
+            .map(|(k, _)| *k)
+            .ok_or_else(|| {
+                let names: Vec<&str> = AllocatorKind::ALL.iter().map(|(_, n)| *n).collect();
+                format!("unknown allocator `{s}` (known: {})", names.join(", "))
+            })
+    }
+}
+
+/// Settings the symbols cannot supply.
+#[derive(Debug, Clone, Default)]
+pub struct WalkerOptions {
+    /// heap_5 regions `(start, len)` (`--heap-region START:LEN`).
+    pub heap_regions: Vec<(u64, u64)>,
+    /// newlib: the current break, when no `_sbrk` variable is found (`--heap-break`).
+    pub heap_break: Option<u64>,
+    /// newlib: the heap limit, when no linker symbol gives it (`--heap-limit`).
+    pub heap_limit: Option<u64>,
+}
+
+/// What detection looks for, for error messages.
+const LOOKED_FOR: &str = "FreeRTOS heap_4 (xStart, pxEnd, ucHeap), heap_5 (xStart, pxEnd, vPortDefineHeapRegions), \
+newlib-nano (__malloc_free_list, __malloc_sbrk_start), newlib dlmalloc (__malloc_av_, __malloc_sbrk_base)";
+
+/// Picks and builds the walker. `mem` is only used by heap_5 to read the application's region
+/// table; pass `None` offline without one.
+pub fn detect(
+    symbols: &Symbols,
+    forced: Option<AllocatorKind>,
+    opts: &WalkerOptions,
+    mem: Option<&mut dyn Memory>,
+) -> Result<Box<dyn HeapWalker>, HeapError> {
+    let kind = match forced {
+        Some(k) => k,
+        None => detect_kind(symbols).ok_or(HeapError::NotFound {
+            looked_for: LOOKED_FOR.to_string(),
+        })?,
+    };
+    Ok(match kind {
+        AllocatorKind::Heap4 => Box::new(FreeRtosWalker::heap4(symbols)?),
+        AllocatorKind::Heap5 => Box::new(FreeRtosWalker::heap5(symbols, &opts.heap_regions, mem)?),
+        AllocatorKind::Nano => Box::new(NanoWalker::from_symbols(symbols, opts)?),
+        AllocatorKind::Dlmalloc => Box::new(DlmallocWalker::from_symbols(symbols, opts)?),
+    })
+}
+
+/// The allocator the symbols show, FreeRTOS first (firmware that has both calls pvPortMalloc).
+pub fn detect_kind(symbols: &Symbols) -> Option<AllocatorKind> {
+    let has = |n: &str| symbols.has_symbol(n);
+    if has("xStart") && has("pxEnd") {
+        if has("ucHeap") {
+            return Some(AllocatorKind::Heap4);
+        }
+        if has("vPortDefineHeapRegions") {
+            return Some(AllocatorKind::Heap5);
+        }
+    }
+    if has("__malloc_free_list") && has("__malloc_sbrk_start") {
+        return Some(AllocatorKind::Nano);
+    }
+    if has("__malloc_av_") && has("__malloc_sbrk_base") {
+        return Some(AllocatorKind::Dlmalloc);
+    }
+    None
+}

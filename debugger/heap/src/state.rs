@@ -1,0 +1,197 @@
+//! The result of a walk, with the metrics and JSON keys of DESIGN.md §3.
+
+use serde::Serialize;
+
+/// One heap block as the allocator sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Block {
+    /// Address of the block header.
+    pub addr: u64,
+    /// Size in the allocator's own accounting (heap_4 and nano include the header).
+    pub size: u64,
+    /// On the allocator's free list.
+    pub free: bool,
+    /// Never handed out by sbrk yet (newlib: between the break and the heap limit).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unclaimed: bool,
+}
+
+/// What kind of damage an anomaly is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnomalyKind {
+    /// A list came back to a node it had visited (or went backwards in an address-ordered list).
+    Cycle,
+    /// A pointer outside the arena or misaligned.
+    OutOfRange,
+    /// Blocks overlap, or the physical walk does not tile the arena.
+    Overlap,
+    /// A size that is zero, misaligned, or runs past the end.
+    SizeOverflow,
+    /// The walk disagrees with the allocator's own counter.
+    CounterMismatch,
+    /// Two free blocks side by side (the allocator always coalesces).
+    NotCoalesced,
+    /// The free list and the physical walk disagree about a block.
+    ListMismatch,
+    /// A header field that must hold a fixed value does not.
+    BadHeader,
+    /// A walk stopped at its iteration bound.
+    TooManyBlocks,
+}
+
+/// Something the walk found wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Anomaly {
+    /// Kind.
+    pub kind: AnomalyKind,
+    /// Where, when one address is to blame.
+    pub addr: Option<u64>,
+    /// What, in words.
+    pub message: String,
+}
+
+/// Overall verdict of a walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeapStatus {
+    /// Consistent.
+    Ok,
+    /// Halted inside the allocator: inconsistencies are expected, not corruption.
+    Busy,
+    /// Anomalies found while the allocator was idle.
+    Corrupt,
+    /// The allocator has not run yet; the layout shown is what the first allocation creates.
+    Uninitialised,
+}
+
+/// The heap at one moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeapState {
+    /// Allocator name (`freertos-heap4`, `newlib-nano`...).
+    pub allocator: &'static str,
+    /// Verdict.
+    pub status: HeapStatus,
+    /// Why the status is busy (the lock or function seen).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_reason: Option<String>,
+    /// First address of the arena.
+    pub heap_start: u64,
+    /// Arena size in bytes (capacity the allocator can hand out, headers included).
+    pub heap_size: u64,
+    /// Free bytes (allocator accounting; for newlib includes the unclaimed tail).
+    pub total_free: u64,
+    /// `heap_size - total_free`.
+    pub used: u64,
+    /// Largest free block.
+    pub largest_free: u64,
+    /// Free blocks on the allocator's free list.
+    pub free_blocks: u64,
+    /// Blocks in use.
+    pub used_blocks: u64,
+    /// The allocator's low-water mark, where it keeps one.
+    pub min_ever_free: Option<u64>,
+    /// newlib: bytes between the break and the heap limit (`None` when the limit is unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unclaimed: Option<u64>,
+    /// The allocator's own counters as read (`xFreeBytesRemaining` ...), for cross-checks.
+    pub counters: Vec<(String, u64)>,
+    /// Free-list order (addresses of the free blocks as the list links them).
+    pub free_list: Vec<u64>,
+    /// Every block in address order.
+    pub blocks: Vec<Block>,
+    /// What is wrong.
+    pub anomalies: Vec<Anomaly>,
+}
+
+impl HeapState {
+    /// Largest free / total free: 1.0 is one free block, below 0.5 is fragmented (the seed's
+    /// measure); `None` when nothing is free.
+    pub fn largest_free_ratio(&self) -> Option<f64> {
+        (self.total_free > 0).then(|| self.largest_free as f64 / self.total_free as f64)
+    }
+
+    /// `1 - largest_free_ratio`.
+    pub fn fragmentation(&self) -> Option<f64> {
+        self.largest_free_ratio().map(|r| 1.0 - r)
+    }
+
+    /// The value of one of the allocator's counters.
+    pub fn counter(&self, name: &str) -> Option<u64> {
+        self.counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+
+    /// Records an anomaly.
+    pub(crate) fn anomaly(&mut self, kind: AnomalyKind, addr: Option<u64>, message: String) {
+        // A damaged heap can produce thousands; the first hundred tell the story.
+        if self.anomalies.len() < 100 {
+            self.anomalies.push(Anomaly {
+                kind,
+                addr,
+                message,
+            });
+        }
+    }
+
+    /// Fills `used`, block counts and `status` from `blocks`, `total_free` and the anomalies.
+    pub(crate) fn finish(&mut self, ctx: crate::WalkContext, busy_lock: Option<String>) {
+        self.used = self.heap_size.saturating_sub(self.total_free);
+        self.used_blocks = self.blocks.iter().filter(|b| !b.free).count() as u64;
+        let busy = ctx
+            .inside_allocator
+            .map(|f| format!("halted inside {f}"))
+            .or(busy_lock);
+        self.status = if self.status == HeapStatus::Uninitialised {
+            HeapStatus::Uninitialised
+        } else if busy.is_some() {
+            HeapStatus::Busy
+        } else if self.anomalies.is_empty() {
+            HeapStatus::Ok
+        } else {
+            HeapStatus::Corrupt
+        };
+        self.busy_reason = busy;
+    }
+
+    pub(crate) fn empty(allocator: &'static str) -> Self {
+        HeapState {
+            allocator,
+            status: HeapStatus::Ok,
+            busy_reason: None,
+            heap_start: 0,
+            heap_size: 0,
+            total_free: 0,
+            used: 0,
+            largest_free: 0,
+            free_blocks: 0,
+            used_blocks: 0,
+            min_ever_free: None,
+            unclaimed: None,
+            counters: Vec::new(),
+            free_list: Vec::new(),
+            blocks: Vec::new(),
+            anomalies: Vec::new(),
+        }
+    }
+
+    /// The serialisable view `memlife heap --json` prints: the state plus derived metrics.
+    pub fn report(&self) -> HeapReport<'_> {
+        HeapReport {
+            state: self,
+            largest_free_ratio: self.largest_free_ratio(),
+            fragmentation: self.fragmentation(),
+        }
+    }
+}
+
+/// A [`HeapState`] with the derived metrics added (the stable JSON object of DESIGN.md §3).
+#[derive(Debug, Serialize)]
+pub struct HeapReport<'a> {
+    #[serde(flatten)]
+    state: &'a HeapState,
+    largest_free_ratio: Option<f64>,
+    fragmentation: Option<f64>,
+}

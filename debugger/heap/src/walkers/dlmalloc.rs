@@ -1,0 +1,302 @@
+//! newlib's full malloc, dlmalloc 2.6.x (ALLOCATORS.md §5).
+//!
+//! Chunks are `{ prev_size; size; fd; bk }` with `size & 1` = PREV_INUSE: whether a chunk is in use
+//! is recorded in the *next* chunk. The walk runs from `__malloc_sbrk_base` (aligned so the user
+//! pointer is 8-aligned) to the top chunk (`__malloc_av_[2]`), which is free and ends at the break.
+//! Free chunks also sit in the doubly linked bins of `__malloc_av_`; every bin is walked and
+//! checked against the physical walk.
+
+use memlife_core::Memory;
+use memlife_dwarf::Symbols;
+
+use super::{optional_static, require_static, type_name};
+use crate::image::MemImage;
+use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
+use crate::{HeapError, HeapWalker, WalkContext, WalkerOptions};
+
+const MALLOCS: &[&str] = &[
+    "_malloc_r",
+    "malloc",
+    "_calloc_r",
+    "_realloc_r",
+    "_memalign_r",
+];
+const FREES: &[&str] = &["_free_r", "free"];
+const NAV: u64 = 128;
+const PREV_INUSE: u64 = 1;
+const SIZE_BITS: u64 = 3;
+const MAX_ARENA: u64 = 16 << 20;
+
+/// Walker for newlib dlmalloc.
+#[derive(Debug, Clone)]
+pub struct DlmallocWalker {
+    av: u64,
+    sbrk_base: u64,
+    max_sbrked: Option<u64>,
+    heap_limit: Option<u64>,
+    resolved: Vec<(String, u64, u64, String)>,
+}
+
+impl DlmallocWalker {
+    /// Resolves `__malloc_av_` and `__malloc_sbrk_base`.
+    pub fn from_symbols(symbols: &Symbols, opts: &WalkerOptions) -> Result<Self, HeapError> {
+        let (av, _) = require_static(symbols, "newlib-dlmalloc", "__malloc_av_", &[])?;
+        let (sbrk_base, _) = require_static(symbols, "newlib-dlmalloc", "__malloc_sbrk_base", &[])?;
+        let mut resolved = Vec::new();
+        for sym in [
+            "__malloc_av_",
+            "__malloc_sbrk_base",
+            "__malloc_max_sbrked_mem",
+        ] {
+            if let Some((addr, size)) = symbols.static_location(sym, &[]) {
+                resolved.push((
+                    sym.to_string(),
+                    addr,
+                    size.unwrap_or(0),
+                    type_name(symbols, sym, &[]),
+                ));
+            }
+        }
+        Ok(DlmallocWalker {
+            av,
+            sbrk_base,
+            max_sbrked: optional_static(symbols, "__malloc_max_sbrked_mem", &[]),
+            heap_limit: opts.heap_limit,
+            resolved,
+        })
+    }
+}
+
+impl HeapWalker for DlmallocWalker {
+    fn name(&self) -> &'static str {
+        "newlib-dlmalloc"
+    }
+
+    fn entry_points(&self) -> (&'static [&'static str], &'static [&'static str]) {
+        (MALLOCS, FREES)
+    }
+
+    fn resolved(&self) -> Vec<(String, u64, u64, String)> {
+        self.resolved.clone()
+    }
+
+    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<(u64, u64)>, HeapError> {
+        let Some(chunk) = ptr.checked_sub(8) else {
+            return Ok(None);
+        };
+        let size = u64::from(mem.read_u32(chunk + 4)?) & !SIZE_BITS;
+        Ok((size >= 16).then_some((chunk, size)))
+    }
+
+    fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError> {
+        let mut globals = vec![(self.av, (NAV * 2 + 2) * 4), (self.sbrk_base, 4)];
+        if let Some(m) = self.max_sbrked {
+            globals.push((m, 4));
+        }
+        let g = MemImage::read(mem, &globals)?;
+        let w = |img: &MemImage, a: u64| img.u32(a).map(u64::from);
+        let base = w(&g, self.sbrk_base).unwrap_or(u64::from(u32::MAX));
+        let top = w(&g, self.av + 8).unwrap_or(0);
+        let mut st = HeapState::empty(self.name());
+        if let Some(m) = self.max_sbrked.and_then(|a| w(&g, a)) {
+            st.counters.push(("__malloc_max_sbrked_mem".into(), m));
+        }
+        if base == u64::from(u32::MAX) || base == 0 {
+            st.status = HeapStatus::Uninitialised;
+            st.finish(ctx, None);
+            return Ok(st);
+        }
+        // The first chunk starts where its user pointer (chunk + 8) is 8-aligned.
+        let start = if (base + 8) % 8 == 0 {
+            base
+        } else {
+            base + (8 - (base + 8) % 8)
+        };
+        st.heap_start = start;
+        if top < start || top - start > MAX_ARENA {
+            st.anomaly(
+                AnomalyKind::OutOfRange,
+                Some(top),
+                format!("top chunk {top:#010x} is outside the heap (start {start:#010x})"),
+            );
+            st.finish(ctx, None);
+            return Ok(st);
+        }
+        let top_hdr = MemImage::read(mem, &[(top, 8)])?;
+        let top_size = w(&top_hdr, top + 4).unwrap_or(0) & !SIZE_BITS;
+        let brk = top + top_size;
+        if top_size > MAX_ARENA {
+            st.anomaly(
+                AnomalyKind::SizeOverflow,
+                Some(top),
+                format!("top chunk size {top_size}"),
+            );
+            st.finish(ctx, None);
+            return Ok(st);
+        }
+        let img = MemImage::read(mem, &[(start, brk - start)])?;
+        let size_at = |p: u64| w(&img, p + 4);
+
+        // Physical walk up to top; a chunk is in use when the next one has PREV_INUSE.
+        let mut chunks: Vec<(u64, u64)> = Vec::new();
+        let mut p = start;
+        let bound = (brk - start) / 16 + 2;
+        while p < top {
+            if chunks.len() as u64 > bound {
+                st.anomaly(
+                    AnomalyKind::TooManyBlocks,
+                    Some(p),
+                    "physical walk exceeded its bound".into(),
+                );
+                break;
+            }
+            let size = size_at(p).unwrap_or(0) & !SIZE_BITS;
+            if size < 16 || size % 8 != 0 || p + size > top {
+                st.anomaly(
+                    AnomalyKind::SizeOverflow,
+                    Some(p),
+                    format!(
+                        "chunk at {p:#010x} has size {size}, running past the top chunk {top:#010x}"
+                    ),
+                );
+                break;
+            }
+            chunks.push((p, size));
+            p += size;
+        }
+        for &(addr, size) in &chunks {
+            let next = size_at(addr + size).unwrap_or(PREV_INUSE);
+            let free = next & PREV_INUSE == 0;
+            if free {
+                let footer = w(&img, addr + size).unwrap_or(0);
+                if footer != size {
+                    st.anomaly(
+                        AnomalyKind::BadHeader,
+                        Some(addr),
+                        format!("free chunk at {addr:#010x}: footer {footer} != size {size}"),
+                    );
+                }
+            }
+            st.blocks.push(Block {
+                addr,
+                size,
+                free,
+                unclaimed: false,
+            });
+        }
+        st.blocks.push(Block {
+            addr: top,
+            size: top_size,
+            free: true,
+            unclaimed: false,
+        });
+
+        // Bins: each a circular doubly linked list through fd, headed at bin_at(i).
+        let mut in_bins: Vec<u64> = Vec::new();
+        for i in 1..NAV {
+            let bin = self.av + (2 * i + 2) * 4 - 8;
+            let mut q = w(&g, bin + 8).unwrap_or(bin);
+            let mut steps = 0;
+            while q != bin {
+                steps += 1;
+                if steps > bound {
+                    st.anomaly(
+                        AnomalyKind::Cycle,
+                        Some(q),
+                        format!("bin {i} does not return to its head"),
+                    );
+                    break;
+                }
+                if q < start || q >= top || q % 8 != 0 {
+                    st.anomaly(
+                        AnomalyKind::OutOfRange,
+                        Some(q),
+                        format!("bin {i} points to {q:#010x}, outside the heap"),
+                    );
+                    break;
+                }
+                if !st.blocks.iter().any(|b| b.addr == q && b.free) {
+                    st.anomaly(
+                        AnomalyKind::ListMismatch,
+                        Some(q),
+                        format!("bin {i} holds {q:#010x}, which is not a free chunk"),
+                    );
+                }
+                in_bins.push(q);
+                q = w(&img, q + 8).unwrap_or(bin);
+            }
+        }
+        st.free_list = in_bins;
+        let free: Vec<Block> = st.blocks.iter().filter(|b| b.free).copied().collect();
+        st.total_free = free.iter().map(|b| b.size).sum();
+        st.largest_free = free.iter().map(|b| b.size).max().unwrap_or(0);
+        st.free_blocks = free.len() as u64;
+        st.heap_size = brk - start;
+        if let Some(l) = self.heap_limit.filter(|l| *l >= brk) {
+            let tail = l - brk;
+            st.unclaimed = Some(tail);
+            st.heap_size = l - start;
+            st.total_free += tail;
+            st.largest_free = st.largest_free.max(tail + top_size);
+        }
+        st.finish(ctx, None);
+        Ok(st)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use memlife_core::Snapshot;
+
+    use super::*;
+
+    const BASE: u64 = 0x2000_0000;
+    const AV: u64 = BASE;
+    const SBRK_BASE: u64 = BASE + 0x410;
+    const ARENA: u64 = BASE + 0x800;
+
+    #[test]
+    fn walks_chunks_bins_and_top() {
+        let mut ram = vec![0u8; 0x1000];
+        let mut put = |a: u64, v: u32| {
+            let o = (a - BASE) as usize;
+            ram[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        // Bins: every bin empty (fd = bk = itself), except bin 10 holding the free chunk.
+        for i in 1..NAV {
+            let bin = AV + (2 * i + 2) * 4 - 8;
+            put(bin + 8, bin as u32);
+            put(bin + 12, bin as u32);
+        }
+        // ARENA+8 is 8-aligned, so the first chunk starts at ARENA.
+        let (c1, c2, c3, top) = (ARENA, ARENA + 0x20, ARENA + 0x60, ARENA + 0x80);
+        put(c1 + 4, 0x20 | 1); // used, prev in use
+        put(c2 + 4, 0x40 | 1); // free
+        put(c3, 0x40); // footer of c2
+        put(c3 + 4, 0x20); // used, PREV_INUSE clear: c2 is free
+        put(top + 4, 0x100 | 1);
+        let bin10 = AV + (2 * 10 + 2) * 4 - 8;
+        put(bin10 + 8, c2 as u32);
+        put(c2 + 8, bin10 as u32);
+        put(c2 + 12, bin10 as u32);
+        put(AV + 8, top as u32);
+        put(SBRK_BASE, ARENA as u32);
+        let w = DlmallocWalker {
+            av: AV,
+            sbrk_base: SBRK_BASE,
+            max_sbrked: None,
+            heap_limit: None,
+            resolved: vec![],
+        };
+        let mut snap = Snapshot::default();
+        snap.add_region(BASE, ram).unwrap();
+        let st = w.walk(&mut snap, WalkContext::default()).unwrap();
+        assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+        assert_eq!(st.blocks.len(), 4);
+        assert_eq!(st.free_list, vec![c2]);
+        assert_eq!(st.total_free, 0x40 + 0x100);
+        assert_eq!(st.used_blocks, 2);
+        assert_eq!(st.heap_size, 0x180);
+    }
+}

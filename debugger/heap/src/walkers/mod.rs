@@ -1,0 +1,57 @@
+//! One module per allocator family.
+//!
+//! Shared rules: addresses come from the ELF (resolved once in `from_symbols`), every loop is
+//! bounded by the arena size divided by the smallest block, and every pointer is checked against
+//! the arena before it is followed.
+
+pub mod dlmalloc;
+pub mod freertos;
+pub mod nano;
+
+use memlife_dwarf::Symbols;
+
+use crate::HeapError;
+
+/// Address of a required static, or a `MissingSymbol` error naming it.
+pub(crate) fn require_static(
+    symbols: &Symbols,
+    allocator: &'static str,
+    name: &str,
+    prefer_cu: &[&str],
+) -> Result<(u64, Option<u64>), HeapError> {
+    symbols
+        .static_location(name, prefer_cu)
+        .ok_or_else(|| HeapError::MissingSymbol {
+            allocator,
+            symbol: name.to_string(),
+            hint: if symbols.has_dwarf() {
+                String::new()
+            } else {
+                " (the ELF has no DWARF and no such symbol-table entry: build with -g)".to_string()
+            },
+        })
+}
+
+/// Address of an optional static.
+pub(crate) fn optional_static(symbols: &Symbols, name: &str, prefer_cu: &[&str]) -> Option<u64> {
+    symbols.static_location(name, prefer_cu).map(|(a, _)| a)
+}
+
+/// Rounds up to a power-of-two alignment.
+pub(crate) fn align_up(v: u64, align: u64) -> u64 {
+    v.checked_add(align - 1).map_or(v, |x| x & !(align - 1))
+}
+
+/// Rounds down to a power-of-two alignment.
+pub(crate) fn align_down(v: u64, align: u64) -> u64 {
+    v & !(align - 1)
+}
+
+/// Type name of a static for `memlife symbols`.
+pub(crate) fn type_name(symbols: &Symbols, name: &str, prefer_cu: &[&str]) -> String {
+    symbols
+        .variable(name, prefer_cu)
+        .and_then(|v| v.type_id)
+        .map(|t| symbols.types().name_of(t))
+        .unwrap_or_else(|| "?".into())
+}
