@@ -1,0 +1,1023 @@
+//! The run loop: breakpoints, phases, spans and allocation tracing over one live target.
+//!
+//! Everything that stops the target goes through [`Debugger::run`], which resumes, waits, reads
+//! the registers once, and dispatches on the pc:
+//!
+//! - allocator entries (`pvPortMalloc`, `_malloc_r`, `vPortFree`, `_free_r`) when tracing: the
+//!   request size and the caller are read at malloc entry, the pointer at its return (a one-shot
+//!   breakpoint on the return address, matched by stack pointer), the block size from its header;
+//! - span entries (`op_init`, `op_invoke`) and their returns;
+//! - the return of the phase being run, matched by stack pointer so recursion and re-entry do not
+//!   confuse it;
+//! - entries the caller waits for (`run_to`) and script hooks (`on_break`).
+//!
+//! While a malloc call is in flight its entry breakpoint is lifted (and put back at the return
+//! stop), so resuming from it never needs the remove-step-insert dance; that halves the link
+//! round trips per allocation.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
+use std::time::Duration;
+
+use memlife_core::{BreakpointKind, Register, StopReason, Target, TargetError};
+use memlife_dwarf::Symbols;
+use memlife_heap::{HeapState, HeapWalker, WalkContext};
+
+use crate::config::{AuditConfig, PeakMethod};
+use crate::error::AuditError;
+use crate::model::{PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent};
+
+/// Registers read at every stop.
+#[derive(Debug, Clone, Copy)]
+struct Regs {
+    pc: u64,
+    sp: u64,
+    lr: u64,
+    args: [u64; 4],
+}
+
+/// What an entry breakpoint is for (several can share an address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum EntryRole {
+    Malloc { size_arg: usize },
+    Free { ptr_arg: usize },
+    Span { function: String },
+    Goal { function: String },
+    Hook { symbol: String },
+}
+
+#[derive(Debug, Clone)]
+struct PendingAlloc {
+    request: u64,
+    entry: u64,
+    backtrace: Vec<u64>,
+}
+
+#[derive(Debug, Clone)]
+enum ReturnRole {
+    Malloc(PendingAlloc),
+    Span,
+    Phase,
+}
+
+#[derive(Debug, Clone)]
+struct ReturnWatch {
+    addr: u64,
+    sp: u64,
+    role: ReturnRole,
+}
+
+/// A block the trace saw allocated and not yet freed.
+#[derive(Debug, Clone)]
+pub struct LiveAlloc {
+    /// Block size.
+    pub size: u64,
+    /// Event sequence number.
+    pub seq: u64,
+    /// Allocation site.
+    pub site: Site,
+}
+
+#[derive(Debug, Clone)]
+struct OpenSpan {
+    function: String,
+    call: u64,
+    index: usize,
+    args: [u64; 4],
+    before_used: u64,
+    peak_used: u64,
+}
+
+#[derive(Debug, Clone)]
+struct OpenPhase {
+    function: String,
+    alias: Option<String>,
+    call: u64,
+    before: Rc<HeapState>,
+    peak_used: u64,
+    peak_at: Option<PeakSite>,
+    spans: Vec<SpanRecord>,
+    open_spans: Vec<OpenSpan>,
+    first_event: Option<u64>,
+    allocs: u64,
+    frees: u64,
+    watermark: Option<WatermarkState>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct WatermarkState {
+    min_addr: u64,
+    original_min: u32,
+}
+
+/// What a run ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The goal was reached.
+    Reached,
+    /// A script hook's breakpoint was hit (the goal is still pending: call `run` again).
+    Hook(String),
+}
+
+/// What a run waits for.
+#[derive(Debug, Clone)]
+pub enum Goal {
+    /// The `remaining`-th next entry of the function at `addr`.
+    Entry {
+        /// Function name.
+        function: String,
+        /// Entry address.
+        addr: u64,
+        /// Entries still to see.
+        remaining: u32,
+    },
+    /// The return of the open phase.
+    PhaseReturn,
+}
+
+/// Progress, for the progress bar.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    /// Stops handled.
+    pub stops: u64,
+    /// Trace events.
+    pub events: u64,
+    /// Phases completed.
+    pub phases: u64,
+    /// The phase running.
+    pub current: Option<String>,
+}
+
+/// Called after every stop with the progress so far.
+pub type Observer = Box<dyn FnMut(&Progress)>;
+
+/// Allocator entry points with the argument register that holds the size or the pointer.
+type TracePoints = &'static [(&'static str, usize)];
+
+/// The debugger an audit drives.
+pub struct Debugger {
+    target: Box<dyn Target>,
+    symbols: Rc<Symbols>,
+    walker: Box<dyn HeapWalker>,
+    config: AuditConfig,
+    method: PeakMethod,
+    timeout: Duration,
+    entries: BTreeMap<u64, Vec<EntryRole>>,
+    returns: Vec<ReturnWatch>,
+    suppressed: BTreeSet<u64>,
+    inserted: BTreeSet<u64>,
+    calls: HashMap<String, u64>,
+    used: u64,
+    seq: u64,
+    events: Vec<TraceEvent>,
+    live: BTreeMap<u64, LiveAlloc>,
+    phase: Option<OpenPhase>,
+    records: Vec<PhaseRecord>,
+    progress: Progress,
+    observer: Option<Observer>,
+    skip: Vec<String>,
+    heap_size: u64,
+}
+
+impl std::fmt::Debug for Debugger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Debugger")
+            .field("target", &self.target.describe())
+            .field("method", &self.method)
+            .field("events", &self.events.len())
+            .field("phases", &self.records.len())
+            .finish()
+    }
+}
+
+/// Allocator entry points and the argument holding the size or pointer.
+fn trace_points(allocator: &str) -> (TracePoints, TracePoints) {
+    if allocator.starts_with("freertos") {
+        (&[("pvPortMalloc", 0)], &[("vPortFree", 0)])
+    } else {
+        (&[("_malloc_r", 1)], &[("_free_r", 1)])
+    }
+}
+
+impl Debugger {
+    /// Takes over a halted live target. Tracing breakpoints are set now when the method is trace.
+    /// On failure the target is handed back with the error, so the caller can still leave it as
+    /// the user asked.
+    pub fn new(
+        target: Box<dyn Target>,
+        symbols: Rc<Symbols>,
+        walker: Box<dyn HeapWalker>,
+        config: AuditConfig,
+        method: PeakMethod,
+        timeout: Duration,
+    ) -> Result<Debugger, (AuditError, Box<dyn Target>)> {
+        let mut dbg = Self::assemble(target, symbols, walker, config, method, timeout);
+        match dbg.prepare() {
+            Ok(()) => Ok(dbg),
+            Err(e) => Err((e, dbg.into_target())),
+        }
+    }
+
+    fn assemble(
+        target: Box<dyn Target>,
+        symbols: Rc<Symbols>,
+        walker: Box<dyn HeapWalker>,
+        config: AuditConfig,
+        method: PeakMethod,
+        timeout: Duration,
+    ) -> Debugger {
+        let mut skip: Vec<String> = config.trace.skip.clone();
+        let (mallocs, frees) = walker.entry_points();
+        skip.extend(mallocs.iter().chain(frees).map(|s| s.to_string()));
+        Debugger {
+            target,
+            symbols,
+            walker,
+            config,
+            method,
+            timeout,
+            entries: BTreeMap::new(),
+            returns: Vec::new(),
+            suppressed: BTreeSet::new(),
+            inserted: BTreeSet::new(),
+            calls: HashMap::new(),
+            used: 0,
+            seq: 0,
+            events: Vec::new(),
+            live: BTreeMap::new(),
+            phase: None,
+            records: Vec::new(),
+            progress: Progress::default(),
+            observer: None,
+            skip,
+            heap_size: 0,
+        }
+    }
+
+    fn prepare(&mut self) -> Result<(), AuditError> {
+        let dbg = self;
+        let method = dbg.method;
+        if dbg.target.control().is_none() || dbg.target.breakpoints().is_none() {
+            return Err(AuditError::NeedsLiveTarget(dbg.target.describe()));
+        }
+        if method == PeakMethod::Watermark && dbg.watermark_addrs().is_none() {
+            return Err(AuditError::Config(format!(
+                "the watermark method needs the allocator's low-water mark; {} keeps none (use trace or sample)",
+                dbg.walker.name()
+            )));
+        }
+        if method == PeakMethod::Watermark && dbg.target.memory_write().is_none() {
+            return Err(AuditError::Config(
+                "the watermark method writes target RAM; this target is read-only".into(),
+            ));
+        }
+        let state = dbg.walk()?;
+        dbg.used = state.used;
+        dbg.heap_size = state.heap_size;
+        if method == PeakMethod::Trace {
+            let (mallocs, frees) = trace_points(dbg.walker.name());
+            let mut found = false;
+            for &(name, arg) in mallocs {
+                if let Some((addr, _)) = dbg.symbols.function(name) {
+                    dbg.add_entry(addr, EntryRole::Malloc { size_arg: arg });
+                    found = true;
+                }
+            }
+            for &(name, arg) in frees {
+                if let Some((addr, _)) = dbg.symbols.function(name) {
+                    dbg.add_entry(addr, EntryRole::Free { ptr_arg: arg });
+                }
+            }
+            if !found {
+                return Err(AuditError::Config(format!(
+                    "tracing needs the allocator's malloc entry ({}) in the ELF; use --method sample",
+                    mallocs.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives the target back (breakpoints removed).
+    pub fn into_target(mut self) -> Box<dyn Target> {
+        self.remove_all_breakpoints();
+        self.target
+    }
+
+    /// Removes every breakpoint memlife inserted; called on every exit path.
+    pub fn remove_all_breakpoints(&mut self) {
+        if let Some(bps) = self.target.breakpoints() {
+            for addr in std::mem::take(&mut self.inserted) {
+                let _ = bps.remove_breakpoint(addr, BreakpointKind::Software);
+            }
+        }
+        if let Some(wm) = self.phase.as_ref().and_then(|p| p.watermark) {
+            // A phase interrupted by an error: put the low-water mark back.
+            let _ = self.restore_watermark(wm, None);
+        }
+    }
+
+    /// Called after every stop with the progress so far.
+    pub fn set_observer(&mut self, f: Observer) {
+        self.observer = Some(f);
+    }
+
+    /// The symbols.
+    pub fn symbols(&self) -> &Symbols {
+        &self.symbols
+    }
+
+    /// The symbols, shared (to read memory through the target while holding them).
+    pub fn symbols_rc(&self) -> Rc<Symbols> {
+        self.symbols.clone()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AuditConfig {
+        &self.config
+    }
+
+    /// The peak method.
+    pub fn method(&self) -> PeakMethod {
+        self.method
+    }
+
+    /// The allocator's name.
+    pub fn allocator(&self) -> &'static str {
+        self.walker.name()
+    }
+
+    /// The target, for memory reads.
+    pub fn target(&mut self) -> &mut dyn Target {
+        self.target.as_mut()
+    }
+
+    /// Completed phases.
+    pub fn records(&self) -> &[PhaseRecord] {
+        &self.records
+    }
+
+    /// Trace events so far.
+    pub fn events(&self) -> &[TraceEvent] {
+        &self.events
+    }
+
+    /// Blocks the trace saw allocated and not freed, by block address.
+    pub fn live(&self) -> &BTreeMap<u64, LiveAlloc> {
+        &self.live
+    }
+
+    /// Entries of `function` seen so far.
+    pub fn calls(&self, function: &str) -> u64 {
+        self.calls.get(function).copied().unwrap_or(0)
+    }
+
+    /// Stops handled so far.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    /// Walks the heap now (the target must be halted).
+    pub fn walk(&mut self) -> Result<HeapState, AuditError> {
+        let pc = self.target.read_register(Register::ProgramCounter).ok();
+        let (mallocs, frees) = self.walker.entry_points();
+        let inside = pc
+            .and_then(|pc| self.symbols.function_at(pc))
+            .and_then(|s| mallocs.iter().chain(frees).copied().find(|n| *n == s.name));
+        let state = self.walker.walk(
+            self.target.as_memory(),
+            WalkContext {
+                inside_allocator: inside,
+            },
+        )?;
+        Ok(state)
+    }
+
+    /// Resets the target and halts it at the reset vector. Trace state starts over.
+    pub fn reset(&mut self) -> Result<(), AuditError> {
+        if self.phase.is_some() {
+            return Err(AuditError::Config("reset inside a phase".into()));
+        }
+        self.returns.clear();
+        self.suppressed.clear();
+        self.live.clear();
+        if let Some(c) = self.target.control() {
+            c.reset(true)?;
+        }
+        let state = self.walk()?;
+        self.used = state.used;
+        Ok(())
+    }
+
+    /// Sets a script hook on a function's entry.
+    pub fn add_hook(&mut self, symbol: &str) -> Result<u64, AuditError> {
+        let (addr, _) = self.function(symbol)?;
+        self.add_entry(
+            addr,
+            EntryRole::Hook {
+                symbol: symbol.to_string(),
+            },
+        );
+        Ok(addr)
+    }
+
+    /// The entry address of a function, or a clear error.
+    pub fn function(&self, name: &str) -> Result<(u64, u64), AuditError> {
+        self.symbols
+            .function(name)
+            .ok_or_else(|| AuditError::NoSuchFunction(name.to_string()))
+    }
+
+    fn add_entry(&mut self, addr: u64, role: EntryRole) {
+        let roles = self.entries.entry(addr).or_default();
+        if !roles.contains(&role) {
+            roles.push(role);
+        }
+    }
+
+    fn remove_entry(&mut self, addr: u64, role: &EntryRole) {
+        if let Some(roles) = self.entries.get_mut(&addr) {
+            roles.retain(|r| r != role);
+            if roles.is_empty() {
+                self.entries.remove(&addr);
+            }
+        }
+    }
+
+    /// Inserts and removes breakpoints so the target has exactly the ones wanted now.
+    fn sync_breakpoints(&mut self) -> Result<(), AuditError> {
+        let mut want: BTreeSet<u64> = self
+            .entries
+            .keys()
+            .filter(|a| !self.suppressed.contains(a))
+            .copied()
+            .collect();
+        want.extend(self.returns.iter().map(|r| r.addr));
+        let bps = self
+            .target
+            .breakpoints()
+            .ok_or_else(|| AuditError::NeedsLiveTarget("breakpoints".into()))?;
+        for addr in self.inserted.difference(&want).copied().collect::<Vec<_>>() {
+            bps.remove_breakpoint(addr, BreakpointKind::Software)?;
+            self.inserted.remove(&addr);
+        }
+        for addr in want.difference(&self.inserted).copied().collect::<Vec<_>>() {
+            bps.add_breakpoint(addr, BreakpointKind::Software)?;
+            self.inserted.insert(addr);
+        }
+        Ok(())
+    }
+
+    fn read_regs(&mut self) -> Result<Regs, AuditError> {
+        let t = &mut self.target;
+        let pc = t.read_register(Register::ProgramCounter)?;
+        let sp = t.read_register(Register::StackPointer)?;
+        let lr = t.read_register(Register::ReturnAddress)?;
+        let mut args = [0u64; 4];
+        for (i, a) in args.iter_mut().enumerate() {
+            *a = t.read_register(Register::Argument(i as u8))?;
+        }
+        Ok(Regs { pc, sp, lr, args })
+    }
+
+    /// Runs until the goal is reached or a hook fires.
+    pub fn run(&mut self, goal: &mut Goal) -> Result<Outcome, AuditError> {
+        if let Goal::Entry { remaining: 0, .. } = goal {
+            // Met at the stop a hook interrupted.
+            return Ok(Outcome::Reached);
+        }
+        if let Goal::Entry { addr, function, .. } = goal {
+            let (addr, function) = (*addr, function.clone());
+            self.add_entry(addr, EntryRole::Goal { function });
+        }
+        let result = self.run_loop(goal);
+        if let Goal::Entry {
+            addr,
+            function,
+            remaining,
+        } = goal
+        {
+            if *remaining == 0 || result.is_err() {
+                let role = EntryRole::Goal {
+                    function: function.clone(),
+                };
+                self.remove_entry(*addr, &role);
+            }
+        }
+        result
+    }
+
+    fn run_loop(&mut self, goal: &mut Goal) -> Result<Outcome, AuditError> {
+        loop {
+            self.sync_breakpoints()?;
+            let timeout = self.timeout;
+            let control = self
+                .target
+                .control()
+                .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?;
+            control.resume()?;
+            let stop = match control.wait_for_stop(timeout)? {
+                Some(stop) => stop,
+                None => {
+                    let _ = control.halt();
+                    return Err(AuditError::NotReached {
+                        what: goal_name(goal, self.phase.as_ref()),
+                        seconds: timeout.as_secs_f64(),
+                    });
+                }
+            };
+            match stop {
+                StopReason::Breakpoint(_) | StopReason::Signal(5) => {}
+                StopReason::Exited(code) => {
+                    return Err(AuditError::Target(TargetError::Exited(code)));
+                }
+                StopReason::Terminated(sig) => {
+                    return Err(AuditError::Target(TargetError::Gone(format!(
+                        "terminated by signal {sig}"
+                    ))));
+                }
+                other => {
+                    return Err(AuditError::UnexpectedStop(
+                        format!("{other:?}"),
+                        goal_name(goal, self.phase.as_ref()),
+                    ));
+                }
+            }
+            let regs = self.read_regs()?;
+            self.progress.stops += 1;
+            let (reached, hook) = self.dispatch(&regs, goal)?;
+            if let Some(obs) = self.observer.as_mut() {
+                obs(&self.progress);
+            }
+            if let Some(h) = hook {
+                if reached {
+                    // Report the hook first; the goal is met, so the next run returns at once.
+                    if let Goal::Entry { remaining, .. } = goal {
+                        *remaining = 0;
+                    }
+                }
+                return Ok(Outcome::Hook(h));
+            }
+            if reached {
+                return Ok(Outcome::Reached);
+            }
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        regs: &Regs,
+        goal: &mut Goal,
+    ) -> Result<(bool, Option<String>), AuditError> {
+        let mut reached = false;
+        let mut hook = None;
+        // Returns first: a return address can also be some function's entry.
+        let mut i = 0;
+        while i < self.returns.len() {
+            let w = &self.returns[i];
+            // After a return the stack pointer is back to its value at the call.
+            if w.addr == regs.pc && w.sp == regs.sp {
+                let w = self.returns.remove(i);
+                match w.role {
+                    ReturnRole::Malloc(pending) => {
+                        self.suppressed.remove(&pending.entry);
+                        self.malloc_returned(regs.args[0], pending)?;
+                    }
+                    ReturnRole::Span => self.close_span(regs)?,
+                    ReturnRole::Phase => {
+                        if matches!(goal, Goal::PhaseReturn) {
+                            reached = true;
+                        }
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+        let roles = self.entries.get(&regs.pc).cloned().unwrap_or_default();
+        for role in roles {
+            match role {
+                EntryRole::Malloc { size_arg } => {
+                    let backtrace = self.backtrace(regs);
+                    self.returns.push(ReturnWatch {
+                        addr: regs.lr & !1,
+                        sp: regs.sp,
+                        role: ReturnRole::Malloc(PendingAlloc {
+                            request: regs.args[size_arg],
+                            entry: regs.pc,
+                            backtrace,
+                        }),
+                    });
+                    self.suppressed.insert(regs.pc);
+                }
+                EntryRole::Free { ptr_arg } => {
+                    let ptr = regs.args[ptr_arg];
+                    if ptr != 0 {
+                        self.freed(ptr, regs)?;
+                    }
+                }
+                EntryRole::Span { function } => self.open_span(&function, regs)?,
+                EntryRole::Goal { function } => {
+                    *self.calls.entry(function.clone()).or_default() += 1;
+                    if let Goal::Entry {
+                        addr, remaining, ..
+                    } = goal
+                    {
+                        if *addr == regs.pc && *remaining > 0 {
+                            *remaining -= 1;
+                            if *remaining == 0 {
+                                reached = true;
+                            }
+                        }
+                    }
+                }
+                EntryRole::Hook { symbol } => hook = Some(symbol),
+            }
+        }
+        Ok((reached, hook))
+    }
+
+    /// Return addresses of the call chain at a malloc entry (frame 0 is the allocator).
+    fn backtrace(&mut self, regs: &Regs) -> Vec<u64> {
+        let depth = self.config.trace.backtrace.max(1);
+        let mut frames = vec![regs.pc, regs.lr & !1];
+        if depth > 1 {
+            if let Some(bt) =
+                crate::unwind::backtrace(&self.symbols, self.target.as_mut(), depth + 1)
+            {
+                frames = bt;
+            }
+        }
+        frames.truncate(depth + 1);
+        frames
+    }
+
+    /// The allocation site: the first frame (inlined ones included) outside the allocator and
+    /// the configured wrappers, and the chain of callers from there.
+    pub fn site_of(&self, backtrace: &[u64]) -> Site {
+        let mut site = Site::default();
+        // Frame 0 is the allocator's own pc; the others are return addresses, looked up at the
+        // call instruction before them.
+        for &ret in backtrace.iter().skip(1) {
+            for loc in self.symbols.locate(ret.saturating_sub(2)) {
+                let name = loc.function.clone().unwrap_or_else(|| "??".into());
+                if self.skip.contains(&name) {
+                    continue;
+                }
+                let file = loc
+                    .file
+                    .as_ref()
+                    .map(|f| f.rsplit('/').next().unwrap_or(f).to_string());
+                site.chain.push(match (&file, loc.line) {
+                    (Some(f), Some(l)) => format!("{name} ({f}:{l})"),
+                    _ => name.clone(),
+                });
+                if site.function.is_none() {
+                    site.function = Some(name);
+                    site.file = file;
+                    site.line = loc.line;
+                }
+            }
+        }
+        site
+    }
+
+    fn malloc_returned(&mut self, ptr: u64, pending: PendingAlloc) -> Result<(), AuditError> {
+        if ptr == 0 {
+            return Ok(());
+        }
+        let Some((addr, size)) = self.walker.block_of(self.target.as_memory(), ptr)? else {
+            tracing::warn!("malloc returned {ptr:#010x}, which has no valid block header");
+            return Ok(());
+        };
+        self.used += size;
+        let site = self.site_of(&pending.backtrace);
+        let seq = self.record_event("alloc", addr, size, Some(pending.request), site.clone());
+        self.live.insert(addr, LiveAlloc { size, seq, site });
+        if let Some(p) = self.phase.as_mut() {
+            p.allocs += 1;
+        }
+        Ok(())
+    }
+
+    fn freed(&mut self, ptr: u64, regs: &Regs) -> Result<(), AuditError> {
+        let Some((addr, size)) = self.walker.block_of(self.target.as_memory(), ptr)? else {
+            tracing::warn!("free({ptr:#010x}) of something that is not an allocated block");
+            return Ok(());
+        };
+        self.used = self.used.saturating_sub(size);
+        self.live.remove(&addr);
+        let site = self.site_of(&[regs.pc, regs.lr & !1]);
+        self.record_event("free", addr, size, None, site);
+        if let Some(p) = self.phase.as_mut() {
+            p.frees += 1;
+        }
+        Ok(())
+    }
+
+    fn record_event(
+        &mut self,
+        kind: &'static str,
+        addr: u64,
+        size: u64,
+        request: Option<u64>,
+        site: Site,
+    ) -> u64 {
+        let seq = self.seq;
+        self.seq += 1;
+        self.progress.events += 1;
+        let used = self.used;
+        let span = self
+            .phase
+            .as_ref()
+            .and_then(|p| p.open_spans.last())
+            .map(|s| format!("{}#{}", s.function, s.call));
+        if let Some(p) = self.phase.as_mut() {
+            p.first_event.get_or_insert(seq);
+            for s in &mut p.open_spans {
+                s.peak_used = s.peak_used.max(used);
+            }
+            if used > p.peak_used {
+                p.peak_used = used;
+                let open = p.open_spans.last();
+                p.peak_at = Some(PeakSite {
+                    seq: Some(seq),
+                    span: span.clone(),
+                    span_index: open.map(|s| s.index),
+                    span_arg1: open.map(|s| s.args[1]),
+                    site: (kind == "alloc").then(|| site.clone()),
+                });
+            }
+        }
+        self.events.push(TraceEvent {
+            seq,
+            kind,
+            addr,
+            size,
+            request,
+            used_after: used,
+            phase: self.phase.as_ref().map(|p| p.function.clone()),
+            span,
+            site,
+        });
+        seq
+    }
+
+    fn current_used(&mut self) -> Result<u64, AuditError> {
+        Ok(match self.method {
+            PeakMethod::Trace => self.used,
+            PeakMethod::Sample | PeakMethod::Watermark => self.walk()?.used,
+        })
+    }
+
+    fn open_span(&mut self, function: &str, regs: &Regs) -> Result<(), AuditError> {
+        let call = {
+            let c = self.calls.entry(function.to_string()).or_default();
+            *c += 1;
+            *c
+        };
+        let used = self.current_used()?;
+        let Some(p) = self.phase.as_mut() else {
+            return Ok(());
+        };
+        let index = p.spans.len() + p.open_spans.len();
+        p.open_spans.push(OpenSpan {
+            function: function.to_string(),
+            call,
+            index,
+            args: regs.args,
+            before_used: used,
+            peak_used: used,
+        });
+        self.returns.push(ReturnWatch {
+            addr: regs.lr & !1,
+            sp: regs.sp,
+            role: ReturnRole::Span,
+        });
+        Ok(())
+    }
+
+    fn close_span(&mut self, _regs: &Regs) -> Result<(), AuditError> {
+        let used = self.current_used()?;
+        let method = self.method;
+        let Some(p) = self.phase.as_mut() else {
+            return Ok(());
+        };
+        let Some(s) = p.open_spans.pop() else {
+            return Ok(());
+        };
+        let peak = s.peak_used.max(used);
+        if method != PeakMethod::Trace && used > p.peak_used {
+            p.peak_used = used;
+            p.peak_at = Some(PeakSite {
+                seq: None,
+                span: Some(format!("{}#{}", s.function, s.call)),
+                span_index: Some(s.index),
+                span_arg1: Some(s.args[1]),
+                site: None,
+            });
+        }
+        p.spans.push(SpanRecord {
+            function: s.function,
+            call: s.call,
+            index: s.index,
+            args: s.args,
+            before_used: s.before_used,
+            after_used: used,
+            delta: used as i64 - s.before_used as i64,
+            peak_used: peak,
+        });
+        p.spans.sort_by_key(|s| s.index);
+        Ok(())
+    }
+
+    fn watermark_addrs(&self) -> Option<(u64, u64)> {
+        let resolved = self.walker.resolved();
+        let find = |n: &str| resolved.iter().find(|r| r.0 == n).map(|r| r.1);
+        Some((
+            find("xFreeBytesRemaining")?,
+            find("xMinimumEverFreeBytesRemaining")?,
+        ))
+    }
+
+    fn restore_watermark(
+        &mut self,
+        wm: WatermarkState,
+        observed: Option<u32>,
+    ) -> Result<(), AuditError> {
+        // The value the allocator would hold had memlife not reset it.
+        let value = observed.map_or(wm.original_min, |o| o.min(wm.original_min));
+        if let Some(w) = self.target.memory_write() {
+            w.write(wm.min_addr, &value.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Starts a phase: runs to the function's entry (the next call), snapshots, sets the return
+    /// breakpoint and the span breakpoints. Returns a hook name if one fired first.
+    pub fn phase_begin(&mut self, name: &str) -> Result<PhaseRun, AuditError> {
+        if self.phase.is_some() {
+            return Err(AuditError::Config("a phase is already running".into()));
+        }
+        let function = self.config.phase_function(name).to_string();
+        let alias = (function != name).then(|| name.to_string());
+        let (addr, _) = self.function(&function)?;
+        Ok(PhaseRun {
+            goal: Goal::Entry {
+                function: function.clone(),
+                addr,
+                remaining: 1,
+            },
+            function,
+            alias,
+            entered: false,
+        })
+    }
+
+    /// Advances a phase; `Ok(None)` while a hook interrupts, the record when it returned.
+    pub fn phase_step(&mut self, run: &mut PhaseRun) -> Result<Option<Outcome>, AuditError> {
+        match self.run(&mut run.goal)? {
+            Outcome::Hook(h) => return Ok(Some(Outcome::Hook(h))),
+            Outcome::Reached => {}
+        }
+        if !run.entered {
+            run.entered = true;
+            self.phase_entered(run)?;
+            run.goal = Goal::PhaseReturn;
+            return self.phase_step(run);
+        }
+        Ok(None)
+    }
+
+    fn phase_entered(&mut self, run: &PhaseRun) -> Result<(), AuditError> {
+        let regs = self.read_regs()?;
+        let before = Rc::new(self.walk()?);
+        if self.method == PeakMethod::Trace {
+            // Resynchronise the running total with the walk at every phase entry.
+            self.used = before.used;
+        }
+        let watermark = if self.method == PeakMethod::Watermark {
+            let (free_addr, min_addr) = self
+                .watermark_addrs()
+                .ok_or_else(|| AuditError::Config("no watermark".into()))?;
+            let mem = self.target.as_memory();
+            let free = mem.read_u32(free_addr)?;
+            let original_min = mem.read_u32(min_addr)?;
+            if let Some(w) = self.target.memory_write() {
+                w.write(min_addr, &free.to_le_bytes())?;
+            }
+            Some(WatermarkState {
+                min_addr,
+                original_min,
+            })
+        } else {
+            None
+        };
+        if let Some(span_fn) = self.config.spans.get(&run.function).cloned() {
+            let (addr, _) = self.function(&span_fn)?;
+            self.add_entry(addr, EntryRole::Span { function: span_fn });
+        }
+        self.returns.push(ReturnWatch {
+            addr: regs.lr & !1,
+            sp: regs.sp,
+            role: ReturnRole::Phase,
+        });
+        let call = self.calls(&run.function);
+        self.progress.current = Some(format!("{}#{call}", run.function));
+        self.phase = Some(OpenPhase {
+            function: run.function.clone(),
+            alias: run.alias.clone(),
+            call,
+            peak_used: before.used,
+            before,
+            peak_at: None,
+            spans: Vec::new(),
+            open_spans: Vec::new(),
+            first_event: None,
+            allocs: 0,
+            frees: 0,
+            watermark,
+        });
+        Ok(())
+    }
+
+    /// Closes the phase after its return was reached.
+    pub fn phase_finish(
+        &mut self,
+    ) -> Result<(PhaseRecord, Rc<HeapState>, Rc<HeapState>), AuditError> {
+        let after = Rc::new(self.walk()?);
+        let Some(p) = self.phase.take() else {
+            return Err(AuditError::Config("no phase is running".into()));
+        };
+        if let Some(span_fn) = self.config.spans.get(&p.function).cloned() {
+            if let Ok((addr, _)) = self.function(&span_fn) {
+                self.remove_entry(addr, &EntryRole::Span { function: span_fn });
+            }
+        }
+        self.returns.retain(|r| !matches!(r.role, ReturnRole::Span));
+        let mut peak_used = p.peak_used.max(after.used);
+        let mut peak_at = p.peak_at.clone();
+        if let Some(wm) = p.watermark {
+            let observed = self.target.as_memory().read_u32(wm.min_addr)?;
+            let wm_peak = after.heap_size.saturating_sub(u64::from(observed));
+            if wm_peak > peak_used {
+                peak_used = wm_peak;
+                peak_at = None;
+            }
+            self.restore_watermark(wm, Some(observed))?;
+        }
+        let drift = if self.method == PeakMethod::Trace {
+            self.used as i64 - after.used as i64
+        } else {
+            0
+        };
+        if self.method == PeakMethod::Trace {
+            self.used = after.used;
+        }
+        let record = PhaseRecord {
+            function: p.function.clone(),
+            alias: p.alias.clone(),
+            call: p.call,
+            method: self.method,
+            before: (&*p.before).into(),
+            after: (&*after).into(),
+            delta_used: after.used as i64 - p.before.used as i64,
+            peak_used,
+            peak_above_before: peak_used.saturating_sub(p.before.used),
+            peak_at,
+            spans: p.spans,
+            allocs: p.allocs,
+            frees: p.frees,
+            events: p.first_event.map(|f| (f, self.seq.saturating_sub(1))),
+            accounting_drift: drift,
+        };
+        self.records.push(record.clone());
+        self.progress.phases += 1;
+        self.progress.current = None;
+        Ok((record, p.before, after))
+    }
+
+    /// Heap size as last walked.
+    pub fn heap_size(&self) -> u64 {
+        self.heap_size
+    }
+}
+
+/// A phase being run (kept by the caller across hooks).
+#[derive(Debug, Clone)]
+pub struct PhaseRun {
+    goal: Goal,
+    function: String,
+    alias: Option<String>,
+    entered: bool,
+}
+
+fn goal_name(goal: &Goal, phase: Option<&OpenPhase>) -> String {
+    match goal {
+        Goal::Entry { function, .. } => format!("breakpoint at {function}"),
+        Goal::PhaseReturn => format!(
+            "return of {}",
+            phase.map_or("the phase".to_string(), |p| p.function.clone())
+        ),
+    }
+}

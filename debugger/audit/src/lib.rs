@@ -1,0 +1,34 @@
+//! memlife's audit engine: it drives a live target through the firmware's lifecycle and lets a
+//! Rhai script decide.
+//!
+//! A phase is a function: memlife breaks on its entry, snapshots the heap, breaks on the return
+//! address (matched by stack pointer), snapshots again, and records the delta and the peak
+//! inside, found by one of three methods ([`config::PeakMethod`]). Spans are the nested calls of
+//! a phase (`op_init` in `graph_build`, `op_invoke` in `inference_run`). Allocation tracing puts
+//! breakpoints on the allocator's entry points and records every event with its size and call
+//! site, which gives the exact curve and the allocation site of leaked blocks.
+//!
+//! # Layout
+//! - [`config`]: `memlife.toml`, the settings file.
+//! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
+//! - [`model`]: the records (phases, spans, events, checks), serialisable.
+//! - [`script`]: the Rhai API and its sandbox.
+//! - [`values`]: typed variables, leak lists and diffs as script values.
+//! - [`report`]: the audit report as JSON and JUnit XML.
+//! - [`unwind`]: cheap backtraces at allocation sites.
+//! - [`error`]: [`AuditError`], what ends an audit.
+
+pub mod config;
+pub mod debugger;
+pub mod error;
+pub mod model;
+pub mod report;
+pub mod script;
+pub mod unwind;
+pub mod values;
+
+pub use config::{AuditConfig, PeakMethod};
+pub use debugger::Debugger;
+pub use error::AuditError;
+pub use report::AuditReport;
+pub use script::{ScriptError, ScriptOutcome, run_script};

@@ -1,0 +1,296 @@
+//! The audit report: one JSON document with everything recorded, and JUnit XML with one test
+//! case per check name (a check called in a loop fails when any call failed).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::config::PeakMethod;
+use crate::model::{CheckResult, PhaseRecord, TraceEvent, Verdict};
+use crate::script::{ScriptError, write_atomic};
+
+/// Facts about the run.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct RunFacts {
+    /// memlife version.
+    pub memlife: String,
+    /// When the audit started (RFC 3339, UTC).
+    pub date: String,
+    /// Firmware ELF.
+    pub elf: String,
+    /// Allocator walked.
+    pub allocator: String,
+    /// Target description.
+    pub target: String,
+    /// Board or machine.
+    pub board: Option<String>,
+    /// The script.
+    pub script: String,
+    /// Heap capacity in bytes.
+    pub heap_size: u64,
+    /// Seconds the audit took.
+    pub seconds: f64,
+    /// Breakpoint stops handled.
+    pub stops: u64,
+}
+
+/// All checks of one name, folded.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CheckSummary {
+    /// Name.
+    pub name: String,
+    /// Fail if any call failed, else warn if any warned, else pass.
+    pub verdict: Verdict,
+    /// The first failing (or warning, or last) message.
+    pub message: String,
+    /// Calls, and how many failed.
+    pub calls: usize,
+    /// Failed calls.
+    pub failures: usize,
+    /// Line of the first failing call.
+    pub line: Option<usize>,
+}
+
+/// Everything an audit recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    /// Facts.
+    pub run: RunFacts,
+    /// Peak method.
+    pub method: PeakMethod,
+    /// Checks by name.
+    pub checks: Vec<CheckSummary>,
+    /// Every check call.
+    pub check_calls: Vec<CheckResult>,
+    /// Phases in order.
+    pub phases: Vec<PhaseRecord>,
+    /// Trace events (allocations and frees).
+    pub events: Vec<TraceEvent>,
+    /// Heap dumps written.
+    pub dumps: Vec<String>,
+    /// The error that stopped the audit.
+    pub error: Option<ScriptError>,
+    /// 0 all passed, 1 a check failed, 2 error.
+    pub exit_code: i32,
+}
+
+/// Folds check calls by name, keeping first-appearance order.
+pub fn summarize(calls: &[CheckResult]) -> Vec<CheckSummary> {
+    let mut out: Vec<CheckSummary> = Vec::new();
+    for c in calls {
+        let idx = match out.iter().position(|s| s.name == c.name) {
+            Some(i) => i,
+            None => {
+                out.push(CheckSummary {
+                    name: c.name.clone(),
+                    verdict: Verdict::Pass,
+                    message: String::new(),
+                    calls: 0,
+                    failures: 0,
+                    line: None,
+                });
+                out.len() - 1
+            }
+        };
+        let s = &mut out[idx];
+        s.calls += 1;
+        match c.verdict {
+            Verdict::Fail => {
+                s.failures += 1;
+                if s.verdict != Verdict::Fail {
+                    s.verdict = Verdict::Fail;
+                    s.message = c.message.clone();
+                    s.line = c.line;
+                }
+            }
+            Verdict::Warn if s.verdict == Verdict::Pass => {
+                s.verdict = Verdict::Warn;
+                s.message = c.message.clone();
+                s.line = c.line;
+            }
+            _ if s.verdict == Verdict::Pass => s.message = c.message.clone(),
+            _ => {}
+        }
+    }
+    out
+}
+
+impl AuditReport {
+    /// The exit code for these checks and error: 2 on error, 1 when a check failed, else 0.
+    pub fn exit_code_for(checks: &[CheckSummary], error: Option<&ScriptError>) -> i32 {
+        if error.is_some() {
+            2
+        } else if checks.iter().any(|c| c.verdict == Verdict::Fail) {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Writes the JSON report atomically.
+    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        write_atomic(path, &json)
+    }
+
+    /// Writes JUnit XML atomically.
+    pub fn write_junit(&self, path: &Path) -> std::io::Result<()> {
+        write_atomic(path, self.junit().as_bytes())
+    }
+
+    /// JUnit XML: a test suite named after the script, one test case per check name, and a
+    /// `script` test case with an error when the audit stopped on one.
+    pub fn junit(&self) -> String {
+        let suite = format!(
+            "memlife.{}",
+            Path::new(&self.run.script)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("audit")
+        );
+        let failures = self
+            .checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Fail)
+            .count();
+        let errors = usize::from(self.error.is_some());
+        let tests = self.checks.len() + errors;
+        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        x.push_str(&format!(
+            "<testsuites name=\"memlife\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">\n",
+            self.run.seconds
+        ));
+        x.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\" timestamp=\"{}\">\n",
+            esc(&suite),
+            self.run.seconds,
+            esc(&self.run.date)
+        ));
+        x.push_str(&format!(
+            "    <properties>\n      <property name=\"elf\" value=\"{}\"/>\n      <property name=\"allocator\" value=\"{}\"/>\n      <property name=\"target\" value=\"{}\"/>\n      <property name=\"memlife\" value=\"{}\"/>\n    </properties>\n",
+            esc(&self.run.elf),
+            esc(&self.run.allocator),
+            esc(&self.run.target),
+            esc(&self.run.memlife)
+        ));
+        for c in &self.checks {
+            x.push_str(&format!(
+                "    <testcase name=\"{}\" classname=\"{}\"",
+                esc(&c.name),
+                esc(&suite)
+            ));
+            match c.verdict {
+                Verdict::Pass => x.push_str("/>\n"),
+                Verdict::Warn => x.push_str(&format!(
+                    ">\n      <system-out>warning: {}</system-out>\n    </testcase>\n",
+                    esc(&c.message)
+                )),
+                Verdict::Fail => x.push_str(&format!(
+                    ">\n      <failure message=\"{}\" type=\"check\">{} of {} calls failed{}: {}</failure>\n    </testcase>\n",
+                    esc(&c.message),
+                    c.failures,
+                    c.calls,
+                    c.line.map(|l| format!(" (first at line {l})")).unwrap_or_default(),
+                    esc(&c.message)
+                )),
+            }
+        }
+        if let Some(e) = &self.error {
+            x.push_str(&format!(
+                "    <testcase name=\"script\" classname=\"{}\">\n      <error message=\"{}\" type=\"error\"/>\n    </testcase>\n",
+                esc(&suite),
+                esc(&e.to_string())
+            ));
+        }
+        x.push_str("  </testsuite>\n</testsuites>\n");
+        x
+    }
+}
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
+                o.push_str(&format!("&#{};", c as u32))
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn call(name: &str, verdict: Verdict, msg: &str) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            verdict,
+            message: msg.into(),
+            line: Some(3),
+        }
+    }
+
+    #[test]
+    fn folds_checks_by_name() {
+        let s = summarize(&[
+            call("leak", Verdict::Pass, "ok 1"),
+            call("leak", Verdict::Fail, "lost 396 B"),
+            call("leak", Verdict::Fail, "lost 792 B"),
+            call("fragmentation", Verdict::Warn, "0.55"),
+            call("fragmentation", Verdict::Pass, "0.7"),
+        ]);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].verdict, Verdict::Fail);
+        assert_eq!(s[0].message, "lost 396 B");
+        assert_eq!((s[0].calls, s[0].failures), (3, 2));
+        assert_eq!(s[1].verdict, Verdict::Warn);
+        assert_eq!(AuditReport::exit_code_for(&s, None), 1);
+        assert_eq!(AuditReport::exit_code_for(&s[1..], None), 0);
+    }
+
+    #[test]
+    fn junit_escapes_and_counts() {
+        let checks = summarize(&[
+            call("leak", Verdict::Fail, "a <b> & \"c\""),
+            call("peak", Verdict::Pass, ""),
+        ]);
+        let report = AuditReport {
+            run: RunFacts {
+                script: "scripts/leak.rhai".into(),
+                ..Default::default()
+            },
+            method: PeakMethod::Trace,
+            checks,
+            check_calls: vec![],
+            phases: vec![],
+            events: vec![],
+            dumps: vec![],
+            error: Some(ScriptError {
+                message: "boom".into(),
+                line: Some(4),
+                column: Some(2),
+            }),
+            exit_code: 2,
+        };
+        let x = report.junit();
+        assert!(
+            x.contains("<testsuite name=\"memlife.leak\" tests=\"3\" failures=\"1\" errors=\"1\""),
+            "{x}"
+        );
+        assert!(x.contains("a &lt;b&gt; &amp; &quot;c&quot;"), "{x}");
+        assert!(
+            x.contains("<testcase name=\"peak\" classname=\"memlife.leak\"/>"),
+            "{x}"
+        );
+        assert!(x.contains("line 4, column 2: boom"), "{x}");
+    }
+}

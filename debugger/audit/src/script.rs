@@ -1,0 +1,587 @@
+//! The Rhai API: what an audit script can do, and the sandbox it runs in.
+//!
+//! ```rhai
+//! let t = target();                        // connected, halted
+//! let base = t.heap();                     // free, used, largest_free, ratio, blocks, ...
+//! let load = t.phase("load");              // one call of model_load: before, after, peak, spans
+//! check("load-peak", load.peak_above < 0.6 * base.size, `load peak ${load.peak_above} B`);
+//! t.on_break("model_release", |t| dump(t.heap(), "release.json"));
+//! let tensors = t.var("g_tensors");        // typed read through DWARF
+//! ```
+//!
+//! Sandbox: operation, call-depth, expression-depth and size limits; no `eval`; no modules from
+//! disk; files are written only under the output directory, atomically.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
+
+use memlife_heap::HeapState;
+use rhai::{
+    Array, Dynamic, Engine, EvalAltResult, FnPtr, ImmutableString, Map, NativeCallContext, Position,
+};
+
+use crate::debugger::{Debugger, Goal, Outcome};
+use crate::error::AuditError;
+use crate::model::{CheckResult, PhaseRecord, Verdict};
+
+type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+
+/// Where an audit script failed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScriptError {
+    /// What went wrong.
+    pub message: String,
+    /// Line (1-based).
+    pub line: Option<usize>,
+    /// Column (1-based).
+    pub column: Option<usize>,
+}
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "line {l}, column {c}: {}", self.message),
+            (Some(l), None) => write!(f, "line {l}: {}", self.message),
+            _ => write!(f, "{}", self.message),
+        }
+    }
+}
+
+/// What a script produced.
+#[derive(Debug, Default)]
+pub struct ScriptOutcome {
+    /// Checks in the order recorded.
+    pub checks: Vec<CheckResult>,
+    /// Files written by `dump`.
+    pub dumps: Vec<PathBuf>,
+    /// The error that stopped the script, if any.
+    pub error: Option<ScriptError>,
+}
+
+struct RunState {
+    checks: Vec<CheckResult>,
+    dumps: Vec<PathBuf>,
+    hooks: HashMap<String, FnPtr>,
+    in_hook: bool,
+    out_dir: PathBuf,
+}
+
+/// The `Target` object of scripts.
+#[derive(Clone)]
+pub struct TargetHandle {
+    dbg: Rc<RefCell<Debugger>>,
+    state: Rc<RefCell<RunState>>,
+}
+
+/// The `Heap` object of scripts: one walk, immutable.
+#[derive(Clone)]
+pub struct HeapHandle(pub Rc<HeapState>);
+
+fn err(ctx: &NativeCallContext, e: impl std::fmt::Display) -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorRuntime(
+        e.to_string().into(),
+        ctx.call_position(),
+    ))
+}
+
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn opt_int(v: Option<u64>) -> Dynamic {
+    v.map_or(Dynamic::UNIT, |v| Dynamic::from_int(int(v)))
+}
+
+fn opt_float(v: Option<f64>) -> Dynamic {
+    v.map_or(Dynamic::UNIT, Dynamic::from_float)
+}
+
+impl TargetHandle {
+    fn no_run_control_in_hooks(&self, ctx: &NativeCallContext) -> RhaiResult<()> {
+        if self.state.borrow().in_hook {
+            return Err(err(
+                ctx,
+                "run control (phase, run_to, reset) is not allowed inside on_break",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs `step` until it completes, calling script hooks whenever one fires.
+    fn drive(
+        &self,
+        ctx: &NativeCallContext,
+        mut step: impl FnMut(&mut Debugger) -> Result<Option<Outcome>, AuditError>,
+    ) -> RhaiResult<()> {
+        loop {
+            let r = {
+                let mut d = self.dbg.borrow_mut();
+                step(&mut d)
+            };
+            match r.map_err(|e| err(ctx, e))? {
+                None | Some(Outcome::Reached) => return Ok(()),
+                Some(Outcome::Hook(symbol)) => {
+                    let hook = self.state.borrow().hooks.get(&symbol).cloned();
+                    if let Some(f) = hook {
+                        self.state.borrow_mut().in_hook = true;
+                        let result = f.call_within_context::<Dynamic>(ctx, (self.clone(),));
+                        self.state.borrow_mut().in_hook = false;
+                        let _ = result?;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn heap_blocks(h: &HeapHandle) -> Array {
+    h.0.blocks
+        .iter()
+        .map(|b| {
+            let mut m = Map::new();
+            m.insert("addr".into(), Dynamic::from_int(int(b.addr)));
+            m.insert("size".into(), Dynamic::from_int(int(b.size)));
+            m.insert("free".into(), Dynamic::from_bool(b.free));
+            Dynamic::from_map(m)
+        })
+        .collect()
+}
+
+fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<HeapState>) -> Map {
+    let mut m = Map::new();
+    m.insert("function".into(), rec.function.clone().into());
+    m.insert("call".into(), Dynamic::from_int(int(rec.call)));
+    m.insert("before".into(), Dynamic::from(HeapHandle(before)));
+    m.insert("after".into(), Dynamic::from(HeapHandle(after)));
+    m.insert("delta".into(), Dynamic::from_int(rec.delta_used));
+    m.insert("peak".into(), Dynamic::from_int(int(rec.peak_used)));
+    m.insert(
+        "peak_above".into(),
+        Dynamic::from_int(int(rec.peak_above_before)),
+    );
+    m.insert("allocs".into(), Dynamic::from_int(int(rec.allocs)));
+    m.insert("frees".into(), Dynamic::from_int(int(rec.frees)));
+    m.insert(
+        "method".into(),
+        format!("{:?}", rec.method).to_lowercase().into(),
+    );
+    m.insert(
+        "peak_at".into(),
+        match &rec.peak_at {
+            None => Dynamic::UNIT,
+            Some(p) => {
+                let mut pm = Map::new();
+                pm.insert(
+                    "span".into(),
+                    p.span.clone().map_or(Dynamic::UNIT, Into::into),
+                );
+                pm.insert("index".into(), opt_int(p.span_index.map(|i| i as u64)));
+                pm.insert("arg".into(), opt_int(p.span_arg1));
+                pm.insert(
+                    "site".into(),
+                    p.site
+                        .as_ref()
+                        .map_or(Dynamic::UNIT, |s| s.to_string().into()),
+                );
+                Dynamic::from_map(pm)
+            }
+        },
+    );
+    let spans: Array = rec
+        .spans
+        .iter()
+        .map(|s| {
+            let mut sm = Map::new();
+            sm.insert("function".into(), s.function.clone().into());
+            sm.insert("call".into(), Dynamic::from_int(int(s.call)));
+            sm.insert("index".into(), Dynamic::from_int(s.index as i64));
+            sm.insert("arg".into(), Dynamic::from_int(int(s.args[1])));
+            sm.insert("before".into(), Dynamic::from_int(int(s.before_used)));
+            sm.insert("after".into(), Dynamic::from_int(int(s.after_used)));
+            sm.insert("delta".into(), Dynamic::from_int(s.delta));
+            sm.insert("peak".into(), Dynamic::from_int(int(s.peak_used)));
+            sm.insert(
+                "peak_above".into(),
+                Dynamic::from_int(int(s.peak_used.saturating_sub(s.before_used))),
+            );
+            Dynamic::from_map(sm)
+        })
+        .collect();
+    m.insert("spans".into(), spans.into());
+    m
+}
+
+/// A path under the output directory; anything that could escape it is refused.
+fn output_path(out_dir: &Path, rel: &str) -> Result<PathBuf, String> {
+    let p = Path::new(rel);
+    if rel.is_empty()
+        || p.is_absolute()
+        || p.components().any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Err(format!(
+            "`{rel}`: scripts write only relative paths under the output directory"
+        ));
+    }
+    Ok(out_dir.join(p))
+}
+
+/// Writes a file atomically (temporary file, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp~");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Builds the sandboxed engine with memlife's API.
+fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
+    let mut engine = Engine::new();
+    engine
+        .set_max_operations(50_000_000)
+        .set_max_call_levels(32)
+        .set_max_expr_depths(64, 32)
+        .set_max_string_size(1 << 20)
+        .set_max_array_size(1 << 20)
+        .set_max_map_size(1 << 16)
+        .set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
+    engine.disable_symbol("eval");
+    // `var` is reserved in Rhai, but `t.var("g_tensors")` is the name gdb users expect for a typed
+    // read: let the tokenizer hand it over as an identifier (a `var x = ...` still fails to parse).
+    #[allow(deprecated)] // Rhai marks the token-mapper API volatile, not deprecated
+    engine.on_parse_token(|token, _, _| match token {
+        rhai::Token::Reserved(s) if s.as_str() == "var" => rhai::Token::Identifier(s),
+        other => other,
+    });
+    let p = print.clone();
+    engine.on_print(move |s| p(s));
+    engine.on_debug(move |s, _, pos| print(&format!("[debug {pos}] {s}")));
+
+    engine.register_type_with_name::<TargetHandle>("Target");
+    engine.register_type_with_name::<HeapHandle>("Heap");
+
+    // Heap getters.
+    engine.register_get("free", |h: &mut HeapHandle| int(h.0.total_free));
+    engine.register_get("used", |h: &mut HeapHandle| int(h.0.used));
+    engine.register_get("size", |h: &mut HeapHandle| int(h.0.heap_size));
+    engine.register_get("start", |h: &mut HeapHandle| int(h.0.heap_start));
+    engine.register_get("largest_free", |h: &mut HeapHandle| int(h.0.largest_free));
+    engine.register_get("ratio", |h: &mut HeapHandle| {
+        opt_float(h.0.largest_free_ratio())
+    });
+    engine.register_get("fragmentation", |h: &mut HeapHandle| {
+        opt_float(h.0.fragmentation())
+    });
+    engine.register_get("free_blocks", |h: &mut HeapHandle| int(h.0.free_blocks));
+    engine.register_get("used_blocks", |h: &mut HeapHandle| int(h.0.used_blocks));
+    engine.register_get("min_ever_free", |h: &mut HeapHandle| {
+        opt_int(h.0.min_ever_free)
+    });
+    engine.register_get("status", |h: &mut HeapHandle| {
+        format!("{:?}", h.0.status).to_lowercase()
+    });
+    engine.register_get("allocator", |h: &mut HeapHandle| h.0.allocator.to_string());
+    engine.register_get("blocks", |h: &mut HeapHandle| heap_blocks(h));
+    engine.register_get("anomalies", |h: &mut HeapHandle| {
+        h.0.anomalies
+            .iter()
+            .map(|a| Dynamic::from(a.message.clone()))
+            .collect::<Array>()
+    });
+    engine.register_fn("to_string", |h: &mut HeapHandle| {
+        format!(
+            "{} free of {} ({} free blocks, largest {}, ratio {})",
+            h.0.total_free,
+            h.0.heap_size,
+            h.0.free_blocks,
+            h.0.largest_free,
+            h.0.largest_free_ratio()
+                .map_or("n/a".into(), |r| format!("{r:.3}"))
+        )
+    });
+
+    // Target control.
+    engine.register_fn(
+        "heap",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<HeapHandle> {
+            let state = t.dbg.borrow_mut().walk().map_err(|e| err(&ctx, e))?;
+            Ok(HeapHandle(Rc::new(state)))
+        },
+    );
+    engine.register_fn(
+        "phase",
+        |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Map> {
+            t.no_run_control_in_hooks(&ctx)?;
+            let mut run = t
+                .dbg
+                .borrow_mut()
+                .phase_begin(name)
+                .map_err(|e| err(&ctx, e))?;
+            t.drive(&ctx, |d| d.phase_step(&mut run))?;
+            let (rec, before, after) = t
+                .dbg
+                .borrow_mut()
+                .phase_finish()
+                .map_err(|e| err(&ctx, e))?;
+            Ok(phase_map(&rec, before, after))
+        },
+    );
+    fn run_to(
+        ctx: &NativeCallContext,
+        t: &TargetHandle,
+        function: &str,
+        hits: i64,
+    ) -> RhaiResult<()> {
+        t.no_run_control_in_hooks(ctx)?;
+        let remaining = u32::try_from(hits)
+            .ok()
+            .filter(|h| *h > 0)
+            .ok_or_else(|| err(ctx, "the hit count must be at least 1"))?;
+        let (addr, _) = t.dbg.borrow().function(function).map_err(|e| err(ctx, e))?;
+        let mut goal = Goal::Entry {
+            function: function.to_string(),
+            addr,
+            remaining,
+        };
+        t.drive(ctx, |d| d.run(&mut goal).map(Some))
+    }
+    engine.register_fn(
+        "run_to",
+        |ctx: NativeCallContext, t: &mut TargetHandle, f: &str| run_to(&ctx, t, f, 1),
+    );
+    engine.register_fn(
+        "run_to",
+        |ctx: NativeCallContext, t: &mut TargetHandle, f: &str, n: i64| run_to(&ctx, t, f, n),
+    );
+    engine.register_fn(
+        "reset",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<()> {
+            t.no_run_control_in_hooks(&ctx)?;
+            t.dbg.borrow_mut().reset().map_err(|e| err(&ctx, e))
+        },
+    );
+    engine.register_fn("calls", |t: &mut TargetHandle, f: &str| {
+        int(t.dbg.borrow().calls(f))
+    });
+    engine.register_fn(
+        "on_break",
+        |ctx: NativeCallContext, t: &mut TargetHandle, symbol: &str, f: FnPtr| -> RhaiResult<()> {
+            t.dbg
+                .borrow_mut()
+                .add_hook(symbol)
+                .map_err(|e| err(&ctx, e))?;
+            t.state.borrow_mut().hooks.insert(symbol.to_string(), f);
+            Ok(())
+        },
+    );
+    engine.register_fn(
+        "var",
+        |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Dynamic> {
+            let mut d = t.dbg.borrow_mut();
+            crate::values::read_var(&mut d, name).map_err(|e| err(&ctx, e))
+        },
+    );
+    engine.register_fn(
+        "string",
+        |ctx: NativeCallContext, t: &mut TargetHandle, addr: i64| -> RhaiResult<String> {
+            let mut d = t.dbg.borrow_mut();
+            crate::values::read_string(&mut d, addr as u64).map_err(|e| err(&ctx, e))
+        },
+    );
+    engine.register_fn(
+        "read_u32",
+        |ctx: NativeCallContext, t: &mut TargetHandle, addr: i64| -> RhaiResult<i64> {
+            let mut d = t.dbg.borrow_mut();
+            d.target()
+                .as_memory()
+                .read_u32(addr as u64)
+                .map(i64::from)
+                .map_err(|e| err(&ctx, e))
+        },
+    );
+    engine.register_fn(
+        "leaks",
+        |t: &mut TargetHandle, before: HeapHandle, after: HeapHandle| -> Array {
+            let d = t.dbg.borrow();
+            crate::values::leaks(&d, &before.0, &after.0)
+        },
+    );
+
+    // Free functions.
+    engine.register_fn(
+        "check",
+        |ctx: NativeCallContext, name: &str, ok: bool, message: &str| -> RhaiResult<bool> {
+            record(
+                &ctx,
+                name,
+                if ok { Verdict::Pass } else { Verdict::Fail },
+                message,
+            )?;
+            Ok(ok)
+        },
+    );
+    engine.register_fn(
+        "check",
+        |ctx: NativeCallContext, name: &str, ok: bool| -> RhaiResult<bool> {
+            record(
+                &ctx,
+                name,
+                if ok { Verdict::Pass } else { Verdict::Fail },
+                "",
+            )?;
+            Ok(ok)
+        },
+    );
+    engine.register_fn(
+        "warn",
+        |ctx: NativeCallContext, name: &str, message: &str| -> RhaiResult<()> {
+            record(&ctx, name, Verdict::Warn, message)
+        },
+    );
+    engine.register_fn(
+        "dump",
+        |ctx: NativeCallContext, h: HeapHandle, path: &str| -> RhaiResult<String> {
+            let state = script_state(&ctx)?;
+            let out = output_path(&state.borrow().out_dir, path).map_err(|e| err(&ctx, e))?;
+            let json = serde_json::to_vec_pretty(&h.0.report()).map_err(|e| err(&ctx, e))?;
+            write_atomic(&out, &json)
+                .map_err(|e| err(&ctx, format!("writing {}: {e}", out.display())))?;
+            state.borrow_mut().dumps.push(out.clone());
+            Ok(out.display().to_string())
+        },
+    );
+    engine.register_fn("diff", |a: HeapHandle, b: HeapHandle| -> Map {
+        crate::values::diff(&a.0, &b.0)
+    });
+    engine.register_fn("kib", |n: i64| format!("{:.1} KiB", n as f64 / 1024.0));
+    engine
+}
+
+thread_local! {
+    // The run state of the script executing on this thread, for free functions (check, dump)
+    // that have no Target argument.
+    static CURRENT: RefCell<Option<Rc<RefCell<RunState>>>> = const { RefCell::new(None) };
+}
+
+fn script_state(ctx: &NativeCallContext) -> RhaiResult<Rc<RefCell<RunState>>> {
+    CURRENT
+        .with(|c| c.borrow().clone())
+        .ok_or_else(|| err(ctx, "no audit is running"))
+}
+
+fn record(ctx: &NativeCallContext, name: &str, verdict: Verdict, message: &str) -> RhaiResult<()> {
+    let state = script_state(ctx)?;
+    let pos = ctx.call_position();
+    state.borrow_mut().checks.push(CheckResult {
+        name: name.to_string(),
+        verdict,
+        message: message.to_string(),
+        line: pos.line(),
+    });
+    Ok(())
+}
+
+fn position(pos: Position) -> (Option<usize>, Option<usize>) {
+    (pos.line(), pos.position())
+}
+
+/// Runs a script against a debugger. The debugger comes back (for the report and cleanup) with
+/// whatever the script recorded, also when it failed.
+pub fn run_script(
+    debugger: Debugger,
+    source: &str,
+    out_dir: &Path,
+    budgets: &std::collections::BTreeMap<String, f64>,
+    print: Rc<dyn Fn(&str)>,
+) -> (Debugger, ScriptOutcome) {
+    let dbg = Rc::new(RefCell::new(debugger));
+    let state = Rc::new(RefCell::new(RunState {
+        checks: Vec::new(),
+        dumps: Vec::new(),
+        hooks: HashMap::new(),
+        in_hook: false,
+        out_dir: out_dir.to_path_buf(),
+    }));
+    let mut engine = engine(print);
+    let handle = TargetHandle {
+        dbg: dbg.clone(),
+        state: state.clone(),
+    };
+    engine.register_fn("target", move || handle.clone());
+    let budgets = budgets.clone();
+    engine.register_fn(
+        "budget",
+        move |ctx: NativeCallContext, name: &str| -> RhaiResult<f64> {
+            budgets.get(name).copied().ok_or_else(|| {
+                err(
+                    &ctx,
+                    format!("budget `{name}` is not set ([budgets] in memlife.toml)"),
+                )
+            })
+        },
+    );
+    CURRENT.with(|c| *c.borrow_mut() = Some(state.clone()));
+    let error = match engine.compile(source) {
+        Err(e) => {
+            let (line, column) = position(e.1);
+            Some(ScriptError {
+                message: e.0.to_string(),
+                line,
+                column,
+            })
+        }
+        Ok(ast) => match engine.run_ast(&ast) {
+            Ok(()) => None,
+            Err(e) => {
+                let (line, column) = position(e.position());
+                let message = match *e {
+                    EvalAltResult::ErrorRuntime(ref v, _) => v.to_string(),
+                    ref other => other.to_string(),
+                };
+                // Rhai appends the position to some messages; ours carries it separately.
+                let message = message
+                    .split(" (line ")
+                    .next()
+                    .unwrap_or(&message)
+                    .to_string();
+                Some(ScriptError {
+                    message,
+                    line,
+                    column,
+                })
+            }
+        },
+    };
+    CURRENT.with(|c| *c.borrow_mut() = None);
+    drop(engine);
+    let outcome = {
+        let mut s = state.borrow_mut();
+        // Hooks may hold Target handles (closures capturing `t`): drop them with the engine.
+        s.hooks.clear();
+        ScriptOutcome {
+            checks: std::mem::take(&mut s.checks),
+            dumps: std::mem::take(&mut s.dumps),
+            error,
+        }
+    };
+    drop(state);
+    let debugger = match Rc::try_unwrap(dbg) {
+        Ok(cell) => cell.into_inner(),
+        // Handles live only inside the engine, which is dropped above.
+        Err(_) => unreachable_handles(),
+    };
+    (debugger, outcome)
+}
+
+#[allow(clippy::panic)]
+fn unreachable_handles() -> ! {
+    panic!("a Target handle outlived its script engine")
+}
+
+/// `ImmutableString` is Rhai's string; re-exported for callers building maps.
+pub type RhaiString = ImmutableString;
