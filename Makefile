@@ -1,0 +1,68 @@
+# memlife: the README's two commands, `make demo` and `make test`, plus `make check`.
+# Both install what is missing (Debian packages, Rust components) so they work on a new machine.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+CARGO ?= cargo
+QEMU_MACHINE ?= netduinoplus2
+ITERATIONS ?= 3
+MEMLIFE := target/debug/memlife
+
+# command:Debian package
+TOOLS := arm-none-eabi-gcc:gcc-arm-none-eabi qemu-system-arm:qemu-system-arm gdb-multiarch:gdb-multiarch
+NEWLIB_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libc_nano.a
+
+.PHONY: test demo check deps firmware firmware-run host-test rust-test clippy fmt-check build clean
+
+## test: everything CI runs (firmware, QEMU runs, host allocator test, cargo test, clippy, fmt)
+test: deps firmware firmware-run host-test rust-test clippy fmt-check
+	@echo "make test: all passed"
+
+## demo: the bundled firmware on QEMU, end to end
+demo: deps firmware build
+	@bash tools/demo.sh
+
+## check: the quick Rust checks only
+check: clippy fmt-check
+
+deps:
+	@missing=""; \
+	for pair in $(TOOLS); do \
+	  cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	[ -f $(NEWLIB_NANO) ] || missing="$$missing libnewlib-arm-none-eabi"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found; install Rust with rustup"; exit 2; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
+
+firmware:
+	$(MAKE) -C firmware -j2
+
+firmware-run:
+	$(MAKE) -C firmware qemu-check ITERATIONS=$(ITERATIONS)
+
+host-test:
+	$(MAKE) -C firmware host-test
+
+build:
+	$(CARGO) build --locked
+
+rust-test: firmware
+	$(CARGO) test --workspace --locked
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+clean:
+	$(MAKE) -C firmware clean
+	$(CARGO) clean

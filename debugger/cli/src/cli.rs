@@ -1,0 +1,236 @@
+//! Command-line flags: as close to what the user types as possible, only validated here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Heap lifecycle debugger for on-device ML firmware.
+///
+/// memlife halts firmware at breakpoints, rebuilds the heap allocator's state from target RAM
+/// through DWARF (FreeRTOS heap_4/heap_5, newlib-nano, newlib dlmalloc) and resumes it, without
+/// touching the firmware. Exit codes: 0 success, 1 a check failed, 2 usage, connection or
+/// target error.
+#[derive(Debug, Parser)]
+#[command(name = "memlife", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug, -vvv trace; or MEMLIFE_LOG=...).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the allocator memlife detects and every symbol and layout it resolved.
+    Symbols(SymbolsArgs),
+    /// Halt the target, rebuild the heap from RAM, print it, and let the target go.
+    Heap(HeapArgs),
+    /// Save RAM and registers of the halted target to a file for offline analysis.
+    Snapshot(SnapshotArgs),
+    /// Drive the firmware through its lifecycle with a Rhai script and report the checks
+    /// (exit 0 all passed, 1 a check failed, 2 error).
+    Audit(AuditArgs),
+}
+
+/// `memlife audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The Rhai script (see scripts/).
+    #[arg(value_name = "SCRIPT")]
+    pub script: PathBuf,
+    /// Firmware ELF with DWARF (or `elf` in memlife.toml).
+    #[arg(long, value_name = "FILE")]
+    pub elf: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub heap: HeapOptions,
+    /// Settings file; default: ./memlife.toml when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Peak method: trace (breakpoints on malloc/free: exact, with allocation sites), sample
+    /// (phase and span boundaries only) or watermark (the allocator's low-water mark; writes
+    /// target RAM and restores it).
+    #[arg(long, value_name = "METHOD", value_parser = ["trace", "sample", "watermark"])]
+    pub method: Option<String>,
+    /// JUnit XML report: one test case per check.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// JSON report: phases, spans, events, checks.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory for the files scripts write (heap dumps).
+    #[arg(long, value_name = "DIR", default_value = "memlife-out")]
+    pub out: PathBuf,
+    /// Seconds to wait for any one breakpoint.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// What to leave a live target doing at the end: running (default) or halted.
+    #[arg(long, value_name = "STATE", default_value = "running", value_parser = ["running", "halted"])]
+    pub leave: String,
+}
+
+/// `memlife symbols`.
+#[derive(Debug, Args)]
+pub struct SymbolsArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub heap: HeapOptions,
+}
+
+/// How to reach the target (one of them).
+#[derive(Debug, Args, Clone, Default)]
+#[group(multiple = false)]
+pub struct TargetArgs {
+    /// A GDB remote server that is already running (QEMU -gdb, OpenOCD, JLinkGDBServer, pyOCD).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub gdb: Option<String>,
+    /// Start qemu-system-arm on this machine (e.g. netduinoplus2), halted, on a free loopback
+    /// port; it is stopped when memlife ends.
+    #[arg(long, value_name = "MACHINE")]
+    pub qemu: Option<String>,
+    /// An offline snapshot written by `memlife snapshot` (read-only).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+}
+
+/// Where to stop before looking.
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// Run until the entry of this function first (a breakpoint, removed afterwards).
+    #[arg(long, value_name = "FUNCTION")]
+    pub at: Option<String>,
+    /// With --at: stop at the N-th entry.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "at", value_parser = clap::value_parser!(u32).range(1..))]
+    pub hit: u32,
+    /// Give up (exit 2) when the target has not stopped after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// What to leave the live target doing at the end: running (default) or halted.
+    /// A QEMU started with --qemu is always stopped.
+    #[arg(long, value_name = "STATE", default_value = "running", value_parser = ["running", "halted"])]
+    pub leave: String,
+}
+
+/// Allocator choices that symbols cannot make.
+#[derive(Debug, Args, Clone)]
+pub struct HeapOptions {
+    /// Force the allocator instead of detecting it: heap4, heap5, nano, dlmalloc.
+    #[arg(long, value_name = "NAME")]
+    pub allocator: Option<String>,
+    /// heap_5 region (repeatable), when the firmware's HeapRegion_t table is not in DWARF.
+    #[arg(long, value_name = "START:LEN", value_parser = parse_region)]
+    pub heap_region: Vec<(u64, u64)>,
+    /// newlib: the current break, when no _sbrk variable is found.
+    #[arg(long, value_name = "ADDR", value_parser = parse_u64)]
+    pub heap_break: Option<u64>,
+    /// newlib: the heap limit, when no linker symbol gives it.
+    #[arg(long, value_name = "ADDR", value_parser = parse_u64)]
+    pub heap_limit: Option<u64>,
+}
+
+/// `memlife heap`.
+#[derive(Debug, Args)]
+pub struct HeapArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub stop: StopArgs,
+    #[command(flatten)]
+    pub heap: HeapOptions,
+    /// Print one JSON object (stable keys, see docs/heap-json.md) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `memlife snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub stop: StopArgs,
+    #[command(flatten)]
+    pub heap: HeapOptions,
+    /// Extra memory range to save (repeatable); RAM sections, the heap and the stack are saved
+    /// anyway.
+    #[arg(long, value_name = "START:LEN", value_parser = parse_region)]
+    pub region: Vec<(u64, u64)>,
+    /// Output file.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+/// Parses `0x20000000`, `536870912` or `64K`-free plain numbers.
+pub fn parse_u64(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
+        None => s.replace('_', "").parse(),
+    };
+    parsed.map_err(|_| format!("`{s}` is not a number (use decimal or 0x hex)"))
+}
+
+/// Parses `START:LEN`.
+pub fn parse_region(s: &str) -> Result<(u64, u64), String> {
+    let (a, l) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}` is not START:LEN"))?;
+    let (a, l) = (parse_u64(a)?, parse_u64(l)?);
+    if l == 0 {
+        return Err(format!("region `{s}` is empty"));
+    }
+    Ok((a, l))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn flags_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_numbers_and_regions() {
+        assert_eq!(parse_u64("0x2000_0000").unwrap(), 0x2000_0000);
+        assert_eq!(parse_u64("4096").unwrap(), 4096);
+        assert!(parse_u64("zz").is_err());
+        assert_eq!(
+            parse_region("0x20000000:0x1000").unwrap(),
+            (0x2000_0000, 0x1000)
+        );
+        assert!(parse_region("0x20000000").is_err());
+        assert!(parse_region("1:0").is_err());
+    }
+
+    #[test]
+    fn exactly_one_target() {
+        let two = Cli::try_parse_from([
+            "memlife", "heap", "--elf", "x", "--gdb", "h:1", "--qemu", "m",
+        ]);
+        assert!(two.is_err());
+        let hit_without_at = Cli::try_parse_from([
+            "memlife", "heap", "--elf", "x", "--gdb", "h:1", "--hit", "2",
+        ]);
+        assert!(hit_without_at.is_err());
+    }
+}

@@ -1,0 +1,241 @@
+//! `memlife audit`: run a Rhai script against the live target, print the checks, write JSON and
+//! JUnit, exit 0 / 1 / 2.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use memlife_audit::model::Verdict;
+use memlife_audit::report::{RunFacts, summarize};
+use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod, ScriptError};
+
+use crate::cli::{AuditArgs, TargetArgs};
+use crate::runto::ensure_halted;
+use crate::session::Session;
+
+/// Seconds to wait for one breakpoint unless told otherwise.
+const DEFAULT_TIMEOUT: f64 = 30.0;
+
+fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
+    let path = match &args.config {
+        Some(p) => Some(p.clone()),
+        None => Some(PathBuf::from("memlife.toml")).filter(|p| p.is_file()),
+    };
+    let cfg = match path {
+        Some(p) => AuditConfig::load(&p)?,
+        None => AuditConfig::default(),
+    };
+    Ok(cfg.with_lifecycle_defaults())
+}
+
+/// Flags win over memlife.toml.
+fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
+    let t = &args.target;
+    if t.gdb.is_some() || t.qemu.is_some() || t.snapshot.is_some() {
+        return Ok(t.clone());
+    }
+    if cfg.target.chip.is_some() {
+        bail!(
+            "memlife.toml names a probe-rs chip, but this build has no probe-rs backend yet; use --gdb or --qemu"
+        );
+    }
+    Ok(TargetArgs {
+        gdb: cfg.target.gdb.clone(),
+        qemu: cfg.target.qemu.clone(),
+        snapshot: None,
+    })
+}
+
+pub fn run(args: AuditArgs) -> Result<ExitCode> {
+    let started = Instant::now();
+    let date = now_rfc3339();
+    let cfg = load_config(&args)?;
+    let elf = args
+        .elf
+        .clone()
+        .or_else(|| cfg.elf.clone())
+        .context("no firmware given: use --elf FILE or `elf = ...` in memlife.toml")?;
+    let source = std::fs::read_to_string(&args.script)
+        .with_context(|| format!("cannot read script {}", args.script.display()))?;
+    let symbols = Rc::new(super::load_symbols(&elf)?);
+    let targets = target_args(&args, &cfg)?;
+    let mut session = Session::open(&targets, &elf, &args.leave)?;
+    let mut heap_opts = args.heap.clone();
+    if heap_opts.allocator.is_none() {
+        heap_opts.allocator = cfg.allocator.clone();
+    }
+    let walker = {
+        let target = session.target()?;
+        ensure_halted(target)?;
+        super::walker(&symbols, &heap_opts, Some(target))?
+    };
+    let method: PeakMethod = match args.method.as_deref() {
+        Some(m) => m.parse().map_err(anyhow::Error::msg)?,
+        None => cfg.trace.method.unwrap_or(PeakMethod::Trace),
+    };
+    let timeout = Duration::from_secs_f64(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT));
+    let target = session.lend()?;
+    let describe = target.describe();
+    let mut debugger = match Debugger::new(
+        target,
+        symbols.clone(),
+        walker,
+        cfg.clone(),
+        method,
+        timeout,
+    ) {
+        Ok(d) => d,
+        Err((e, target)) => {
+            session.give_back(target);
+            session.close()?;
+            return Err(e.into());
+        }
+    };
+    let progress = crate::progress::Progress::new(std::io::stderr().is_terminal());
+    debugger.set_observer(progress.observer());
+    let printer = progress.printer();
+    let (debugger, outcome) =
+        memlife_audit::run_script(debugger, &source, &args.out, &cfg.budgets, printer);
+    progress.finish();
+    let stops = debugger.progress().stops;
+    let heap_size = debugger.heap_size();
+    let allocator = debugger.allocator().to_string();
+    let phases = debugger.records().to_vec();
+    let events = debugger.events().to_vec();
+    session.give_back(debugger.into_target());
+
+    let checks = summarize(&outcome.checks);
+    let exit = AuditReport::exit_code_for(&checks, outcome.error.as_ref());
+    let report = AuditReport {
+        run: RunFacts {
+            memlife: env!("CARGO_PKG_VERSION").to_string(),
+            date,
+            elf: elf.display().to_string(),
+            allocator,
+            target: describe,
+            board: targets.qemu.clone(),
+            script: args.script.display().to_string(),
+            heap_size,
+            seconds: started.elapsed().as_secs_f64(),
+            stops,
+        },
+        method,
+        checks,
+        check_calls: outcome.checks.clone(),
+        phases,
+        events,
+        dumps: outcome
+            .dumps
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        error: outcome.error.clone(),
+        exit_code: exit,
+    };
+    // Reports first: whatever happens to the target afterwards, they are on disk.
+    if let Some(path) = &args.json {
+        report
+            .write_json(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.junit {
+        report
+            .write_junit(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let close = session.close();
+    print_summary(&report, &args.script)?;
+    if let Some(e) = &outcome.error {
+        close?;
+        bail!("{}", script_error(&args.script, e));
+    }
+    close?;
+    Ok(ExitCode::from(exit as u8))
+}
+
+fn script_error(script: &Path, e: &ScriptError) -> String {
+    match (e.line, e.column) {
+        (Some(l), Some(c)) => format!("{}:{l}:{c}: {}", script.display(), e.message),
+        (Some(l), None) => format!("{}:{l}: {}", script.display(), e.message),
+        _ => format!("{}: {}", script.display(), e.message),
+    }
+}
+
+fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let (mut pass, mut fail, mut warn) = (0, 0, 0);
+    for c in &report.checks {
+        let word = match c.verdict {
+            Verdict::Pass => {
+                pass += 1;
+                "PASS"
+            }
+            Verdict::Fail => {
+                fail += 1;
+                "FAIL"
+            }
+            Verdict::Warn => {
+                warn += 1;
+                "WARN"
+            }
+        };
+        if c.message.is_empty() {
+            writeln!(out, "{word} {}", c.name)?;
+        } else {
+            writeln!(out, "{word} {}: {}", c.name, c.message)?;
+        }
+    }
+    writeln!(
+        out,
+        "{}: {pass} passed, {fail} failed, {warn} warnings ({} phases, {} allocation events, {:.1} s)",
+        script.display(),
+        report.phases.len(),
+        report.events.len(),
+        report.run.seconds
+    )?;
+    Ok(())
+}
+
+/// UTC now as RFC 3339, without a date crate: days since the epoch to a civil date.
+fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil_from_days;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_790), (2026, 12, 3));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

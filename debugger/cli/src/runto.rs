@@ -1,0 +1,90 @@
+//! Running the target to the N-th entry of a function.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use memlife_core::{BreakpointKind, StopReason, Target};
+use memlife_dwarf::Symbols;
+
+/// Runs until the `hit`-th entry of `function`, then leaves the core halted there. The breakpoint
+/// is removed on every path; a target that never gets there is halted and reported.
+pub fn run_to(
+    target: &mut dyn Target,
+    symbols: &Symbols,
+    function: &str,
+    hit: u32,
+    timeout: Duration,
+) -> Result<()> {
+    let (addr, _) = symbols
+        .function(function)
+        .with_context(|| format!("function `{function}` is not in the ELF's symbol table"))?;
+    target
+        .breakpoints()
+        .context(
+            "this target cannot set breakpoints (an offline snapshot?): --at needs a live target",
+        )?
+        .add_breakpoint(addr, BreakpointKind::Software)
+        .with_context(|| format!("setting a breakpoint at {function} ({addr:#010x})"))?;
+    let outcome = wait_for_hits(target, addr, hit, timeout, function);
+    if let Some(bps) = target.breakpoints() {
+        let removed = bps.remove_breakpoint(addr, BreakpointKind::Software);
+        if outcome.is_ok() {
+            removed.with_context(|| format!("removing the breakpoint at {function}"))?;
+        }
+    }
+    outcome
+}
+
+fn wait_for_hits(
+    target: &mut dyn Target,
+    addr: u64,
+    hit: u32,
+    timeout: Duration,
+    function: &str,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut hits = 0;
+    while hits < hit {
+        let control = target.control().context("this target has no run control")?;
+        control.resume().context("resuming the target")?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        match control
+            .wait_for_stop(left)
+            .context("waiting for the target to stop")?
+        {
+            Some(StopReason::Breakpoint(pc)) if pc == addr => hits += 1,
+            Some(StopReason::Exited(code)) => {
+                bail!(
+                    "the target exited with status {code} before reaching {function} (hit {} of {hit})",
+                    hits + 1
+                )
+            }
+            Some(StopReason::Terminated(sig)) => {
+                bail!("the target was terminated (signal {sig}) before reaching {function}")
+            }
+            Some(other) => bail!(
+                "the target stopped ({other:?}) before reaching {function} (hit {} of {hit})",
+                hits + 1
+            ),
+            None => {
+                let _ = control.halt();
+                bail!(
+                    "breakpoint at {function} ({addr:#010x}) not reached within {:.1} s (hit {} of {hit}); the target was halted",
+                    timeout.as_secs_f64(),
+                    hits + 1
+                )
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Halts a live target if it runs; offline targets are always "halted".
+pub fn ensure_halted(target: &mut dyn Target) -> Result<()> {
+    if let Some(control) = target.control() {
+        if !control.is_halted() {
+            control.halt().context("halting the target")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! Opening a target from the command line and leaving it as the user asked.
+//!
+//! A [`Session`] owns the backend and, for `--qemu`, the QEMU process. Whatever happens (success,
+//! an error, a panic unwinding), dropping it removes memlife's breakpoints, then detaches so the
+//! target runs on, or leaves it halted, as `--leave` says; a QEMU that memlife started is killed.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use memlife_core::{Snapshot, Target};
+use memlife_rsp::{GdbRemote, QemuProcess};
+
+use crate::cli::TargetArgs;
+
+/// An open target.
+pub struct Session {
+    // Field order matters: the connection must close before QEMU is killed.
+    target: Option<Box<dyn Target>>,
+    qemu: Option<QemuProcess>,
+    leave_halted: bool,
+    cleaned: bool,
+}
+
+impl Session {
+    /// Opens the target the flags name. `elf` is what QEMU boots.
+    pub fn open(args: &TargetArgs, elf: &Path, leave: &str) -> Result<Session> {
+        let leave_halted = leave == "halted";
+        let (target, qemu): (Box<dyn Target>, Option<QemuProcess>) = if let Some(addr) = &args.gdb {
+            let remote = GdbRemote::connect(addr)
+                .with_context(|| format!("cannot connect to the GDB server at {addr}"))?;
+            (Box::new(remote), None)
+        } else if let Some(machine) = &args.qemu {
+            let qemu = QemuProcess::start(machine, elf, &[])
+                .with_context(|| format!("cannot start qemu-system-arm -M {machine}"))?;
+            let remote = qemu
+                .connect()
+                .with_context(|| format!("cannot connect to QEMU's gdbstub at {}", qemu.addr()))?;
+            (Box::new(remote), Some(qemu))
+        } else if let Some(path) = &args.snapshot {
+            let snap = Snapshot::load(path)
+                .with_context(|| format!("cannot read snapshot {}", path.display()))?;
+            (Box::new(snap), None)
+        } else {
+            bail!("no target given: use --gdb HOST:PORT, --qemu MACHINE or --snapshot FILE")
+        };
+        Ok(Session {
+            target: Some(target),
+            qemu,
+            leave_halted,
+            cleaned: false,
+        })
+    }
+
+    /// The target.
+    pub fn target(&mut self) -> Result<&mut dyn Target> {
+        match self.target.as_mut() {
+            Some(t) => Ok(t.as_mut()),
+            None => bail!("the target is in use by the audit engine"),
+        }
+    }
+
+    /// Lends the target out (to the audit engine), to be given back with [`Session::give_back`].
+    pub fn lend(&mut self) -> Result<Box<dyn Target>> {
+        self.target.take().context("the target is already lent out")
+    }
+
+    /// Takes a lent target back, so that closing the session cleans it up.
+    pub fn give_back(&mut self, target: Box<dyn Target>) {
+        self.target = Some(target);
+    }
+
+    /// Removes leftover breakpoints and leaves the target as asked; errors are reported.
+    pub fn close(mut self) -> Result<()> {
+        self.cleanup()
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.cleaned, true) {
+            return Ok(());
+        }
+        let Some(target) = self.target.as_mut() else {
+            return Ok(());
+        };
+        if let Some(bps) = target.breakpoints() {
+            for (addr, kind) in bps.breakpoints() {
+                let _ = bps.remove_breakpoint(addr, kind);
+            }
+        }
+        if self.qemu.is_some() {
+            // QEMU is killed right after; nothing to hand back.
+            return Ok(());
+        }
+        target
+            .disconnect(!self.leave_halted)
+            .context("leaving the target")?;
+        Ok(())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Err(e) = self.cleanup() {
+            tracing::warn!("cleaning up the target: {e:#}");
+        }
+    }
+}

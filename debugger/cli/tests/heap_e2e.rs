@@ -1,0 +1,311 @@
+//! `memlife heap` against real QEMU, checked against an independent reading by gdb-multiarch.
+#![allow(clippy::unwrap_used, clippy::panic)] // tests fail loudly
+
+mod common;
+
+use common::*;
+use memlife_rsp::QemuProcess;
+use serde_json::Value;
+
+fn free_list(v: &Value) -> Vec<u64> {
+    v["free_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+/// Blocks as (addr, size, free), without newlib's unclaimed tail (not a block to gdb).
+fn blocks(v: &Value) -> Vec<(u64, u64, bool)> {
+    v["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| !b["unclaimed"].as_bool().unwrap_or(false))
+        .map(|b| {
+            (
+                b["addr"].as_u64().unwrap(),
+                b["size"].as_u64().unwrap(),
+                b["free"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn memlife_json(args: &[&str]) -> Value {
+    let out = run_memlife(args);
+    assert!(
+        out.status.success(),
+        "memlife {args:?} failed: {}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The acceptance check: for every heap4 and nano ELF, the state at the 2nd entry of
+/// model_release as memlife reports it equals gdb's own reading of the same QEMU, and (heap4)
+/// xFreeBytesRemaining.
+#[test]
+fn heap_at_model_release_matches_gdb_for_every_firmware() {
+    for alloc in ALLOCS {
+        for scenario in SCENARIOS {
+            let elf = elf(alloc, scenario);
+            let elf_s = elf.to_str().unwrap();
+            let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+            let server = qemu.addr().to_string();
+            let script = gdb_script("heap_reference.py");
+            let gdb = gdb_batch(
+                &elf,
+                &server,
+                &[
+                    "break model_release",
+                    "continue",
+                    "continue",
+                    &format!("source {}", script.display()),
+                    "ref-heap",
+                    "delete",
+                    "disconnect",
+                ],
+            );
+            let reference = ref_heap(&gdb);
+            // Same QEMU, same halted state: memlife without --at walks where gdb left it.
+            let same = memlife_json(&[
+                "heap", "--elf", elf_s, "--gdb", &server, "--json", "--leave", "halted",
+            ]);
+            // And the exact command, in a QEMU of its own (the firmware is deterministic).
+            let own = memlife_json(&[
+                "heap",
+                "--elf",
+                elf_s,
+                "--qemu",
+                "netduinoplus2",
+                "--at",
+                "model_release",
+                "--hit",
+                "2",
+                "--json",
+            ]);
+            drop(qemu);
+            let name = format!("{alloc}-{scenario}");
+            for (label, v) in [("--gdb", &same), ("--qemu --at", &own)] {
+                assert_eq!(v["status"], "ok", "{name} {label}: {}", v["anomalies"]);
+                assert_eq!(v["allocator"], reference["allocator"], "{name} {label}");
+                assert_eq!(
+                    v["total_free"], reference["total_free"],
+                    "{name} {label}: total_free"
+                );
+                assert_eq!(
+                    v["free_blocks"], reference["free_blocks"],
+                    "{name} {label}: free_blocks"
+                );
+                assert_eq!(
+                    v["used_blocks"], reference["used_blocks"],
+                    "{name} {label}: used_blocks"
+                );
+                assert_eq!(
+                    free_list(v),
+                    free_list(&reference),
+                    "{name} {label}: free list"
+                );
+                assert_eq!(blocks(v), blocks(&reference), "{name} {label}: blocks");
+                assert_eq!(
+                    v["pc"]["address"], reference["pc"],
+                    "{name} {label}: stopped elsewhere"
+                );
+                if *alloc == "heap4" {
+                    assert_eq!(
+                        v["total_free"], reference["counter_free"],
+                        "{name}: xFreeBytesRemaining"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A snapshot costs the arena split into the server's largest packets plus a handful of reads.
+#[test]
+fn a_walk_is_cheap_on_the_link() {
+    for alloc in ALLOCS {
+        let elf = elf(alloc, "healthy");
+        let v = memlife_json(&[
+            "heap",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            "model_release",
+            "--json",
+        ]);
+        let link = &v["link"];
+        let (reads, max) = (
+            link["reads"].as_u64().unwrap(),
+            link["max_read"].as_u64().unwrap(),
+        );
+        let arena = v["heap_size"].as_u64().unwrap() - v["unclaimed"].as_u64().unwrap_or(0);
+        let bound = arena.div_ceil(max) + 4;
+        assert!(max >= 1024, "{alloc}: max read {max}");
+        assert!(
+            reads <= bound,
+            "{alloc}: {reads} reads for a {arena}-byte arena (bound {bound})"
+        );
+        assert!(
+            link["bytes"].as_u64().unwrap() >= arena,
+            "{alloc}: read less than the arena"
+        );
+    }
+}
+
+#[test]
+fn text_output_has_a_table_and_a_summary() {
+    let elf = elf("heap4", "leak-on-switch");
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "model_release",
+        "--hit",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("allocator  freertos-heap4 (ok)"), "{text}");
+    assert!(
+        text.contains("stopped    at entry 3 of model_release"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("0x2") && l.ends_with("used")),
+        "{text}"
+    );
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("freertos-heap4: ") && last.contains(" free of 98"),
+        "{last}"
+    );
+}
+
+/// The leak scenario loses the same number of bytes on every model switch: free bytes after a
+/// full release (seen at the next model_load) drop by the same amount each iteration.
+#[test]
+fn leak_on_switch_loses_the_same_amount_each_iteration() {
+    for alloc in ALLOCS {
+        let elf = elf(alloc, "leak-on-switch");
+        let free_at = |hit: &str| {
+            memlife_json(&[
+                "heap",
+                "--elf",
+                elf.to_str().unwrap(),
+                "--qemu",
+                "netduinoplus2",
+                "--at",
+                "model_load",
+                "--hit",
+                hit,
+                "--json",
+            ])["total_free"]
+                .as_u64()
+                .unwrap()
+        };
+        let (a, b, c) = (free_at("2"), free_at("3"), free_at("4"));
+        assert!(
+            a > b && b > c,
+            "{alloc}: free at model_load {a}, {b}, {c} should drop"
+        );
+        assert_eq!(
+            a - b,
+            b - c,
+            "{alloc}: the leak per switch should be constant"
+        );
+        let healthy = elf_path_free(alloc);
+        assert_eq!(healthy.0, healthy.1, "{alloc}-healthy must not lose memory");
+    }
+}
+
+fn elf_path_free(alloc: &str) -> (u64, u64) {
+    let elf = elf(alloc, "healthy");
+    let free_at = |hit: &str| {
+        memlife_json(&[
+            "heap",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            "model_release",
+            "--hit",
+            hit,
+            "--json",
+        ])["total_free"]
+            .as_u64()
+            .unwrap()
+    };
+    (free_at("2"), free_at("4"))
+}
+
+/// `memlife snapshot` then `--snapshot`: the offline walk equals the live one.
+#[test]
+fn snapshot_round_trip_walks_the_same_heap() {
+    let dir = tempdir("snap");
+    for alloc in ALLOCS {
+        let elf = elf(alloc, "fragmentation");
+        let e = elf.to_str().unwrap();
+        let file = dir.join(format!("{alloc}.mlsnap"));
+        let f = file.to_str().unwrap();
+        let out = run_memlife(&[
+            "snapshot",
+            "--elf",
+            e,
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            "model_release",
+            "--hit",
+            "2",
+            "-o",
+            f,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stdout(&out).starts_with("wrote "), "{}", stdout(&out));
+        let live = memlife_json(&[
+            "heap",
+            "--elf",
+            e,
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            "model_release",
+            "--hit",
+            "2",
+            "--json",
+        ]);
+        let offline = memlife_json(&["heap", "--elf", e, "--snapshot", f, "--json"]);
+        for key in [
+            "allocator",
+            "status",
+            "heap_start",
+            "heap_size",
+            "total_free",
+            "largest_free",
+            "free_list",
+            "blocks",
+            "min_ever_free",
+            "counters",
+        ] {
+            assert_eq!(live[key], offline[key], "{alloc}: {key}");
+        }
+        assert_eq!(live["pc"], offline["pc"], "{alloc}: registers saved");
+    }
+}
+
+pub fn tempdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("memlife-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
