@@ -18,6 +18,15 @@ pub trait Memory {
         Ok(buf)
     }
 
+    /// Reads several ranges. Backends with a request/reply link override this to send all the
+    /// requests before waiting for the replies, so a walk costs one round trip, not one per read.
+    fn read_ranges(&mut self, ranges: &[(u64, usize)]) -> Result<Vec<Vec<u8>>> {
+        ranges
+            .iter()
+            .map(|&(addr, len)| self.read_vec(addr, len))
+            .collect()
+    }
+
     /// Reads a little-endian 32-bit word.
     fn read_u32(&mut self, addr: u64) -> Result<u32> {
         let mut b = [0; 4];
@@ -35,5 +44,9 @@ pub trait MemoryWrite {
 impl<M: Memory + ?Sized> Memory for &mut M {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<()> {
         (**self).read(addr, buf)
+    }
+
+    fn read_ranges(&mut self, ranges: &[(u64, usize)]) -> Result<Vec<Vec<u8>>> {
+        (**self).read_ranges(ranges)
     }
 }

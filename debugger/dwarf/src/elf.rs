@@ -39,6 +39,8 @@ pub struct ElfSymbol {
 
 pub(crate) struct ElfImage {
     pub symbols: Vec<ElfSymbol>,
+    /// Contents of the executable sections: `(address, bytes)`.
+    pub code: Vec<(u64, Vec<u8>)>,
     pub writable_sections: Vec<(String, u64, u64)>,
     pub machine: String,
 }
@@ -74,6 +76,7 @@ impl ElfImage {
             });
         }
         let mut writable_sections = Vec::new();
+        let mut code = Vec::new();
         for section in file.sections() {
             let SectionFlags::Elf { sh_flags, .. } = section.flags() else {
                 continue;
@@ -81,6 +84,12 @@ impl ElfImage {
             let bits = sh_flags.0;
             let alloc = bits & object::elf::SHF_ALLOC.0 != 0;
             let write = bits & object::elf::SHF_WRITE.0 != 0;
+            let exec = bits & object::elf::SHF_EXECINSTR.0 != 0;
+            if alloc && exec {
+                if let Ok(data) = section.data() {
+                    code.push((section.address(), data.to_vec()));
+                }
+            }
             if alloc && write && section.size() > 0 {
                 writable_sections.push((
                     section.name().unwrap_or("?").to_string(),
@@ -91,6 +100,7 @@ impl ElfImage {
         }
         Ok(ElfImage {
             symbols,
+            code,
             writable_sections,
             machine: format!("{:?}", file.architecture()),
         })

@@ -235,6 +235,15 @@ impl Symbols {
         unwind::backtrace(self, mem, regs, max_frames)
     }
 
+    /// Bytes of code at `addr` from the ELF's executable sections (what the target runs, without
+    /// reading it over the link), or `None` outside them.
+    pub fn code(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.elf.code.iter().find_map(|(start, data)| {
+            let off = usize::try_from(addr.checked_sub(*start)?).ok()?;
+            data.get(off..off.checked_add(len)?)
+        })
+    }
+
     /// The ELF machine, e.g. "ARM".
     pub fn machine(&self) -> &str {
         &self.elf.machine

@@ -92,24 +92,14 @@ impl Registers32 {
         (seen[SP] && seen[PC]).then_some(Registers32 { r: out })
     }
 
-    /// Reads r0..r15 from a halted target: all registers at once, and any the list lacks one
-    /// by one (`Register::Numbered(n)`).
+    /// Reads r0..r15 from a halted target by number. Backends serve these from one `g`
+    /// reply; asking for every register (`read_all_registers`) would also fetch the FPU bank
+    /// one register at a time, which an unwind at every traced malloc cannot afford.
     pub fn from_target(target: &mut dyn Registers) -> memlife_core::Result<Self> {
-        let all = target.read_all_registers()?;
         let mut out = [0u32; 16];
-        let mut seen = [false; 16];
-        for (name, value) in &all {
-            let Some(n) = register_index(name) else {
-                continue;
-            };
-            out[n] = *value as u32;
-            seen[n] = true;
-        }
         for (n, slot) in out.iter_mut().enumerate() {
-            if !seen[n] {
-                // n < 16, so the cast is exact.
-                *slot = target.read_register(Register::Numbered(n as u16))? as u32;
-            }
+            // n < 16, so the cast is exact; a 32-bit core's registers fit in 32 bits.
+            *slot = target.read_register(Register::Numbered(n as u16))? as u32;
         }
         Ok(Registers32 { r: out })
     }

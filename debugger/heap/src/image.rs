@@ -31,15 +31,18 @@ impl MemImage {
                 _ => merged.push((start, end)),
             }
         }
-        let mut spans = Vec::with_capacity(merged.len());
-        for (start, end) in merged {
+        let mut wanted = Vec::with_capacity(merged.len());
+        for &(start, end) in &merged {
             let len = usize::try_from(end - start).map_err(|_| TargetError::Unmapped {
                 addr: start,
                 len: usize::MAX,
             })?;
-            spans.push((start, mem.read_vec(start, len)?));
+            wanted.push((start, len));
         }
-        Ok(MemImage { spans })
+        let data = mem.read_ranges(&wanted)?;
+        Ok(MemImage {
+            spans: merged.iter().map(|r| r.0).zip(data).collect(),
+        })
     }
 
     /// Builds an image from given bytes (tests, snapshots).

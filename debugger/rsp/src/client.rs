@@ -30,6 +30,8 @@ pub const QSUPPORTED: &str =
 const DEFAULT_PACKET_SIZE: usize = 0x1000;
 /// Memory bytes per `m` when the server gives no `PacketSize`.
 const DEFAULT_MAX_READ: usize = 4096;
+/// `m` requests sent before the first reply is read.
+pub const PIPELINE_DEPTH: usize = 64;
 /// Breakpoint kind for thumb code (the only kind a Cortex-M runs).
 const THUMB_KIND: u32 = 2;
 
@@ -67,6 +69,8 @@ pub struct Features {
     /// `multiprocess+`: the server wants a process id with `D` (QEMU answers a bare `D` with
     /// `E22` then).
     pub multiprocess: bool,
+    /// The server is QEMU's gdbstub (it answers `qqemu.sstepbits`).
+    pub qemu: bool,
 }
 
 impl Features {
@@ -151,6 +155,12 @@ pub struct GdbRemote {
     breakpoints: BTreeSet<(u64, BpKey)>,
     watchpoints: Vec<(u64, u64, WatchKind)>,
     regs_cache: Option<Vec<u8>>,
+    /// Whether `s` at an inserted breakpoint advances (learned on the first such step).
+    step_keeps_breakpoints: Option<bool>,
+    /// The cached `g` image was changed by register writes not yet sent.
+    regs_dirty: bool,
+    /// Memory writes not yet sent (`M` packets), in order.
+    pending_writes: Vec<Vec<u8>>,
     stats: LinkStats,
 }
 
@@ -232,6 +242,9 @@ impl GdbRemote {
             breakpoints: BTreeSet::new(),
             watchpoints: Vec::new(),
             regs_cache: None,
+            step_keeps_breakpoints: None,
+            regs_dirty: false,
+            pending_writes: Vec::new(),
             stats: LinkStats::default(),
         };
         client.handshake()?;
@@ -283,6 +296,11 @@ impl GdbRemote {
                     _ => {}
                 }
             }
+        }
+        // QEMU answers its own query; in system emulation it never waits for the `+` of a
+        // reply, so register writes can travel with the continue (see `send_run`).
+        if let Reply::Data(d) = self.request(b"qqemu.sstepbits")? {
+            self.features.qemu = d.starts_with(b"ENABLE=");
         }
         if self.features.xfer_features {
             let layout = tdesc::load(|annex| self.read_xfer_features(annex))?;
@@ -354,11 +372,81 @@ impl GdbRemote {
         r
     }
 
-    /// Sends a request and waits for its reply (with the read timeout).
+    /// Sends a request and waits for its reply (with the read timeout). Writes held back are
+    /// sent first, in the same TCP segment.
     fn request(&mut self, data: &[u8]) -> Result<Reply> {
+        if self.has_pending_writes() {
+            let replies = self.send_with_writes(data)?;
+            return Ok(replies);
+        }
         let timeout = self.timeout;
         let r = self.conn.send(data, timeout);
         self.note(r)?;
+        let r = self.conn.recv(timeout, "a reply");
+        match self.note(r)? {
+            None => Err(TargetError::Timeout(timeout, "reply")),
+            Some(d) => Ok(Reply::parse(d)),
+        }
+    }
+
+    fn has_pending_writes(&self) -> bool {
+        self.regs_dirty || !self.pending_writes.is_empty()
+    }
+
+    /// The held-back writes as packets: memory first, then the register image.
+    fn take_pending_writes(&mut self) -> Vec<Vec<u8>> {
+        let mut packets = std::mem::take(&mut self.pending_writes);
+        if std::mem::take(&mut self.regs_dirty) {
+            if let Some(g) = &self.regs_cache {
+                packets.push(format!("G{}", to_hex(g)).into_bytes());
+            }
+        }
+        packets
+    }
+
+    /// Checks the `OK` replies of `count` pipelined writes.
+    fn check_write_replies(&mut self, count: usize) -> Result<()> {
+        self.check_write_replies_with(count, true)
+    }
+
+    /// As [`Self::check_write_replies`], without sending `+` for them (QEMU, target running).
+    fn check_write_replies_unacked(&mut self, count: usize) -> Result<()> {
+        self.check_write_replies_with(count, false)
+    }
+
+    fn check_write_replies_with(&mut self, count: usize, ack: bool) -> Result<()> {
+        let timeout = self.timeout;
+        for _ in 0..count {
+            let r = self.conn.recv_with_ack(timeout, "a write reply", ack);
+            match self.note(r)?.map(Reply::parse) {
+                Some(Reply::Ok) => {}
+                Some(Reply::Error(code)) => {
+                    self.regs_cache = None;
+                    return Err(TargetError::Refused {
+                        request: "a held-back write",
+                        code,
+                    });
+                }
+                Some(other) => {
+                    return Err(TargetError::Protocol(format!(
+                        "unexpected reply to a write: {other:?}"
+                    )));
+                }
+                None => return Err(TargetError::Timeout(timeout, "write reply")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the held-back writes and `data` in one go; returns `data`'s reply.
+    fn send_with_writes(&mut self, data: &[u8]) -> Result<Reply> {
+        let mut packets = self.take_pending_writes();
+        let writes = packets.len();
+        packets.push(data.to_vec());
+        let r = self.conn.send_many(&packets);
+        self.note(r)?;
+        self.check_write_replies(writes)?;
+        let timeout = self.timeout;
         let r = self.conn.recv(timeout, "a reply");
         match self.note(r)? {
             None => Err(TargetError::Timeout(timeout, "reply")),
@@ -513,7 +601,89 @@ impl GdbRemote {
 
     // ---------------------------------------------------------------- memory
 
+    /// Reads several ranges with every `m` request sent before the first reply is read (in
+    /// batches of [`PIPELINE_DEPTH`]): a 96 KiB arena costs one round trip instead of 48.
+    pub(crate) fn read_memory_ranges(&mut self, ranges: &[(u64, usize)]) -> Result<Vec<Vec<u8>>> {
+        self.check_halted()?;
+        let max = self.max_read();
+        let mut chunks: Vec<(usize, u64, usize)> = Vec::new();
+        for (i, &(addr, len)) in ranges.iter().enumerate() {
+            chunks.extend(split_range(addr, len, max).map(|(a, n)| (i, a, n)));
+        }
+        let mut out: Vec<Vec<u8>> = ranges
+            .iter()
+            .map(|&(_, len)| Vec::with_capacity(len))
+            .collect();
+        let mut first_error = None;
+        for batch in chunks.chunks(PIPELINE_DEPTH) {
+            let mut packets = self.take_pending_writes();
+            let writes = packets.len();
+            packets.extend(
+                batch
+                    .iter()
+                    .map(|&(_, a, n)| format!("m{a:x},{n:x}").into_bytes()),
+            );
+            let r = self.conn.send_many(&packets);
+            self.note(r)?;
+            self.check_write_replies(writes)?;
+            // Every reply is read, errors or not, so the stream stays in step.
+            for &(i, a, n) in batch {
+                self.stats.reads += 1;
+                let timeout = self.timeout;
+                let r = self.conn.recv(timeout, "a memory reply");
+                let reply = match self.note(r)? {
+                    Some(d) => Reply::parse(d),
+                    None => return Err(TargetError::Timeout(timeout, "memory reply")),
+                };
+                let result = match reply {
+                    Reply::Data(d) => match from_hex(&d) {
+                        Ok(bytes) if bytes.len() == n => Ok(bytes),
+                        Ok(bytes) if !bytes.is_empty() && bytes.len() < n => Ok(bytes),
+                        Ok(_) => Err(TargetError::Unmapped { addr: a, len: n }),
+                        Err(e) => Err(e.into()),
+                    },
+                    Reply::Error(_) => Err(TargetError::Unmapped { addr: a, len: n }),
+                    Reply::Unsupported | Reply::Ok => {
+                        Err(TargetError::Protocol(format!("no data for m{a:x},{n:x}")))
+                    }
+                };
+                match result {
+                    Ok(bytes) => {
+                        self.stats.bytes += bytes.len() as u64;
+                        out[i].extend_from_slice(&bytes);
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        // A server may answer with fewer bytes than asked: fetch the rest one by one.
+        for (i, &(addr, len)) in ranges.iter().enumerate() {
+            let have = out[i].len();
+            if have < len {
+                let mut rest = vec![0u8; len - have];
+                self.read_memory_sequential(addr + have as u64, &mut rest)?;
+                out[i].extend_from_slice(&rest);
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) fn read_memory(&mut self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        if buf.len() > self.max_read() {
+            let mut v = self.read_memory_ranges(&[(addr, buf.len())])?;
+            let data = v.pop().unwrap_or_default();
+            buf.copy_from_slice(&data);
+            return Ok(());
+        }
+        self.read_memory_sequential(addr, buf)
+    }
+
+    fn read_memory_sequential(&mut self, addr: u64, buf: &mut [u8]) -> Result<()> {
         self.check_halted()?;
         let max = self.max_read();
         let mut done = 0;
@@ -548,6 +718,16 @@ impl GdbRemote {
 
     pub(crate) fn write_memory(&mut self, addr: u64, data: &[u8]) -> Result<()> {
         self.check_halted()?;
+        if !data.is_empty()
+            && data.len() <= max_write_size(self.features.packet_size)
+            && data.len() <= 64
+        {
+            // A small write (an emulated push) is held back and sent with the next request or
+            // run command; an error surfaces there.
+            self.pending_writes
+                .push(format!("M{addr:x},{:x}:{}", data.len(), to_hex(data)).into_bytes());
+            return Ok(());
+        }
         for (a, n) in split_range(addr, data.len(), max_write_size(self.features.packet_size)) {
             let off = a.wrapping_sub(addr) as usize;
             let req = format!("M{a:x},{n:x}:{}", to_hex(&data[off..off + n]));
@@ -613,6 +793,20 @@ impl GdbRemote {
         let bytes: Vec<u8> = (0..size)
             .map(|i| if i < 8 { (value >> (8 * i)) as u8 } else { 0 })
             .collect();
+        // A register inside the `g` image is changed there and sent as one `G` with the next
+        // request or run command: several writes at a stop cost no round trip of their own.
+        if self.has_tdesc || self.regs_cache.is_some() {
+            self.g_packet()?;
+            if let Some(slot) = self
+                .regs_cache
+                .as_mut()
+                .and_then(|g| g.get_mut(info.offset..info.offset + size))
+            {
+                slot.copy_from_slice(&bytes);
+                self.regs_dirty = true;
+                return Ok(());
+            }
+        }
         let req = format!("P{:x}={}", info.regnum, to_hex(&bytes));
         let r = self.request(req.as_bytes())?;
         self.regs_cache = None;
@@ -764,10 +958,39 @@ impl GdbRemote {
             (false, _, true) => b"vCont;c",
             (false, _, false) => b"c",
         };
-        self.regs_cache = None;
         let timeout = self.timeout;
+        if self.has_pending_writes() && self.features.qemu && !self.conn.ack_pending_allowed() {
+            // QEMU (system emulation) does not wait for the `+` of its replies, and any byte it
+            // receives while running stops it: the writes and the run command go out in one
+            // segment and the write replies are read without acknowledging them.
+            let mut packets = self.take_pending_writes();
+            let writes = packets.len();
+            packets.push(cmd.to_vec());
+            let r = self.conn.send_many(&packets);
+            self.note(r)?;
+            // The target runs from here, whatever the write replies say.
+            self.regs_cache = None;
+            self.state = RunState::Running;
+            self.pending = if step {
+                Pending::Step
+            } else {
+                Pending::Continue
+            };
+            return self.check_write_replies_unacked(writes);
+        }
+        if self.has_pending_writes() {
+            // The writes go out together, but not with the run command: in ack mode the `+`
+            // we owe for their replies would reach the server after the continue, and QEMU takes
+            // any byte it receives while running as an interrupt.
+            let packets = self.take_pending_writes();
+            let writes = packets.len();
+            let r = self.conn.send_many(&packets);
+            self.note(r)?;
+            self.check_write_replies(writes)?;
+        }
         let r = self.conn.send(cmd, timeout);
         self.note(r)?;
+        self.regs_cache = None;
         self.state = RunState::Running;
         self.pending = if step {
             Pending::Step
@@ -786,13 +1009,34 @@ impl GdbRemote {
             .into_iter()
             .filter(|&(a, _)| a == pc)
             .collect();
+        // Most servers (QEMU included) step over their own breakpoint at the pc, which saves
+        // two packets and, on QEMU, two flushes of its translation cache per stop. Learn on the
+        // first step whether this one does; if not, lift the breakpoint as gdb does.
+        if !at_pc.is_empty() && self.step_keeps_breakpoints != Some(false) {
+            let reason = self.step_once(&[])?;
+            if self.step_keeps_breakpoints.is_none() && self.halted() {
+                let moved = self.pc()? != pc;
+                self.step_keeps_breakpoints = Some(moved);
+                if !moved {
+                    tracing::debug!("the server does not step over its breakpoints: lifting them");
+                    return self.step_once(&at_pc);
+                }
+            }
+            return Ok(reason);
+        }
+        self.step_once(&at_pc)
+    }
+
+    /// One `s`, with `lift` breakpoints (and, after a watchpoint stop, the watchpoints) removed
+    /// for the step and put back afterwards.
+    fn step_once(&mut self, lift: &[(u64, BreakpointKind)]) -> Result<StopReason> {
         let lift_watch = matches!(self.last_stop, Some(StopReason::Watchpoint { .. }));
         let watches = if lift_watch {
             self.watchpoints.clone()
         } else {
             Vec::new()
         };
-        for &(a, k) in &at_pc {
+        for &(a, k) in lift {
             self.delete_breakpoint(a, k)?;
         }
         for &(a, l, k) in &watches {
@@ -804,7 +1048,7 @@ impl GdbRemote {
             .wait_stop(timeout)?
             .ok_or(TargetError::Timeout(timeout, "single step"))?;
         if self.halted() {
-            for &(a, k) in &at_pc {
+            for &(a, k) in lift {
                 self.insert_breakpoint(a, k)?;
             }
             for &(a, l, k) in &watches {

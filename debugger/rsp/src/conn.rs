@@ -87,6 +87,18 @@ impl Conn {
         })
     }
 
+    /// Sends packets back to back without waiting for acknowledgements: the caller reads one
+    /// reply per packet afterwards (acks are skipped as noise by [`Conn::recv`]). Used to put
+    /// register and memory writes in the same TCP segment as the command after them.
+    pub(crate) fn send_many(&mut self, packets: &[Vec<u8>]) -> Result<()> {
+        let mut bytes = Vec::new();
+        for p in packets {
+            tracing::trace!(packet = %String::from_utf8_lossy(p), "->>");
+            bytes.extend_from_slice(&packet::encode(p));
+        }
+        self.write_raw(&bytes)
+    }
+
     /// Sends the interrupt byte (no framing, no ack).
     pub(crate) fn interrupt(&mut self) -> Result<()> {
         self.write_raw(&[packet::INTERRUPT])
@@ -132,12 +144,28 @@ impl Conn {
         )))
     }
 
+    /// Whether this link runs without acknowledgements (then nothing is owed after a reply).
+    pub(crate) fn ack_pending_allowed(&self) -> bool {
+        !self.ack
+    }
+
     /// Receives one packet. `Ok(None)` when `timeout` passes first; a partial frame stays
     /// buffered for the next call.
     pub(crate) fn recv(
         &mut self,
         timeout: Duration,
         what: &'static str,
+    ) -> Result<Option<Vec<u8>>> {
+        self.recv_with_ack(timeout, what, true)
+    }
+
+    /// [`Conn::recv`], optionally without acknowledging the packet (for a server that does not
+    /// wait for acknowledgements while its target runs).
+    pub(crate) fn recv_with_ack(
+        &mut self,
+        timeout: Duration,
+        what: &'static str,
+        send_ack: bool,
     ) -> Result<Option<Vec<u8>>> {
         let deadline = Instant::now() + timeout;
         let mut rejected = 0;
@@ -153,7 +181,7 @@ impl Conn {
                 let frame: Vec<u8> = self.buf.drain(..end).collect();
                 match packet::decode_frame(&frame) {
                     Ok(data) => {
-                        if self.ack {
+                        if self.ack && send_ack {
                             self.write_raw(b"+")?;
                         }
                         tracing::trace!(packet = %String::from_utf8_lossy(&data), "<-");

@@ -14,6 +14,10 @@ impl Memory for GdbRemote {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<()> {
         self.read_memory(addr, buf)
     }
+
+    fn read_ranges(&mut self, ranges: &[(u64, usize)]) -> Result<Vec<Vec<u8>>> {
+        self.read_memory_ranges(ranges)
+    }
 }
 
 impl MemoryWrite for GdbRemote {

@@ -96,6 +96,10 @@ fn qemu_like_handshake() -> Vec<Step> {
         Expect(pkt("vCont?")),
         Send(ack_pkt("vCont;c;C;s;S")),
         Expect(b"+".to_vec()),
+        // The QEMU probe; this fake server does not claim to be QEMU.
+        Expect(pkt("qqemu.sstepbits")),
+        Send(ack_pkt("")),
+        Expect(b"+".to_vec()),
     ]
 }
 
@@ -178,6 +182,8 @@ fn no_ack_mode_when_offered_and_split_reads() {
         Expect(pkt("?")),
         Send(pkt("S05")),
         Expect(pkt("vCont?")),
+        Send(pkt("")),
+        Expect(pkt("qqemu.sstepbits")),
         Send(pkt("")),
         // PacketSize 0x100: (256 - 4) / 2 = 126 bytes per m.
         Expect(pkt("m20000000,7e")),
@@ -335,16 +341,14 @@ fn interrupt_and_step_off_breakpoint_bytes() {
         Expect(pkt("g")),
         Send(ack_pkt(&classic_g(0x0800_0100, 0x2000_1000, 0))),
         Expect(b"+".to_vec()),
-        // At the breakpoint: remove, step, re-insert, continue.
-        Expect(pkt("z0,8000100,2")),
-        Send(ack_pkt("OK")),
-        Expect(b"+".to_vec()),
+        // At the breakpoint: step with it in place (QEMU steps over its own breakpoints)...
         Expect(pkt("vCont;s")),
         Send(b"+".to_vec()),
         Send(pkt("T05thread:p01.01;")),
         Expect(b"+".to_vec()),
-        Expect(pkt("Z0,8000100,2")),
-        Send(ack_pkt("OK")),
+        // ...check once that the pc moved, then continue.
+        Expect(pkt("g")),
+        Send(ack_pkt(&classic_g(0x0800_0102, 0x2000_1000, 0))),
         Expect(b"+".to_vec()),
         Expect(pkt("vCont;c")),
         Send(b"+".to_vec()),
@@ -361,6 +365,50 @@ fn interrupt_and_step_off_breakpoint_bytes() {
     assert_eq!(t.wait_for_stop(Duration::from_millis(100)).unwrap(), None);
     assert_eq!(t.halt().unwrap(), StopReason::Halted);
     assert!(t.is_halted());
+    drop(t);
+    server.join().unwrap();
+}
+
+#[test]
+fn a_server_that_stops_again_at_its_breakpoint_gets_it_lifted() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(pkt("Z0,8000100,2")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("g")),
+        Send(ack_pkt(&classic_g(0x0800_0100, 0x2000_1000, 0))),
+        Expect(b"+".to_vec()),
+        Expect(pkt("vCont;s")),
+        Send(b"+".to_vec()),
+        Send(pkt("T05thread:p01.01;")),
+        Expect(b"+".to_vec()),
+        // The pc did not move: remove, step, re-insert, continue (as gdb does).
+        Expect(pkt("g")),
+        Send(ack_pkt(&classic_g(0x0800_0100, 0x2000_1000, 0))),
+        Expect(b"+".to_vec()),
+        Expect(pkt("z0,8000100,2")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("vCont;s")),
+        Send(b"+".to_vec()),
+        Send(pkt("T05thread:p01.01;")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("Z0,8000100,2")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("vCont;c")),
+        Send(b"+".to_vec()),
+        Expect(vec![0x03]),
+        Send(pkt("T02thread:p01.01;")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    t.add_breakpoint(0x0800_0100, BreakpointKind::Software)
+        .unwrap();
+    t.resume().unwrap();
+    assert_eq!(t.halt().unwrap(), StopReason::Halted);
     drop(t);
     server.join().unwrap();
 }

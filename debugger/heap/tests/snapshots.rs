@@ -1,0 +1,223 @@
+//! Walkers over committed RAM snapshots of the real firmware (testdata/README.md), as they are
+//! and deliberately damaged: damage must become anomalies, never a panic or a hang.
+#![allow(clippy::unwrap_used, clippy::panic)] // tests fail loudly
+
+use std::path::Path;
+
+use memlife_core::Snapshot;
+use memlife_dwarf::Symbols;
+use memlife_heap::{
+    AnomalyKind, HeapState, HeapStatus, HeapWalker, WalkContext, WalkerOptions, detect,
+};
+
+/// A way to damage a snapshot.
+type Damage = Box<dyn Fn(&mut Snapshot)>;
+
+fn fixture(name: &str) -> (Box<dyn HeapWalker>, Snapshot) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let symbols = Symbols::load(&dir.join(format!("{name}.elf"))).unwrap();
+    let walker = detect(&symbols, None, &WalkerOptions::default(), None).unwrap();
+    let snap = Snapshot::load(&dir.join(format!("{name}.mlsnap"))).unwrap();
+    (walker, snap)
+}
+
+fn walk(walker: &dyn HeapWalker, snap: &mut Snapshot) -> HeapState {
+    walker.walk(snap, WalkContext::default()).unwrap()
+}
+
+fn poke(snap: &mut Snapshot, addr: u64, value: u32) {
+    let region = snap
+        .regions
+        .iter_mut()
+        .find(|r| addr >= r.start && addr + 4 <= r.start + r.data.len() as u64)
+        .unwrap();
+    let off = (addr - region.start) as usize;
+    region.data[off..off + 4].copy_from_slice(&value.to_le_bytes());
+}
+
+#[test]
+fn heap4_fragmented_heap_as_captured() {
+    let (w, mut snap) = fixture("heap4-fragmentation");
+    let st = walk(w.as_ref(), &mut snap);
+    assert_eq!(st.allocator, "freertos-heap4");
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(
+        (
+            st.total_free,
+            st.free_blocks,
+            st.used_blocks,
+            st.largest_free
+        ),
+        (38624, 9, 48, 16696)
+    );
+    assert_eq!(st.blocks.len(), 57);
+    assert_eq!(st.counter("xFreeBytesRemaining"), Some(38624));
+    assert_eq!(st.heap_size, 98288);
+}
+
+#[test]
+fn nano_fragmented_heap_as_captured() {
+    let (w, mut snap) = fixture("nano-fragmentation");
+    let st = walk(w.as_ref(), &mut snap);
+    assert_eq!(st.allocator, "newlib-nano");
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(
+        (
+            st.total_free,
+            st.free_blocks,
+            st.used_blocks,
+            st.largest_free
+        ),
+        (38648, 14, 48, 9352)
+    );
+    assert_eq!(st.heap_size, 98304);
+}
+
+#[test]
+fn heap4_corruptions_are_reported() {
+    let (w, snap) = fixture("heap4-fragmentation");
+    let clean = walk(w.as_ref(), &mut snap.clone());
+    let free = clean.free_list.clone();
+    let used: Vec<u64> = clean
+        .blocks
+        .iter()
+        .filter(|b| !b.free)
+        .map(|b| b.addr)
+        .collect();
+    let cases: Vec<(&str, Damage, AnomalyKind)> = vec![
+        (
+            "free-list cycle",
+            Box::new({
+                let f = free.clone();
+                move |s: &mut Snapshot| poke(s, f[3], f[1] as u32)
+            }),
+            AnomalyKind::Cycle,
+        ),
+        (
+            "wild pointer",
+            Box::new({
+                let f = free.clone();
+                move |s: &mut Snapshot| poke(s, f[2], 0xdead_beef)
+            }),
+            AnomalyKind::OutOfRange,
+        ),
+        (
+            "size overwritten",
+            Box::new({
+                let u = used.clone();
+                move |s: &mut Snapshot| poke(s, u[5] + 4, 0x8000_fff0)
+            }),
+            AnomalyKind::SizeOverflow,
+        ),
+        (
+            "header overwritten",
+            Box::new({
+                let u = used.clone();
+                move |s: &mut Snapshot| poke(s, u[7], 0x4141_4141)
+            }),
+            AnomalyKind::BadHeader,
+        ),
+    ];
+    for (name, damage, kind) in cases {
+        let mut s = snap.clone();
+        damage(&mut s);
+        let st = walk(w.as_ref(), &mut s);
+        assert_eq!(st.status, HeapStatus::Corrupt, "{name}");
+        assert!(
+            st.anomalies.iter().any(|a| a.kind == kind),
+            "{name}: {:?}",
+            st.anomalies
+        );
+    }
+}
+
+#[test]
+fn heap4_counter_mismatch_is_reported() {
+    let (w, mut snap) = fixture("heap4-fragmentation");
+    let counter = w
+        .resolved()
+        .into_iter()
+        .find(|r| r.0 == "xFreeBytesRemaining")
+        .unwrap()
+        .1;
+    poke(&mut snap, counter, 12345);
+    let st = walk(w.as_ref(), &mut snap);
+    assert!(
+        st.anomalies
+            .iter()
+            .any(|a| a.kind == AnomalyKind::CounterMismatch && a.message.contains("12345"))
+    );
+}
+
+#[test]
+fn nano_corruptions_are_reported() {
+    let (w, snap) = fixture("nano-fragmentation");
+    let clean = walk(w.as_ref(), &mut snap.clone());
+    let free = clean.free_list.clone();
+    let used: Vec<u64> = clean
+        .blocks
+        .iter()
+        .filter(|b| !b.free && !b.unclaimed)
+        .map(|b| b.addr)
+        .collect();
+    let mut s = snap.clone();
+    poke(&mut s, free[4] + 4, free[1] as u32);
+    assert!(
+        walk(w.as_ref(), &mut s)
+            .anomalies
+            .iter()
+            .any(|a| a.kind == AnomalyKind::Cycle)
+    );
+    let mut s = snap.clone();
+    poke(&mut s, used[3], 0x7fff_0000);
+    assert!(
+        walk(w.as_ref(), &mut s)
+            .anomalies
+            .iter()
+            .any(|a| a.kind == AnomalyKind::SizeOverflow)
+    );
+    let mut s = snap.clone();
+    poke(&mut s, free[0] + 4, 0x1234_5678);
+    assert!(
+        walk(w.as_ref(), &mut s)
+            .anomalies
+            .iter()
+            .any(|a| a.kind == AnomalyKind::OutOfRange)
+    );
+}
+
+#[test]
+fn a_truncated_snapshot_is_an_error_not_a_panic() {
+    let (w, mut snap) = fixture("heap4-fragmentation");
+    for r in &mut snap.regions {
+        let keep = r.data.len() / 2;
+        r.data.truncate(keep);
+    }
+    assert!(w.walk(&mut snap, WalkContext::default()).is_err());
+}
+
+#[test]
+fn random_damage_to_real_heaps_never_panics() {
+    for name in ["heap4-fragmentation", "nano-fragmentation"] {
+        let (w, snap) = fixture(name);
+        let clean = walk(w.as_ref(), &mut snap.clone());
+        let (start, end) = (clean.heap_start, clean.heap_start + clean.heap_size);
+        let mut seed = 0x2545_f491_u32;
+        for round in 0..300 {
+            let mut s = snap.clone();
+            for _ in 0..(1 + round % 8) {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                let addr = (start + u64::from(seed) % (end - start - 8)) & !3;
+                let value = match seed % 3 {
+                    0 => seed.rotate_left(11),
+                    1 => (start as u32).wrapping_add(seed % 0x18000) & !7,
+                    _ => (seed % 0x2000) | (seed & 0x8000_0000),
+                };
+                poke(&mut s, addr, value);
+            }
+            let _ = w.walk(&mut s, WalkContext::default());
+        }
+    }
+}
