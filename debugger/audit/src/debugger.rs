@@ -11,21 +11,25 @@
 //!   confuse it;
 //! - entries the caller waits for (`run_to`) and script hooks (`on_break`).
 //!
-//! While a malloc call is in flight its entry breakpoint is lifted (and put back at the return
-//! stop), so resuming from it never needs the remove-step-insert dance; that halves the link
-//! round trips per allocation.
+//! Breakpoints stay inserted as long as they can: inserting or removing one costs a packet, and
+//! QEMU flushes its whole translation cache on each. Return addresses of allocator and span
+//! calls (a handful of call sites) stay armed once seen; a stop there with no call in flight is
+//! simply continued. Resuming from a breakpoint is a single step with it in place.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
 
-use memlife_core::{BreakpointKind, Register, StopReason, Target, TargetError};
+use memlife_core::{BreakpointKind, Memory, Register, StopReason, Target, TargetError};
 use memlife_dwarf::Symbols;
 use memlife_heap::{HeapState, HeapWalker, WalkContext};
 
 use crate::config::{AuditConfig, PeakMethod};
 use crate::error::AuditError;
 use crate::model::{PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent};
+
+/// GDB's number for xPSR in the M-profile target description.
+const XPSR: u16 = 25;
 
 /// Registers read at every stop.
 #[derive(Debug, Clone, Copy)]
@@ -39,17 +43,30 @@ struct Regs {
 /// What an entry breakpoint is for (several can share an address).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum EntryRole {
-    Malloc { size_arg: usize },
-    Free { ptr_arg: usize },
-    Span { function: String },
-    Goal { function: String },
-    Hook { symbol: String },
+    /// An allocator's entry: the size is read here, the pointer at the caller's return address
+    /// (used when the allocator's own return instructions cannot be found).
+    Malloc {
+        size_arg: usize,
+    },
+    /// One of an allocator's return instructions: `r0` is the new block (one stop per call).
+    MallocExit,
+    Free {
+        ptr_arg: usize,
+    },
+    Span {
+        function: String,
+    },
+    Goal {
+        function: String,
+    },
+    Hook {
+        symbol: String,
+    },
 }
 
 #[derive(Debug, Clone)]
 struct PendingAlloc {
     request: u64,
-    entry: u64,
     backtrace: Vec<u64>,
 }
 
@@ -164,19 +181,35 @@ pub struct Debugger {
     timeout: Duration,
     entries: BTreeMap<u64, Vec<EntryRole>>,
     returns: Vec<ReturnWatch>,
-    suppressed: BTreeSet<u64>,
+    /// Return addresses of allocator calls, kept armed while tracing.
+    sticky_malloc: BTreeSet<u64>,
+    /// Return addresses of span calls, kept armed while their phase runs.
+    sticky_span: BTreeSet<u64>,
     inserted: BTreeSet<u64>,
     calls: HashMap<String, u64>,
     used: u64,
     seq: u64,
     events: Vec<TraceEvent>,
     live: BTreeMap<u64, LiveAlloc>,
+    /// User pointer → block address of the traced live blocks.
+    live_ptrs: HashMap<u64, u64>,
     phase: Option<OpenPhase>,
     records: Vec<PhaseRecord>,
     progress: Progress,
     observer: Option<Observer>,
     skip: Vec<String>,
     heap_size: u64,
+    tracing: bool,
+    /// Memory read at the current stop (stack window, block header), reused until resume.
+    stop_cache: Vec<(u64, Vec<u8>)>,
+    /// Resumes done by executing the breakpoint's instruction here, and by stepping.
+    pub emulated: u64,
+    /// Resumes that needed a single step.
+    pub stepped: u64,
+    /// Whether breakpoint instructions are executed on the host (Thumb targets).
+    emulate: bool,
+    /// The initial stack pointer from the linker script (`_estack`...), bounding stack reads.
+    stack_top: Option<u64>,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -238,24 +271,42 @@ impl Debugger {
             timeout,
             entries: BTreeMap::new(),
             returns: Vec::new(),
-            suppressed: BTreeSet::new(),
+            sticky_malloc: BTreeSet::new(),
+            sticky_span: BTreeSet::new(),
             inserted: BTreeSet::new(),
             calls: HashMap::new(),
             used: 0,
             seq: 0,
             events: Vec::new(),
             live: BTreeMap::new(),
+            live_ptrs: HashMap::new(),
             phase: None,
             records: Vec::new(),
             progress: Progress::default(),
             observer: None,
             skip,
             heap_size: 0,
+            tracing: false,
+            stop_cache: Vec::new(),
+            emulated: 0,
+            stepped: 0,
+            emulate: std::env::var_os("MEMLIFE_NO_EMULATION").is_none(),
+            stack_top: None,
         }
     }
 
     fn prepare(&mut self) -> Result<(), AuditError> {
         let dbg = self;
+        dbg.emulate &= dbg.symbols.machine() == "Arm";
+        dbg.stack_top = [
+            "_estack",
+            "__StackTop",
+            "__stack",
+            "_stack_top",
+            "__initial_sp",
+        ]
+        .iter()
+        .find_map(|n| dbg.symbols.elf_symbol(n).map(|s| s.address));
         let method = dbg.method;
         if dbg.target.control().is_none() || dbg.target.breakpoints().is_none() {
             return Err(AuditError::NeedsLiveTarget(dbg.target.describe()));
@@ -275,27 +326,81 @@ impl Debugger {
         dbg.used = state.used;
         dbg.heap_size = state.heap_size;
         if method == PeakMethod::Trace {
-            let (mallocs, frees) = trace_points(dbg.walker.name());
-            let mut found = false;
-            for &(name, arg) in mallocs {
-                if let Some((addr, _)) = dbg.symbols.function(name) {
-                    dbg.add_entry(addr, EntryRole::Malloc { size_arg: arg });
-                    found = true;
-                }
-            }
-            for &(name, arg) in frees {
-                if let Some((addr, _)) = dbg.symbols.function(name) {
-                    dbg.add_entry(addr, EntryRole::Free { ptr_arg: arg });
-                }
-            }
-            if !found {
-                return Err(AuditError::Config(format!(
-                    "tracing needs the allocator's malloc entry ({}) in the ELF; use --method sample",
-                    mallocs.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
-                )));
-            }
+            dbg.set_tracing(true)?;
         }
         Ok(())
+    }
+
+    /// Turns allocation tracing on or off (trace method only). Off, the target runs between
+    /// phase and span boundaries without stopping in the allocator: much faster, but peaks come
+    /// from boundary samples and new allocations get no site.
+    pub fn set_tracing(&mut self, on: bool) -> Result<(), AuditError> {
+        if self.method != PeakMethod::Trace {
+            return Err(AuditError::Config(format!(
+                "tracing is only available with the trace method (this audit uses {:?})",
+                self.method
+            )));
+        }
+        let (mallocs, frees) = trace_points(self.walker.name());
+        let mut found = false;
+        for &(name, arg) in mallocs {
+            if let Some((addr, size)) = self.symbols.function(name) {
+                let exits = self
+                    .symbols
+                    .code(addr, size as usize)
+                    .map(|code| crate::thumb::return_instructions(code, addr))
+                    .unwrap_or_default();
+                let roles: Vec<(u64, EntryRole)> = if exits.is_empty() {
+                    vec![(addr, EntryRole::Malloc { size_arg: arg })]
+                } else {
+                    exits
+                        .into_iter()
+                        .map(|a| (a, EntryRole::MallocExit))
+                        .collect()
+                };
+                for (a, role) in roles {
+                    if on {
+                        self.add_entry(a, role);
+                    } else {
+                        self.remove_entry(a, &role);
+                    }
+                }
+                found = true;
+            }
+        }
+        for &(name, arg) in frees {
+            if let Some((addr, _)) = self.symbols.function(name) {
+                let role = EntryRole::Free { ptr_arg: arg };
+                if on {
+                    self.add_entry(addr, role);
+                } else {
+                    self.remove_entry(addr, &role);
+                }
+            }
+        }
+        if !found {
+            return Err(AuditError::Config(format!(
+                "tracing needs the allocator's malloc entry ({}) in the ELF; use --method sample",
+                mallocs.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if !on {
+            self.sticky_malloc.clear();
+            self.returns
+                .retain(|r| !matches!(r.role, ReturnRole::Malloc(_)));
+        }
+        if on && !self.tracing {
+            // Re-synchronise the running total: allocations made while off were not seen.
+            let state = self.walk()?;
+            self.used = state.used;
+        }
+        self.tracing = on;
+        Ok(())
+    }
+
+    /// Whether allocations are being traced right now.
+    pub fn tracing(&self) -> bool {
+        self.tracing
     }
 
     /// Gives the target back (breakpoints removed).
@@ -399,8 +504,8 @@ impl Debugger {
             return Err(AuditError::Config("reset inside a phase".into()));
         }
         self.returns.clear();
-        self.suppressed.clear();
         self.live.clear();
+        self.live_ptrs.clear();
         if let Some(c) = self.target.control() {
             c.reset(true)?;
         }
@@ -446,13 +551,10 @@ impl Debugger {
 
     /// Inserts and removes breakpoints so the target has exactly the ones wanted now.
     fn sync_breakpoints(&mut self) -> Result<(), AuditError> {
-        let mut want: BTreeSet<u64> = self
-            .entries
-            .keys()
-            .filter(|a| !self.suppressed.contains(a))
-            .copied()
-            .collect();
+        let mut want: BTreeSet<u64> = self.entries.keys().copied().collect();
         want.extend(self.returns.iter().map(|r| r.addr));
+        want.extend(&self.sticky_malloc);
+        want.extend(&self.sticky_span);
         let bps = self
             .target
             .breakpoints()
@@ -465,6 +567,74 @@ impl Debugger {
             bps.add_breakpoint(addr, BreakpointKind::Software)?;
             self.inserted.insert(addr);
         }
+        Ok(())
+    }
+
+    /// When halted on one of our breakpoints, executes its instruction here (see [`crate::thumb`])
+    /// so that resuming needs no single step; the register and memory writes go out with the
+    /// continue. Falls back to the backend's step for anything it does not know.
+    fn execute_breakpoint_instruction(&mut self) -> Result<(), AuditError> {
+        if !self.emulate {
+            return Ok(());
+        }
+        let t = self.target.as_mut();
+        let Ok(pc) = t.read_register(Register::ProgramCounter) else {
+            return Ok(());
+        };
+        if !self.inserted.contains(&pc) {
+            return Ok(());
+        }
+        let Some(code) = self
+            .symbols
+            .code(pc, 4)
+            .or_else(|| self.symbols.code(pc, 2))
+        else {
+            self.stepped += 1;
+            return Ok(());
+        };
+        let mut r = [0u32; 16];
+        for (n, slot) in r.iter_mut().enumerate() {
+            *slot = t.read_register(Register::Numbered(n as u16))? as u32;
+        }
+        let Ok(xpsr) = t.read_register(Register::Numbered(XPSR)) else {
+            self.stepped += 1;
+            return Ok(());
+        };
+        let mut core = crate::thumb::Core {
+            r,
+            xpsr: xpsr as u32,
+        };
+        let before = core;
+        let cache = std::mem::take(&mut self.stop_cache);
+        let mut mem = crate::unwind::Prefetch::from_parts(t.as_memory(), cache);
+        let mut stack = |a: u32| -> Option<u32> {
+            let mut b = [0u8; 4];
+            mem.read(u64::from(a), &mut b).ok()?;
+            Some(u32::from_le_bytes(b))
+        };
+        let effect = crate::thumb::execute(&mut core, code, &mut stack);
+        let Some(effect) = effect else {
+            self.stepped += 1;
+            return Ok(());
+        };
+        let t = self.target.as_mut();
+        if !effect.writes.is_empty() {
+            let w = t
+                .memory_write()
+                .ok_or_else(|| AuditError::NeedsLiveTarget("memory writes".into()))?;
+            for (addr, bytes) in &effect.writes {
+                w.write(u64::from(*addr), bytes)?;
+            }
+        }
+        for n in 0..16 {
+            if core.r[n] != before.r[n] {
+                t.write_register(Register::Numbered(n as u16), u64::from(core.r[n]))?;
+            }
+        }
+        if core.xpsr != before.xpsr {
+            t.write_register(Register::Numbered(XPSR), u64::from(core.xpsr))?;
+        }
+        self.emulated += 1;
         Ok(())
     }
 
@@ -508,21 +678,26 @@ impl Debugger {
     }
 
     fn run_loop(&mut self, goal: &mut Goal) -> Result<Outcome, AuditError> {
+        // One deadline for the whole goal: allocator stops on the way must not keep a goal that
+        // is never reached alive forever.
+        let deadline = std::time::Instant::now() + self.timeout;
         loop {
             self.sync_breakpoints()?;
-            let timeout = self.timeout;
+            self.execute_breakpoint_instruction()?;
+            let timeout = deadline.saturating_duration_since(std::time::Instant::now());
             let control = self
                 .target
                 .control()
                 .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?;
             control.resume()?;
+            self.stop_cache.clear();
             let stop = match control.wait_for_stop(timeout)? {
                 Some(stop) => stop,
                 None => {
                     let _ = control.halt();
                     return Err(AuditError::NotReached {
                         what: goal_name(goal, self.phase.as_ref()),
-                        seconds: timeout.as_secs_f64(),
+                        seconds: self.timeout.as_secs_f64(),
                     });
                 }
             };
@@ -579,10 +754,7 @@ impl Debugger {
             if w.addr == regs.pc && w.sp == regs.sp {
                 let w = self.returns.remove(i);
                 match w.role {
-                    ReturnRole::Malloc(pending) => {
-                        self.suppressed.remove(&pending.entry);
-                        self.malloc_returned(regs.args[0], pending)?;
-                    }
+                    ReturnRole::Malloc(pending) => self.malloc_returned(regs.args[0], pending)?,
                     ReturnRole::Span => self.close_span(regs)?,
                     ReturnRole::Phase => {
                         if matches!(goal, Goal::PhaseReturn) {
@@ -599,16 +771,21 @@ impl Debugger {
             match role {
                 EntryRole::Malloc { size_arg } => {
                     let backtrace = self.backtrace(regs);
+                    self.sticky_malloc.insert(regs.lr & !1);
                     self.returns.push(ReturnWatch {
                         addr: regs.lr & !1,
                         sp: regs.sp,
                         role: ReturnRole::Malloc(PendingAlloc {
                             request: regs.args[size_arg],
-                            entry: regs.pc,
                             backtrace,
                         }),
                     });
-                    self.suppressed.insert(regs.pc);
+                }
+                EntryRole::MallocExit => {
+                    let ptr = regs.args[0];
+                    if ptr != 0 {
+                        self.malloc_exited(ptr, regs)?;
+                    }
                 }
                 EntryRole::Free { ptr_arg } => {
                     let ptr = regs.args[ptr_arg];
@@ -637,19 +814,41 @@ impl Debugger {
         Ok((reached, hook))
     }
 
-    /// Return addresses of the call chain at a malloc entry (frame 0 is the allocator).
-    fn backtrace(&mut self, regs: &Regs) -> Vec<u64> {
+    /// Return addresses of the call chain at a stop inside the allocator (frame 0 is the
+    /// allocator), from the stack window read with `extra` ranges in one request. Returns the
+    /// frames and the prefetched words of `extra`.
+    fn backtrace_with(
+        &mut self,
+        regs: &Regs,
+        extra: &[(u64, usize)],
+    ) -> (Vec<u64>, Vec<Option<u32>>) {
         let depth = self.config.trace.backtrace.max(1);
-        let mut frames = vec![regs.pc, regs.lr & !1];
-        if depth > 1 {
-            if let Some(bt) =
-                crate::unwind::backtrace(&self.symbols, self.target.as_mut(), depth + 1)
-            {
-                frames = bt;
-            }
+        let fallback = vec![regs.pc, regs.lr & !1];
+        let Some(r32) = crate::unwind::registers(self.target.as_mut()) else {
+            return (fallback, vec![None; extra.len()]);
+        };
+        // Never past the top of the stack: a read beyond RAM fails and costs retries.
+        let window = self
+            .stack_top
+            .filter(|top| *top > regs.sp)
+            .map_or(crate::unwind::STACK_WINDOW, |top| {
+                crate::unwind::STACK_WINDOW.min((top - regs.sp) as usize)
+            });
+        let mut ranges = vec![(regs.sp, window)];
+        ranges.extend_from_slice(extra);
+        let mut mem = crate::unwind::Prefetch::load(self.target.as_memory(), &ranges);
+        let words = extra.iter().map(|&(a, _)| mem.cached_u32(a)).collect();
+        let mut frames = crate::unwind::backtrace(&self.symbols, &r32, &mut mem, depth + 1);
+        if frames.len() < 2 {
+            frames = fallback;
         }
         frames.truncate(depth + 1);
-        frames
+        self.stop_cache = mem.into_ranges();
+        (frames, words)
+    }
+
+    fn backtrace(&mut self, regs: &Regs) -> Vec<u64> {
+        self.backtrace_with(regs, &[]).0
     }
 
     /// The allocation site: the first frame (inlined ones included) outside the allocator and
@@ -682,6 +881,34 @@ impl Debugger {
         site
     }
 
+    /// At an allocator's return instruction: the block is in r0, the caller in the backtrace.
+    fn malloc_exited(&mut self, ptr: u64, regs: &Regs) -> Result<(), AuditError> {
+        let header = ptr.saturating_sub(8);
+        let (backtrace, _) = self.backtrace_with(regs, &[(header, 8)]);
+        let Some((addr, size)) = self.block_at(ptr)? else {
+            tracing::warn!("malloc returned {ptr:#010x}, which has no valid block header");
+            return Ok(());
+        };
+        self.used += size;
+        let site = self.site_of(&backtrace);
+        let seq = self.record_event("alloc", addr, size, None, site.clone());
+        self.live.insert(addr, LiveAlloc { size, seq, site });
+        self.live_ptrs.insert(ptr, addr);
+        if let Some(p) = self.phase.as_mut() {
+            p.allocs += 1;
+        }
+        Ok(())
+    }
+
+    /// The block of a user pointer, reading through what this stop already read.
+    fn block_at(&mut self, ptr: u64) -> Result<Option<(u64, u64)>, AuditError> {
+        let cache = std::mem::take(&mut self.stop_cache);
+        let mut mem = crate::unwind::Prefetch::from_parts(self.target.as_memory(), cache);
+        let block = self.walker.block_of(&mut mem, ptr);
+        self.stop_cache = mem.into_ranges();
+        Ok(block?)
+    }
+
     fn malloc_returned(&mut self, ptr: u64, pending: PendingAlloc) -> Result<(), AuditError> {
         if ptr == 0 {
             return Ok(());
@@ -701,12 +928,22 @@ impl Debugger {
     }
 
     fn freed(&mut self, ptr: u64, regs: &Regs) -> Result<(), AuditError> {
-        let Some((addr, size)) = self.walker.block_of(self.target.as_memory(), ptr)? else {
+        // A block the trace saw allocated needs no header read: its size is known.
+        let known = self
+            .live_ptrs
+            .get(&ptr)
+            .and_then(|addr| self.live.get(addr).map(|l| (*addr, l.size)));
+        let block = match known {
+            Some(b) => Some(b),
+            None => self.block_at(ptr)?,
+        };
+        let Some((addr, size)) = block else {
             tracing::warn!("free({ptr:#010x}) of something that is not an allocated block");
             return Ok(());
         };
         self.used = self.used.saturating_sub(size);
         self.live.remove(&addr);
+        self.live_ptrs.remove(&ptr);
         let site = self.site_of(&[regs.pc, regs.lr & !1]);
         self.record_event("free", addr, size, None, site);
         if let Some(p) = self.phase.as_mut() {
@@ -764,9 +1001,10 @@ impl Debugger {
     }
 
     fn current_used(&mut self) -> Result<u64, AuditError> {
-        Ok(match self.method {
-            PeakMethod::Trace => self.used,
-            PeakMethod::Sample | PeakMethod::Watermark => self.walk()?.used,
+        Ok(if self.method == PeakMethod::Trace && self.tracing {
+            self.used
+        } else {
+            self.walk()?.used
         })
     }
 
@@ -799,7 +1037,7 @@ impl Debugger {
 
     fn close_span(&mut self, _regs: &Regs) -> Result<(), AuditError> {
         let used = self.current_used()?;
-        let method = self.method;
+        let tracing = self.method == PeakMethod::Trace && self.tracing;
         let Some(p) = self.phase.as_mut() else {
             return Ok(());
         };
@@ -807,7 +1045,7 @@ impl Debugger {
             return Ok(());
         };
         let peak = s.peak_used.max(used);
-        if method != PeakMethod::Trace && used > p.peak_used {
+        if !tracing && used > p.peak_used {
             p.peak_used = used;
             p.peak_at = Some(PeakSite {
                 seq: None,
@@ -892,10 +1130,8 @@ impl Debugger {
     fn phase_entered(&mut self, run: &PhaseRun) -> Result<(), AuditError> {
         let regs = self.read_regs()?;
         let before = Rc::new(self.walk()?);
-        if self.method == PeakMethod::Trace {
-            // Resynchronise the running total with the walk at every phase entry.
-            self.used = before.used;
-        }
+        // Resynchronise the running total with the walk at every phase entry.
+        self.used = before.used;
         let watermark = if self.method == PeakMethod::Watermark {
             let (free_addr, min_addr) = self
                 .watermark_addrs()
@@ -955,6 +1191,7 @@ impl Debugger {
             }
         }
         self.returns.retain(|r| !matches!(r.role, ReturnRole::Span));
+        self.sticky_span.clear();
         let mut peak_used = p.peak_used.max(after.used);
         let mut peak_at = p.peak_at.clone();
         if let Some(wm) = p.watermark {
@@ -966,14 +1203,12 @@ impl Debugger {
             }
             self.restore_watermark(wm, Some(observed))?;
         }
-        let drift = if self.method == PeakMethod::Trace {
+        let drift = if self.tracing {
             self.used as i64 - after.used as i64
         } else {
             0
         };
-        if self.method == PeakMethod::Trace {
-            self.used = after.used;
-        }
+        self.used = after.used;
         let record = PhaseRecord {
             function: p.function.clone(),
             alias: p.alias.clone(),

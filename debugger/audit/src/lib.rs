@@ -16,6 +16,7 @@
 //! - [`values`]: typed variables, leak lists and diffs as script values.
 //! - [`report`]: the audit report as JSON and JUnit XML.
 //! - [`unwind`]: cheap backtraces at allocation sites.
+//! - [`thumb`]: resuming from breakpoints by executing one Thumb instruction on the host.
 //! - [`error`]: [`AuditError`], what ends an audit.
 
 pub mod config;
@@ -24,6 +25,7 @@ pub mod error;
 pub mod model;
 pub mod report;
 pub mod script;
+pub mod thumb;
 pub mod unwind;
 pub mod values;
 

@@ -32,6 +32,10 @@ pub struct RunFacts {
     pub seconds: f64,
     /// Breakpoint stops handled.
     pub stops: u64,
+    /// Resumes from a breakpoint done by executing its instruction on the host.
+    pub emulated: u64,
+    /// Resumes from a breakpoint that needed a single step.
+    pub stepped: u64,
 }
 
 /// All checks of one name, folded.

@@ -365,6 +365,18 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
             t.dbg.borrow_mut().reset().map_err(|e| err(&ctx, e))
         },
     );
+    engine.register_fn(
+        "trace",
+        |ctx: NativeCallContext, t: &mut TargetHandle, on: bool| -> RhaiResult<()> {
+            t.dbg.borrow_mut().set_tracing(on).map_err(|e| err(&ctx, e))
+        },
+    );
+    engine.register_fn("phase_function", |t: &mut TargetHandle, alias: &str| {
+        t.dbg.borrow().config().phase_function(alias).to_string()
+    });
+    engine.register_fn("events", |t: &mut TargetHandle| {
+        t.dbg.borrow().events().len() as i64
+    });
     engine.register_fn("calls", |t: &mut TargetHandle, f: &str| {
         int(t.dbg.borrow().calls(f))
     });
@@ -513,6 +525,7 @@ pub fn run_script(
         state: state.clone(),
     };
     engine.register_fn("target", move || handle.clone());
+    let budgets2 = budgets.clone();
     let budgets = budgets.clone();
     engine.register_fn(
         "budget",
@@ -525,6 +538,9 @@ pub fn run_script(
             })
         },
     );
+    engine.register_fn("budget", move |name: &str, default: f64| -> f64 {
+        budgets2.get(name).copied().unwrap_or(default)
+    });
     CURRENT.with(|c| *c.borrow_mut() = Some(state.clone()));
     let error = match engine.compile(source) {
         Err(e) => {

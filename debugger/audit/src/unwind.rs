@@ -1,56 +1,102 @@
-//! Backtraces for allocation sites, through the DWARF call-frame information.
+//! Cheap memory access at a stop: prefetched ranges, and backtraces served from them.
 //!
-//! A backtrace at every traced malloc must be cheap on the link: the stack above sp is read once
-//! (one transfer of [`STACK_WINDOW`] bytes) and the unwinder's reads are served from that copy;
-//! only frames deeper than the window cost extra reads.
+//! A backtrace at every traced allocation must be cheap on the link: the stack above sp and the
+//! block header are read together in one pipelined request ([`Prefetch::load`]), and the
+//! unwinder's and the walker's reads are served from that copy; only frames deeper than the
+//! window cost extra reads.
 
 use memlife_core::{Memory, Result, Target};
 use memlife_dwarf::Symbols;
 use memlife_dwarf::unwind::Registers32;
 
-/// Bytes of stack read at once for an unwind.
-pub const STACK_WINDOW: u64 = 512;
+/// Bytes of stack read at a traced allocation (the firmware's allocation paths are a few
+/// frames of a few dozen bytes each).
+pub const STACK_WINDOW: usize = 768;
 
-/// Serves reads inside `[base, base + bytes.len())` from a copy, the rest from the target.
-struct StackCache<'a> {
+/// Memory read at a stop, serving reads inside it and passing others to the target.
+pub struct Prefetch<'a> {
     target: &'a mut dyn Memory,
-    base: u64,
-    bytes: Vec<u8>,
+    ranges: Vec<(u64, Vec<u8>)>,
 }
 
-impl Memory for StackCache<'_> {
+impl<'a> Prefetch<'a> {
+    /// Reads `ranges` in one request. A range that cannot be read whole (a stack window past
+    /// the end of RAM) is retried smaller, then left out.
+    pub fn load(target: &'a mut dyn Memory, ranges: &[(u64, usize)]) -> Self {
+        let data = match target.read_ranges(ranges) {
+            Ok(d) => ranges.iter().map(|r| r.0).zip(d).collect(),
+            Err(_) => {
+                let mut got = Vec::new();
+                for &(addr, len) in ranges {
+                    let mut len = len;
+                    while len >= 8 {
+                        if let Ok(b) = target.read_vec(addr, len) {
+                            got.push((addr, b));
+                            break;
+                        }
+                        len /= 2;
+                    }
+                }
+                got
+            }
+        };
+        Prefetch {
+            target,
+            ranges: data,
+        }
+    }
+
+    /// Serves `ranges` (already read) before the target.
+    pub fn from_parts(target: &'a mut dyn Memory, ranges: Vec<(u64, Vec<u8>)>) -> Self {
+        Prefetch { target, ranges }
+    }
+
+    /// The ranges read, to keep for later at the same stop.
+    pub fn into_ranges(self) -> Vec<(u64, Vec<u8>)> {
+        self.ranges
+    }
+
+    /// A copy of `[addr, addr + len)` (or of the part read), from the prefetched data only.
+    pub fn cached_range(&self, addr: u64, len: usize) -> Vec<u8> {
+        self.ranges
+            .iter()
+            .find(|(start, _)| *start == addr)
+            .map(|(_, d)| d[..d.len().min(len)].to_vec())
+            .unwrap_or_default()
+    }
+
+    /// A 32-bit word, from the prefetched data only.
+    pub fn cached_u32(&self, addr: u64) -> Option<u32> {
+        self.ranges.iter().find_map(|(start, data)| {
+            let off = usize::try_from(addr.checked_sub(*start)?).ok()?;
+            let b = data.get(off..off + 4)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        })
+    }
+}
+
+impl Memory for Prefetch<'_> {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<()> {
-        let end = self.base + self.bytes.len() as u64;
-        if addr >= self.base && addr + buf.len() as u64 <= end {
-            let off = (addr - self.base) as usize;
-            buf.copy_from_slice(&self.bytes[off..off + buf.len()]);
-            return Ok(());
+        for (start, data) in &self.ranges {
+            if addr >= *start && addr + buf.len() as u64 <= start + data.len() as u64 {
+                let off = (addr - start) as usize;
+                buf.copy_from_slice(&data[off..off + buf.len()]);
+                return Ok(());
+            }
         }
         self.target.read(addr, buf)
     }
 }
 
 /// Return addresses from the current pc outwards (frame 0 is the pc; inlined frames folded into
-/// their physical frame), at most `max` frames; `None` when the registers cannot be read.
-pub fn backtrace(symbols: &Symbols, target: &mut dyn Target, max: usize) -> Option<Vec<u64>> {
-    let regs = Registers32::from_target(target).ok()?;
-    let sp = u64::from(regs.sp());
-    let mem = target.as_memory();
-    // The window may run past the end of RAM near the top of the stack: shrink until readable.
-    let mut len = STACK_WINDOW;
-    let bytes = loop {
-        match mem.read_vec(sp, len as usize) {
-            Ok(b) => break b,
-            Err(_) if len > 64 => len /= 2,
-            Err(_) => break Vec::new(),
-        }
-    };
-    let mut cache = StackCache {
-        target: mem,
-        base: sp,
-        bytes,
-    };
-    let frames = memlife_dwarf::unwind::backtrace(symbols, &mut cache, &regs, max * 2);
+/// their physical frame), at most `max` frames.
+pub fn backtrace(
+    symbols: &Symbols,
+    regs: &Registers32,
+    mem: &mut dyn Memory,
+    max: usize,
+) -> Vec<u64> {
+    let frames = memlife_dwarf::unwind::backtrace(symbols, mem, regs, max * 2);
     let mut pcs: Vec<u64> = Vec::new();
     for f in frames.iter().filter(|f| !f.inlined) {
         if pcs.len() >= max {
@@ -58,5 +104,10 @@ pub fn backtrace(symbols: &Symbols, target: &mut dyn Target, max: usize) -> Opti
         }
         pcs.push(f.pc);
     }
-    (!pcs.is_empty()).then_some(pcs)
+    pcs
+}
+
+/// r0..r15 of a halted target (served from the backend's register cache).
+pub fn registers(target: &mut dyn Target) -> Option<Registers32> {
+    Registers32::from_target(target).ok()
 }
