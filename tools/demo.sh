@@ -1,31 +1,34 @@
 #!/usr/bin/env bash
-# `make demo`: run the bundled firmware on an emulated STM32F405 and look at its heap with memlife.
-set -euo pipefail
+# `make demo`: the bundled firmware on an emulated STM32F405 (QEMU netduinoplus2), audited by
+# memlife with scripts/lifecycle.rhai: the healthy build, then each of the seed's faulty cases.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 MEMLIFE=target/debug/memlife
-MACHINE=${QEMU_MACHINE:-netduinoplus2}
+OUT=${DEMO_OUT:-out/demo}
+mkdir -p "$OUT"
 
-echo "== 1. The healthy firmware runs 3 full lifecycles on QEMU ($MACHINE) and exits"
+echo "== The firmware runs its lifecycle on QEMU (3 iterations, then exits through semihosting)"
 make -s -C firmware ITERATIONS=3 >/dev/null
-for alloc in heap4 nano; do
-  elf=firmware/build/iter3/$alloc-healthy.elf
-  timeout 60 qemu-system-arm -M "$MACHINE" -display none -monitor none -serial null \
-    -semihosting-config enable=on,target=native -kernel "$elf"
-  echo "   $elf exited with status $?"
-done
-
-for alloc in heap4 nano; do
-  echo
-  echo "== 2. memlife stops $alloc-healthy at the 2nd model_release and walks its heap"
-  echo "   $MEMLIFE heap --elf firmware/build/$alloc-healthy.elf --qemu $MACHINE --at model_release --hit 2"
-  "$MEMLIFE" heap --elf "firmware/build/$alloc-healthy.elf" --qemu "$MACHINE" --at model_release --hit 2 \
-    | grep -v '^  0x' || true
-done
-
+timeout 60 qemu-system-arm -M netduinoplus2 -display none -monitor none -serial null \
+  -semihosting-config enable=on,target=native -kernel firmware/build/iter3/heap4-healthy.elf
 echo
-echo "== 3. The leak: free bytes at model_release, hits 2 and 6, on heap4-leak-on-switch"
-for hit in 2 6; do
-  "$MEMLIFE" heap --elf firmware/build/heap4-leak-on-switch.elf --qemu "$MACHINE" --at model_release --hit "$hit" | tail -1
+
+echo "== memlife stops it at the 2nd model_release and walks the heap"
+"$MEMLIFE" heap --elf firmware/build/heap4-healthy.elf --qemu netduinoplus2 --at model_release --hit 2 | grep -v '^  0x'
+echo
+
+echo "== memlife audit scripts/lifecycle.rhai on every scenario (heap4 builds; JUnit in $OUT)"
+status=0
+for ex in healthy load-peak reorder branch-peak leak-on-switch fragmentation overlap; do
+  echo "-- $ex: $(sed -n 1p "examples/$ex/memlife.toml" | sed 's/^# [a-z-]*: //')"
+  "$MEMLIFE" audit --config "examples/$ex/memlife.toml" scripts/lifecycle.rhai \
+    --junit "$OUT/$ex.xml" --json "$OUT/$ex.json" --out "$OUT" 2>&1 \
+    | grep -E '^(FAIL|WARN) |rhai: ' | sed 's/^/   /'
+  code=${PIPESTATUS[0]}
+  expected=$(sed -n 's/^exit = //p' "examples/$ex/memlife.toml")
+  if [ "$code" = "$expected" ]; then verdict="as expected"; else verdict="UNEXPECTED (expected $expected)"; status=1; fi
+  echo "   exit $code: $verdict"
 done
 echo
-echo "Next: memlife symbols --elf firmware/build/heap4-healthy.elf; memlife heap --help"
+echo "Reports: $OUT/*.json, JUnit: $OUT/*.xml. Next: memlife audit --help, scripts/README.md"
+exit $status

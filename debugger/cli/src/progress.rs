@@ -2,6 +2,7 @@
 //! events), plain lines on stderr otherwise. Script `print` output goes through here so it does
 //! not tear the spinner.
 
+use std::io::Write;
 use std::rc::Rc;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -52,12 +53,16 @@ impl Progress {
         })
     }
 
-    /// Where script `print` goes: stdout, above the spinner.
+    /// Where script `print` goes: stdout, above the spinner. A closed stdout (`| head`) is
+    /// not an error of the audit: the lines are dropped.
     pub fn printer(&self) -> Rc<dyn Fn(&str)> {
         let bar = self.bar.clone();
+        let print = |s: &str| {
+            let _ = writeln!(std::io::stdout(), "{s}");
+        };
         Rc::new(move |s: &str| match &bar {
-            Some(bar) => bar.suspend(|| println!("{s}")),
-            None => println!("{s}"),
+            Some(bar) => bar.suspend(|| print(s)),
+            None => print(s),
         })
     }
 

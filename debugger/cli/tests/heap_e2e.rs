@@ -303,9 +303,3 @@ fn snapshot_round_trip_walks_the_same_heap() {
         assert_eq!(live["pc"], offline["pc"], "{alloc}: registers saved");
     }
 }
-
-pub fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("memlife-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}

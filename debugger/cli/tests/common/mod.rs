@@ -131,3 +131,11 @@ pub fn ref_heap(out: &Output) -> serde_json::Value {
         .unwrap_or_else(|| panic!("gdb printed no REF-HEAP line:\n{text}\n{}", stderr(out)));
     serde_json::from_str(line).unwrap()
 }
+
+/// A fresh directory for one test (unique per process and tag).
+pub fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("memlife-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -1,0 +1,325 @@
+//! `memlife audit` end to end: every example against both allocators' firmware in QEMU, checked
+//! against the expected verdict and the figures of firmware/README.md.
+#![allow(clippy::unwrap_used, clippy::panic)] // tests fail loudly
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+
+fn example(name: &str) -> PathBuf {
+    repo().join("examples").join(name).join("memlife.toml")
+}
+
+/// `[expect]` of an example's memlife.toml.
+fn expectation(name: &str) -> (i32, Vec<String>) {
+    let text = std::fs::read_to_string(example(name)).unwrap();
+    let value: toml_like::Table = toml_like::parse(&text);
+    (value.exit, value.failing)
+}
+
+/// A tiny reader for the two `[expect]` keys, so the test does not need a TOML dependency.
+mod toml_like {
+    pub struct Table {
+        pub exit: i32,
+        pub failing: Vec<String>,
+    }
+    pub fn parse(text: &str) -> Table {
+        let section = text.split("[expect]").nth(1).expect("[expect] section");
+        let mut t = Table {
+            exit: -1,
+            failing: Vec::new(),
+        };
+        for line in section.lines() {
+            let line = line.trim();
+            if let Some(v) = line.strip_prefix("exit = ") {
+                t.exit = v.trim().parse().unwrap();
+            } else if let Some(v) = line.strip_prefix("failing = ") {
+                t.failing = v
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .split(',')
+                    .map(|s| s.trim().trim_matches('"').to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+            }
+        }
+        t
+    }
+}
+
+/// The failing test cases of a JUnit file, by name.
+fn junit_failures(xml: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for case in xml.split("<testcase ").skip(1) {
+        let name = case.split('"').nth(1).unwrap().to_string();
+        let body = case.split("</testcase>").next().unwrap();
+        if body.contains("<failure") || body.contains("<error") {
+            out.push(name);
+        }
+    }
+    out
+}
+
+fn junit_cases(xml: &str) -> Vec<String> {
+    xml.split("<testcase ")
+        .skip(1)
+        .map(|c| c.split('"').nth(1).unwrap().to_string())
+        .collect()
+}
+
+/// The figures each faulty scenario must report (firmware/README.md, measured with gdb).
+fn expected_figures(alloc: &str, scenario: &str) -> Vec<&'static str> {
+    match (scenario, alloc) {
+        ("load-peak", "heap4") => vec!["peaks 78384 B above its baseline"],
+        ("load-peak", _) => vec!["peaks 78380 B above its baseline"],
+        ("reorder", _) => vec![
+            "largest build step 9488 B at conv_b",
+            "resident build memory 36248 B",
+        ],
+        ("branch-peak", _) => vec!["inference peak 10776 B above entry at layer 13 head_p5"],
+        ("leak-on-switch", _) => vec![
+            "drops 368 B per switch",
+            "allocated at build_graph (engine.c:51)",
+        ],
+        ("fragmentation", "heap4") => vec!["after release = 0.407"],
+        ("fragmentation", _) => vec!["after release = 0.279"],
+        ("overlap", _) => vec![
+            "head_p3_out [layers 11..14] and head_p4_out [layers 12..14] share",
+            "(2048 B)",
+        ],
+        _ => vec![],
+    }
+}
+
+#[test]
+fn every_example_gives_its_verdict_on_both_allocators() {
+    let dir = tempdir("audit");
+    for scenario in SCENARIOS {
+        let (exit, failing) = expectation(scenario);
+        for alloc in ALLOCS {
+            let elf = elf(alloc, scenario);
+            let junit = dir.join(format!("{alloc}-{scenario}.xml"));
+            let json = dir.join(format!("{alloc}-{scenario}.json"));
+            let script = repo().join("scripts/lifecycle.rhai");
+            let out = run_memlife(&[
+                "audit",
+                "--config",
+                example(scenario).to_str().unwrap(),
+                "--elf",
+                elf.to_str().unwrap(),
+                script.to_str().unwrap(),
+                "--junit",
+                junit.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+                "--out",
+                dir.to_str().unwrap(),
+            ]);
+            let name = format!("{alloc}-{scenario}");
+            let text = stdout(&out);
+            assert_eq!(
+                out.status.code(),
+                Some(exit),
+                "{name}: {text}\n{}",
+                stderr(&out)
+            );
+            let xml = std::fs::read_to_string(&junit).unwrap();
+            assert_eq!(
+                junit_failures(&xml),
+                failing,
+                "{name}: failing JUnit cases\n{xml}"
+            );
+            assert_eq!(
+                junit_cases(&xml),
+                [
+                    "load-peak",
+                    "build-step",
+                    "inference-peak",
+                    "overlap",
+                    "fragmentation",
+                    "leak"
+                ],
+                "{name}"
+            );
+            for figure in expected_figures(alloc, scenario) {
+                assert!(
+                    text.contains(figure),
+                    "{name}: expected `{figure}` in:\n{text}"
+                );
+            }
+            let report: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            assert_eq!(report["exit_code"], exit, "{name}");
+            assert_eq!(
+                report["phases"].as_array().unwrap().len(),
+                18,
+                "{name}: 3 lifecycles of 6 phases"
+            );
+            // Trace accounting agrees with the walks at every phase boundary.
+            for p in report["phases"].as_array().unwrap() {
+                assert_eq!(p["accounting_drift"], 0, "{name}: {}", p["function"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn leak_script_names_the_leak_over_sixty_switches() {
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("leak-on-switch").to_str().unwrap(),
+        repo().join("scripts/leak.rhai").to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("fell from 97920 to 76208 B over 59 switches: 368 B lost per switch"),
+        "{text}"
+    );
+    assert!(text.contains("engine.c:51"), "{text}");
+    let healthy = elf("heap4", "healthy");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("healthy").to_str().unwrap(),
+        "--elf",
+        healthy.to_str().unwrap(),
+        repo().join("scripts/leak.rhai").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn script_errors_have_a_line_and_exit_2_and_reports_are_still_written() {
+    let dir = tempdir("script-error");
+    let script = dir.join("bad.rhai");
+    std::fs::write(
+        &script,
+        "let t = target();\ncheck(\"first\", true, \"ok\");\nlet x = t.no_such_thing();\n",
+    )
+    .unwrap();
+    let junit = dir.join("j.xml");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("healthy").to_str().unwrap(),
+        script.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("bad.rhai:3:"), "{err}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testcase name=\"first\"") && xml.contains("<error"),
+        "{xml}"
+    );
+    // A syntax error is reported before anything runs.
+    std::fs::write(&script, "let = ;\n").unwrap();
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("healthy").to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bad.rhai:1:"), "{}", stderr(&out));
+}
+
+#[test]
+fn sandbox_refuses_eval_and_paths_outside_the_output_directory() {
+    let dir = tempdir("sandbox");
+    let script = dir.join("s.rhai");
+    for (source, needle) in [
+        ("eval(\"1\");", "eval"),
+        (
+            "let t = target(); dump(t.heap(), \"../escape.json\");",
+            "under the output directory",
+        ),
+        (
+            "let t = target(); dump(t.heap(), \"/tmp/abs.json\");",
+            "under the output directory",
+        ),
+        ("import \"x\" as y;", "x"),
+        ("fn f(n) { f(n + 1) } f(0);", "Stack overflow"),
+    ] {
+        std::fs::write(&script, source).unwrap();
+        let out = run_memlife(&[
+            "audit",
+            "--config",
+            example("healthy").to_str().unwrap(),
+            script.to_str().unwrap(),
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{source}");
+        assert!(stderr(&out).contains(needle), "{source}: {}", stderr(&out));
+    }
+    assert!(!dir.join("escape.json").exists());
+}
+
+#[test]
+fn on_break_dumps_and_typed_reads() {
+    let dir = tempdir("hooks");
+    let script = dir.join("h.rhai");
+    std::fs::write(
+        &script,
+        r#"
+let t = target();
+t.on_break("model_release", |t| dump(t.heap(), `release-${t.calls("model_release")}.json`));
+for i in 0..2 { for p in ["load", "build", "run", "switch", "run", "release"] { t.phase(p); } }
+let e = t.var("g_engine");
+check("typed", type_of(e) == "map" && e.n_ops == 0 && type_of(t.var("g_tensors")) == "array", `${e.n_ops}`);
+"#,
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("leak-on-switch").to_str().unwrap(),
+        script.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let free = |n: u32| -> u64 {
+        let v: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out_dir.join(format!("release-{n}.json"))).unwrap(),
+        )
+        .unwrap();
+        v["total_free"].as_u64().unwrap()
+    };
+    // Dumps at the entry of each model_release: the leak shows between them.
+    assert_eq!(free(1) - free(2), 368);
+}
+
+#[test]
+fn a_breakpoint_never_reached_is_exit_2() {
+    let dir = tempdir("never");
+    let script = dir.join("n.rhai");
+    std::fs::write(&script, "let t = target();\nt.run_to(\"fw_oom\");\n").unwrap();
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("healthy").to_str().unwrap(),
+        "--timeout",
+        "1",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("breakpoint at fw_oom not reached within 1.0 s"),
+        "{}",
+        stderr(&out)
+    );
+}
