@@ -57,6 +57,15 @@ pub struct AuditArgs {
     /// target RAM and restores it).
     #[arg(long, value_name = "METHOD", value_parser = ["trace", "sample", "watermark"])]
     pub method: Option<String>,
+    /// A phase alias for scripts (repeatable), over memlife.toml's [phases]: `load=my_load_fn`.
+    #[arg(long = "phase", value_name = "ALIAS=FUNCTION", value_parser = parse_pair)]
+    pub phases: Vec<(String, String)>,
+    /// Spans recorded inside a phase function (repeatable), over [spans]: `graph_build=op_init`.
+    #[arg(long = "span", value_name = "PHASE=FUNCTION", value_parser = parse_pair)]
+    pub spans: Vec<(String, String)>,
+    /// A budget for scripts (repeatable), over [budgets]: `build_step=4096`.
+    #[arg(long = "budget", value_name = "NAME=NUMBER", value_parser = parse_budget)]
+    pub budgets: Vec<(String, f64)>,
     /// JUnit XML report: one test case per check.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -186,6 +195,25 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
     parsed.map_err(|_| format!("`{s}` is not a number (use decimal or 0x hex)"))
 }
 
+/// Parses `NAME=VALUE`.
+pub fn parse_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        }
+        _ => Err(format!("`{s}` is not NAME=VALUE")),
+    }
+}
+
+/// Parses `NAME=NUMBER`.
+pub fn parse_budget(s: &str) -> Result<(String, f64), String> {
+    let (k, v) = parse_pair(s)?;
+    let n: f64 = v
+        .parse()
+        .map_err(|_| format!("budget `{k}`: `{v}` is not a number"))?;
+    Ok((k, n))
+}
+
 /// Parses `START:LEN`.
 pub fn parse_region(s: &str) -> Result<(u64, u64), String> {
     let (a, l) = s
@@ -220,6 +248,20 @@ mod tests {
         );
         assert!(parse_region("0x20000000").is_err());
         assert!(parse_region("1:0").is_err());
+    }
+
+    #[test]
+    fn parses_pairs_and_budgets() {
+        assert_eq!(
+            parse_pair("load=my_load").unwrap(),
+            ("load".into(), "my_load".into())
+        );
+        assert!(parse_pair("load=").is_err());
+        assert_eq!(
+            parse_budget("build_step=4096").unwrap(),
+            ("build_step".into(), 4096.0)
+        );
+        assert!(parse_budget("build_step=lots").is_err());
     }
 
     #[test]

@@ -88,3 +88,21 @@ pub fn ensure_halted(target: &mut dyn Target) -> Result<()> {
     }
     Ok(())
 }
+
+/// `--at FUNCTION --hit N`: runs there; without `--at`, halts where the target is.
+pub fn stop_where_asked(
+    target: &mut dyn Target,
+    symbols: &Symbols,
+    stop: &crate::cli::StopArgs,
+) -> Result<()> {
+    match &stop.at {
+        Some(function) => run_to(
+            target,
+            symbols,
+            function,
+            stop.hit,
+            Duration::from_secs_f64(stop.timeout),
+        ),
+        None => ensure_halted(target),
+    }
+}

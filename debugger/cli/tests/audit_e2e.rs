@@ -323,3 +323,54 @@ fn a_breakpoint_never_reached_is_exit_2() {
         stderr(&out)
     );
 }
+
+/// The other two peak methods find the same inference peak on branch-peak; watermark needs an
+/// allocator that keeps a low-water mark and says so otherwise. Flags override memlife.toml.
+#[test]
+fn sample_and_watermark_methods_and_flags() {
+    let script = repo().join("scripts/layers.rhai");
+    for method in ["sample", "watermark"] {
+        let out = run_memlife(&[
+            "audit",
+            "--config",
+            example("branch-peak").to_str().unwrap(),
+            "--method",
+            method,
+            script.to_str().unwrap(),
+        ]);
+        let text = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{method}: {text}{}",
+            stderr(&out)
+        );
+        assert!(
+            text.contains("inference peak 10776 B above entry"),
+            "{method}: {text}"
+        );
+    }
+    // A raised budget from the command line turns the verdict.
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("branch-peak").to_str().unwrap(),
+        "--budget",
+        "inference_peak=20000",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let nano = elf("nano", "branch-peak");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("branch-peak").to_str().unwrap(),
+        "--elf",
+        nano.to_str().unwrap(),
+        "--method",
+        "watermark",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("keeps none"), "{}", stderr(&out));
+}

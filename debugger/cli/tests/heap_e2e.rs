@@ -191,62 +191,44 @@ fn text_output_has_a_table_and_a_summary() {
     );
 }
 
+/// Free bytes at the `hit`-th entry of model_load, i.e. right after the previous release.
+fn free_after_release(alloc: &str, scenario: &str, hit: &str) -> u64 {
+    let elf = elf(alloc, scenario);
+    memlife_json(&[
+        "heap",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "model_load",
+        "--hit",
+        hit,
+        "--json",
+    ])["total_free"]
+        .as_u64()
+        .unwrap()
+}
+
 /// The leak scenario loses the same number of bytes on every model switch: free bytes after a
 /// full release (seen at the next model_load) drop by the same amount each iteration.
 #[test]
 fn leak_on_switch_loses_the_same_amount_each_iteration() {
     for alloc in ALLOCS {
-        let elf = elf(alloc, "leak-on-switch");
-        let free_at = |hit: &str| {
-            memlife_json(&[
-                "heap",
-                "--elf",
-                elf.to_str().unwrap(),
-                "--qemu",
-                "netduinoplus2",
-                "--at",
-                "model_load",
-                "--hit",
-                hit,
-                "--json",
-            ])["total_free"]
-                .as_u64()
-                .unwrap()
-        };
-        let (a, b, c) = (free_at("2"), free_at("3"), free_at("4"));
+        let [a, b, c] = ["2", "3", "4"].map(|hit| free_after_release(alloc, "leak-on-switch", hit));
         assert!(
             a > b && b > c,
-            "{alloc}: free at model_load {a}, {b}, {c} should drop"
+            "{alloc}: free after release {a}, {b}, {c} should drop"
         );
         assert_eq!(
             a - b,
             b - c,
             "{alloc}: the leak per switch should be constant"
         );
-        let healthy = elf_path_free(alloc);
-        assert_eq!(healthy.0, healthy.1, "{alloc}-healthy must not lose memory");
+        assert_eq!(a - b, 368, "{alloc}: firmware/README.md's leak per switch");
+        let [h1, h2] = ["2", "4"].map(|hit| free_after_release(alloc, "healthy", hit));
+        assert_eq!(h1, h2, "{alloc}-healthy must not lose memory");
     }
-}
-
-fn elf_path_free(alloc: &str) -> (u64, u64) {
-    let elf = elf(alloc, "healthy");
-    let free_at = |hit: &str| {
-        memlife_json(&[
-            "heap",
-            "--elf",
-            elf.to_str().unwrap(),
-            "--qemu",
-            "netduinoplus2",
-            "--at",
-            "model_release",
-            "--hit",
-            hit,
-            "--json",
-        ])["total_free"]
-            .as_u64()
-            .unwrap()
-    };
-    (free_at("2"), free_at("4"))
 }
 
 /// `memlife snapshot` then `--snapshot`: the offline walk equals the live one.

@@ -24,10 +24,14 @@ fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from("memlife.toml")).filter(|p| p.is_file()),
     };
-    let cfg = match path {
+    let mut cfg = match path {
         Some(p) => AuditConfig::load(&p)?,
         None => AuditConfig::default(),
     };
+    // Flags win over the file.
+    cfg.phases.extend(args.phases.iter().cloned());
+    cfg.spans.extend(args.spans.iter().cloned());
+    cfg.budgets.extend(args.budgets.iter().cloned());
     Ok(cfg.with_lifecycle_defaults())
 }
 

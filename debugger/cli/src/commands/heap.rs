@@ -2,30 +2,18 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::cli::HeapArgs;
 use crate::render;
-use crate::runto::{ensure_halted, run_to};
 use crate::session::Session;
 
 pub fn run(args: HeapArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
     let mut session = Session::open(&args.target, &args.elf, &args.stop.leave)?;
     let target = session.target()?;
-    if let Some(function) = &args.stop.at {
-        run_to(
-            target,
-            &symbols,
-            function,
-            args.stop.hit,
-            Duration::from_secs_f64(args.stop.timeout),
-        )?;
-    } else {
-        ensure_halted(target)?;
-    }
+    crate::runto::stop_where_asked(target, &symbols, &args.stop)?;
     let walker = super::walker(&symbols, &args.heap, Some(&mut *target))?;
     let (state, link) = super::walk(target, &symbols, walker.as_ref())?;
     let ctx = render::Context {
