@@ -285,3 +285,29 @@ fn snapshot_round_trip_walks_the_same_heap() {
         assert_eq!(live["pc"], offline["pc"], "{alloc}: registers saved");
     }
 }
+
+/// Halted inside the allocator, the heap may be mid-update: reported as busy, not corrupt.
+#[test]
+fn inside_the_allocator_is_busy() {
+    for (alloc, entry) in [("heap4", "pvPortMalloc"), ("nano", "_malloc_r")] {
+        let elf = elf(alloc, "healthy");
+        let v = memlife_json(&[
+            "heap",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            entry,
+            "--hit",
+            "3",
+            "--json",
+        ]);
+        assert_eq!(v["status"], "busy", "{alloc}: {v}");
+        assert!(
+            v["busy_reason"].as_str().unwrap().contains(entry),
+            "{alloc}: {}",
+            v["busy_reason"]
+        );
+    }
+}
