@@ -34,6 +34,25 @@ pub enum Command {
     /// Drive the firmware through its lifecycle with a Rhai script and report the checks
     /// (exit 0 all passed, 1 a check failed, 2 error).
     Audit(AuditArgs),
+    /// Be a GDB remote server for gdb-multiarch over the target, with heap `monitor` commands
+    /// (`monitor help` lists them).
+    Serve(ServeArgs),
+}
+
+/// `memlife serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Address to listen on for gdb; port 0 picks a free one (printed on stderr).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:3333")]
+    pub listen: std::net::SocketAddr,
+    /// Allow a --listen address other than loopback: anyone who reaches it controls the target.
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 /// `memlife audit`.
@@ -274,5 +293,17 @@ mod tests {
             "memlife", "heap", "--elf", "x", "--gdb", "h:1", "--hit", "2",
         ]);
         assert!(hit_without_at.is_err());
+    }
+
+    #[test]
+    fn serve_listens_on_loopback_by_default() {
+        let cli = Cli::try_parse_from(["memlife", "serve", "--elf", "x", "--qemu", "m"]).unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(args.listen.to_string(), "127.0.0.1:3333");
+        assert!(!args.allow_remote);
+        let bad = Cli::try_parse_from(["memlife", "serve", "--elf", "x", "--listen", "nope"]);
+        assert!(bad.is_err());
     }
 }

@@ -7,9 +7,10 @@
 //! - [`cli`]: the clap definitions (the contract of DESIGN.md §3).
 //! - [`session`]: opening a target (`--gdb`, `--qemu`, `--snapshot`) and cleaning up after it.
 //! - [`runto`]: running to the N-th entry of a function with a timeout.
-//! - [`render`]: text tables and JSON for heap states.
+//! - [`render`]: text tables and JSON for heap states (from `memlife-server`, shared with
+//!   `memlife serve`'s monitor commands).
 //! - [`progress`]: the audit's progress spinner or plain lines.
-//! - [`commands`]: one module per subcommand.
+//! - [`commands`]: one module per subcommand (`serve` runs the GDB server of `memlife-server`).
 
 mod cli;
 mod commands;

@@ -3,16 +3,17 @@
 
 mod audit;
 mod heap;
+mod serve;
 mod snapshot;
 mod symbols;
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
-use memlife_core::{LinkStats, Register, Target};
+use anyhow::{Result, bail};
+use memlife_core::Target;
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker, WalkContext, WalkerOptions};
+use memlife_heap::{HeapWalker, WalkerOptions};
 
 use crate::cli::{Cli, Command, HeapOptions};
 
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Heap(args) => heap::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Audit(args) => audit::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
 
@@ -59,31 +61,4 @@ pub fn walker(
     Ok(memlife_heap::detect(symbols, forced, &walker_opts, mem)?)
 }
 
-/// The pc and the function that holds it.
-pub fn where_stopped(target: &mut dyn Target, symbols: &Symbols) -> Option<(u64, Option<String>)> {
-    let pc = target.read_register(Register::ProgramCounter).ok()?;
-    Some((pc, symbols.function_at(pc).map(|s| s.name.clone())))
-}
-
-/// Walks the heap of a halted target, with busy detection from the pc, and what it cost.
-pub fn walk(
-    target: &mut dyn Target,
-    symbols: &Symbols,
-    walker: &dyn HeapWalker,
-) -> Result<(HeapState, LinkStats)> {
-    let (mallocs, frees) = walker.entry_points();
-    let inside_allocator = where_stopped(target, symbols)
-        .and_then(|(_, f)| f)
-        .and_then(|f| mallocs.iter().chain(frees).copied().find(|n| *n == f));
-    let before = target.link_stats();
-    let state = walker
-        .walk(target.as_memory(), WalkContext { inside_allocator })
-        .context("walking the heap")?;
-    let after = target.link_stats();
-    let link = LinkStats {
-        reads: after.reads - before.reads,
-        bytes: after.bytes - before.bytes,
-        max_read: after.max_read,
-    };
-    Ok((state, link))
-}
+pub use memlife_server::heap::{walk, where_stopped};

@@ -1,0 +1,31 @@
+//! `memlife serve`: open the target, then be a GDB server for it until told to stop.
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::ServeArgs;
+use crate::session::Session;
+
+pub fn run(args: ServeArgs) -> Result<ExitCode> {
+    if !args.listen.ip().is_loopback() && !args.allow_remote {
+        bail!(
+            "--listen {} is not a loopback address: anyone who reaches it can control the target; add --allow-remote to mean it",
+            args.listen
+        );
+    }
+    let symbols = super::load_symbols(&args.elf)?;
+    let listener = TcpListener::bind(args.listen)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let bound = listener.local_addr().context("reading the bound address")?;
+    let mut session = Session::open(&args.target, &args.elf, "running")?;
+    eprintln!("memlife serve: listening on {bound}");
+    let target = session.lend()?;
+    let (target, outcome) = memlife_server::serve(&listener, target, symbols);
+    session.give_back(target);
+    let closed = session.close();
+    outcome?;
+    closed?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,335 @@
+//! `memlife serve` end to end: gdb-multiarch against memlife against QEMU.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A running `memlife serve`, its address, and everything it printed on stderr so far.
+struct Server {
+    guard: ChildGuard,
+    addr: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start(elf: &Path) -> Server {
+        let mut cmd = memlife();
+        cmd.args(["serve", "--elf"])
+            .arg(elf)
+            .args(["--qemu", "netduinoplus2", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut guard = ChildGuard(cmd.spawn().expect("spawn memlife serve"));
+        let err = guard.0.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("memlife serve: listening on ") {
+                    let _ = tx.send(addr.trim().to_string());
+                }
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| {
+                panic!("memlife serve printed no address: {}", log.lock().unwrap())
+            });
+        assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+        Server { guard, addr, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits for the server to end (after `monitor shutdown`) and checks it ended well.
+    fn wait_exit(mut self) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.guard.0.try_wait().unwrap() {
+                assert!(status.success(), "memlife serve failed: {}", self.log());
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "memlife serve did not end after `monitor shutdown`: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn all_output(o: &Output) -> String {
+    format!("{}{}", stdout(o), stderr(o))
+}
+
+/// The number after `prefix` on the first line that starts with it.
+fn number_after(text: &str, prefix: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(prefix))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{text}"))
+}
+
+#[test]
+fn gdb_drives_memlife_serve() {
+    let elf = elf("heap4", "leak-on-switch");
+    let server = Server::start(&elf);
+    let dir = tempdir("serve-dumps");
+    let dump_on = format!(
+        "monitor dump-on model_release {}/rel-{{n}}.json",
+        dir.display()
+    );
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "info registers xpsr",
+            "break model_release",
+            "continue",
+            "print xFreeBytesRemaining",
+            "monitor heap",
+            "watch xFreeBytesRemaining",
+            "continue",
+            "monitor no_such_cmd",
+            "delete 2",
+            &dump_on,
+            "continue",
+            "continue",
+            "continue",
+            "monitor dump-off model_release",
+            "detach",
+        ],
+    );
+    let text = all_output(&out);
+    assert!(text.contains("xpsr"), "{text}");
+    assert!(text.contains("Breakpoint 1, model_release"), "{text}");
+    let gdb_free = number_after(&text, "$1 = ");
+    let monitor_free = number_after(&text, "free ");
+    assert_eq!(gdb_free, monitor_free, "{text}");
+    assert!(text.contains("freertos-heap4: "), "{text}");
+    assert!(
+        text.contains("Hardware watchpoint 2: xFreeBytesRemaining"),
+        "{text}"
+    );
+    assert!(text.contains("Old value = "), "{text}");
+    assert!(text.contains("New value = "), "{text}");
+    assert!(text.contains("unknown monitor command"), "{text}");
+    assert!(text.contains("monitor help"), "{text}");
+    assert!(text.contains("dumping the heap to"), "{text}");
+    assert!(
+        text.contains("no more dumps at model_release (3 written)"),
+        "{text}"
+    );
+
+    let mut frees = Vec::new();
+    for n in 1..=3 {
+        let path = dir.join(format!("rel-{n}.json"));
+        let json: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{text}\n{}", path.display(), server.log())),
+        )
+        .unwrap();
+        frees.push(json["total_free"].as_u64().unwrap());
+    }
+    assert!(!dir.join("rel-4.json").exists());
+    assert_eq!(frees[0] - frees[1], 368, "{frees:?}");
+    assert_eq!(frees[1] - frees[2], 368, "{frees:?}");
+
+    // A second client on the same memlife, after the first detached.
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "monitor allocator",
+            "monitor dump-off model_release",
+            "monitor phases",
+            // The leak audit, run inside the gdb session (it takes a while: 60 lifecycles).
+            "set remotetimeout 600",
+            &format!(
+                "monitor audit {}",
+                repo().join("scripts/leak.rhai").display()
+            ),
+            "monitor phases",
+            "monitor shutdown",
+        ],
+    );
+    let text = all_output(&out);
+    assert!(text.contains("allocator  freertos-heap4"), "{text}");
+    assert!(text.contains("no dump-on is set"), "{text}");
+    assert!(text.contains("no phases recorded"), "{text}");
+    assert!(
+        text.contains("FAIL leak") && text.contains("368 B lost per switch"),
+        "{text}"
+    );
+    assert!(
+        text.contains("model_release"),
+        "phases after the audit: {text}"
+    );
+    let log = server.log();
+    assert_eq!(log.matches("connected").count(), 2, "{log}");
+    server.wait_exit();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `$body#checksum`.
+fn packet(body: &str) -> String {
+    let sum = body.bytes().fold(0u8, |a, b| a.wrapping_add(b));
+    format!("${body}#{sum:02x}")
+}
+
+/// A function's address, as gdb reads it from the ELF.
+fn function_address(elf: &Path, name: &str) -> u64 {
+    let mut cmd = std::process::Command::new("gdb-multiarch");
+    cmd.args(["-batch", "-nx", "-ex"])
+        .arg(format!("info address {name}"))
+        .arg(elf);
+    let out = run_with_timeout(cmd, Duration::from_secs(60));
+    let text = stdout(&out);
+    let hex = text
+        .split("at address 0x")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_hexdigit()).next())
+        .unwrap_or_else(|| panic!("no address for {name}: {text}"));
+    u64::from_str_radix(hex, 16).unwrap()
+}
+
+fn read_until(stream: &mut TcpStream, wanted: &[&str], timeout: Duration) -> String {
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while start.elapsed() < timeout {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+        let text = String::from_utf8_lossy(&got);
+        if wanted.iter().any(|w| text.contains(w)) {
+            return text.into_owned();
+        }
+    }
+    panic!(
+        "none of {wanted:?} within {timeout:?}; got {:?}",
+        String::from_utf8_lossy(&got)
+    );
+}
+
+#[test]
+fn serve_survives_bad_clients_and_interrupts() {
+    let elf = elf("heap4", "leak-on-switch");
+    let server = Server::start(&elf);
+
+    // Garbage and a packet with a wrong checksum, then a hang-up.
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(b"garbage}}$qSupported#00$m0,4#ff").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(s);
+
+    // A client that vanishes in the middle of a packet.
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(b"$qSupported:multipro").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(s);
+
+    // A raw client: continue, interrupt with Ctrl-C, get a stop reply, detach.
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(b"+$?#3f").unwrap();
+    read_until(&mut s, &["$S", "$T"], Duration::from_secs(10));
+    s.write_all(b"+$c#63").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    s.write_all(&[0x03]).unwrap();
+    let reply = read_until(&mut s, &["$S02", "$T02"], Duration::from_secs(10));
+    assert!(reply.contains("02"), "{reply}");
+    s.write_all(b"+$D#44").unwrap();
+    read_until(&mut s, &["$OK"], Duration::from_secs(10));
+    drop(s);
+
+    // A client that vanishes with a breakpoint inserted and the core running: memlife removes
+    // the breakpoint, so the next client never stops there.
+    let run = function_address(&elf, "inference_run");
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(format!("+{}", packet(&format!("Z0,{run:x},2"))).as_bytes())
+        .unwrap();
+    read_until(&mut s, &["$OK"], Duration::from_secs(10));
+    s.write_all(b"+$c#63").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    drop(s);
+
+    // dump-on where gdb has no breakpoint: memlife dumps and continues on its own.
+    let dir = tempdir("serve-transparent");
+    let dump_on = format!(
+        "monitor dump-on model_release {}/t-{{n}}.json",
+        dir.display()
+    );
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "break model_switch",
+            "continue",
+            &dump_on,
+            "continue",
+            "continue",
+            "monitor dump-off model_release",
+            "monitor allocator",
+            "monitor heap blocks",
+            "monitor shutdown",
+        ],
+    );
+    let text = all_output(&out);
+    assert_eq!(
+        text.matches("Breakpoint 1, model_switch").count(),
+        3,
+        "{text}"
+    );
+    assert!(!text.contains(", model_release ("), "{text}");
+    assert!(
+        text.contains("no more dumps at model_release (2 written)"),
+        "{text}"
+    );
+    assert!(dir.join("t-2.json").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        text.contains("allocator  freertos-heap4"),
+        "{text}\n{}",
+        server.log()
+    );
+    assert!(text.contains("address"), "{text}");
+    server.wait_exit();
+}
+
+#[test]
+fn serve_refuses_remote_listen_without_flag() {
+    let elf = elf("heap4", "leak-on-switch");
+    let out = run_memlife(&[
+        "serve",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--listen",
+        "0.0.0.0:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--allow-remote"), "{}", stderr(&out));
+}

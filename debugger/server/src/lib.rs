@@ -1,0 +1,129 @@
+//! `memlife serve`: a GDB remote server over memlife's backends.
+//!
+//! gdb (gdb-multiarch) connects to memlife as it would to OpenOCD or QEMU; memlife forwards
+//! memory, registers, run control, breakpoints and watchpoints to the backend it holds (QEMU's
+//! gdbstub, OpenOCD, a probe server) and adds heap views as `monitor` commands, computed with
+//! memlife's own bulk reads rather than gdb's `m` packets. Clients come and go on one listener;
+//! the backend stays connected until the server ends.
+//!
+//! # Layout
+//! - [`arch`]: the Cortex-M architecture gdbstub lacks (m-profile registers, target.xml).
+//! - [`bridge`]: the gdbstub target over a `memlife_core::Target`, and the blocking event loop
+//!   (short backend waits, Ctrl-C polling, transparent dump-on breakpoints).
+//! - [`monitor`]: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
+//! - [`audit`]: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
+//! - [`heap`]: walking a halted target and writing JSON dumps atomically.
+//! - [`render`]: the text table and JSON of a heap state, shared with `memlife heap`.
+
+pub mod arch;
+pub mod audit;
+pub mod bridge;
+pub mod heap;
+pub mod monitor;
+pub mod render;
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use gdbstub::stub::{DisconnectReason, GdbStub};
+use memlife_core::Target;
+use memlife_dwarf::Symbols;
+
+pub use bridge::Bridge;
+
+/// How often an idle server (no client) looks at the listener and the backend.
+const IDLE_POLL: Duration = Duration::from_millis(50);
+
+/// Serves gdb clients one after the other on `listener` until a client asks for
+/// `monitor shutdown`, or the backend fails. Gives the backend back in any case, with gdb's
+/// breakpoints removed and the core running (memlife's dump-on breakpoints stay until the caller
+/// cleans up).
+pub fn serve(
+    listener: &TcpListener,
+    target: Box<dyn Target>,
+    symbols: Symbols,
+) -> (Box<dyn Target>, Result<()>) {
+    let mut bridge = Bridge::new(target, symbols);
+    let outcome = serve_clients(listener, &mut bridge);
+    (bridge.into_target(), outcome)
+}
+
+fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
+    listener
+        .set_nonblocking(true)
+        .context("configuring the listener")?;
+    loop {
+        let (stream, peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                idle(bridge)?;
+                continue;
+            }
+            Err(e) => return Err(e).context("accepting a gdb client"),
+        };
+        stream
+            .set_nonblocking(false)
+            .context("configuring the client socket")?;
+        eprintln!("memlife serve: gdb client {peer} connected");
+        bridge.on_attach();
+        match GdbStub::new(stream).run_blocking::<bridge::EventLoop>(bridge) {
+            Ok(DisconnectReason::Disconnect) => {
+                eprintln!("memlife serve: gdb client {peer} detached; the target runs on");
+                bridge.on_detach(true);
+            }
+            Ok(DisconnectReason::Kill) => {
+                eprintln!(
+                    "memlife serve: gdb client {peer} killed the session; the target stays halted"
+                );
+                bridge.on_detach(false);
+            }
+            Ok(DisconnectReason::TargetExited(code)) => {
+                eprintln!("memlife serve: the target exited with status {code}");
+                bridge.on_detach(false);
+            }
+            Ok(DisconnectReason::TargetTerminated(sig)) => {
+                eprintln!("memlife serve: the target was terminated by signal {sig}");
+                bridge.on_detach(false);
+            }
+            Err(e) if e.is_target_error() => {
+                let e = e.into_target_error();
+                bridge.on_detach(true);
+                return Err(anyhow::anyhow!(
+                    "the target failed: {}",
+                    e.map_or_else(|| "unknown error".to_string(), |e| format!("{e:#}"))
+                ));
+            }
+            Err(e) => {
+                eprintln!("memlife serve: gdb client {peer} went away ({e}); the target runs on");
+                bridge.on_detach(true);
+            }
+        }
+        if bridge.shutdown {
+            return Ok(());
+        }
+        eprintln!("memlife serve: waiting for the next gdb client");
+    }
+}
+
+/// No client: keep the backend's stops handled (dump-on breakpoints continue on their own).
+fn idle(bridge: &mut Bridge) -> Result<()> {
+    if !bridge.is_running() {
+        std::thread::sleep(IDLE_POLL);
+        return Ok(());
+    }
+    let stop = match bridge.target.control() {
+        Some(c) => c
+            .wait_for_stop(IDLE_POLL)
+            .context("waiting on the target")?,
+        None => None,
+    };
+    if let Some(reason) = stop {
+        // With no client, a stop that is not memlife's own stays for the next client to see.
+        bridge
+            .on_backend_stop(reason)
+            .context("continuing after a dump")?;
+    }
+    Ok(())
+}

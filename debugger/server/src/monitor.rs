@@ -1,0 +1,205 @@
+//! `monitor ...` commands: the heap views, dumps, dump-on-stop, reset.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd};
+use memlife_core::BreakpointKind;
+use memlife_heap::{HeapWalker, WalkerOptions};
+
+use crate::bridge::{Bridge, DumpOn};
+
+/// `monitor help`.
+pub const HELP: &str = "\
+memlife monitor commands:
+  help                       this list
+  heap                       the heap table (as `memlife heap` prints it)
+  heap blocks                only the block list
+  heap json                  the heap as JSON (as `memlife heap --json`)
+  allocator                  the allocator memlife detected and its entry points
+  dump [PATH]                write the heap JSON to PATH (default memlife-dump-N.json)
+  dump-on SYMBOL [PATH]      write a dump every time the target stops at SYMBOL's entry,
+                             before gdb hears of the stop; {n} in PATH counts the dumps
+                             (default memlife-SYMBOL-{n}.json); memlife continues on its own
+                             when gdb has no breakpoint there
+  dump-off SYMBOL            stop dumping at SYMBOL
+  phases                     the lifecycle phases recorded in this session
+  audit FILE                 run a Rhai audit script (as `memlife audit`, dumps under
+                             memlife-out/) and record its phases
+  reset                      reset the target and let it run
+  reset halt                 reset the target and halt it at the reset vector
+  shutdown                   end memlife serve after this gdb session (the target runs on)
+";
+
+impl Bridge {
+    fn walker(&mut self) -> Result<&dyn HeapWalker> {
+        if self.walker.is_none() {
+            let w = memlife_heap::detect(
+                &self.symbols,
+                None,
+                &WalkerOptions::default(),
+                Some(self.target.as_memory()),
+            )
+            .context("detecting the allocator")?;
+            self.walker = Some(w);
+        }
+        self.walker
+            .as_deref()
+            .context("no allocator was detected in the ELF")
+    }
+
+    fn walk(&mut self) -> Result<(memlife_heap::HeapState, serde_json::Value, String)> {
+        self.ensure_halted().context("halting the target")?;
+        self.walker()?;
+        let walker = self.walker.take().context("no allocator")?;
+        let out = crate::heap::walk_rendered(self.target.as_mut(), &self.symbols, walker.as_ref());
+        self.walker = Some(walker);
+        out
+    }
+
+    /// Walks the heap and writes its JSON to `path`.
+    pub(crate) fn write_dump(&mut self, path: &Path) -> Result<()> {
+        let (_, json, _) = self.walk()?;
+        crate::heap::write_json_atomically(path, &json)
+    }
+
+    /// Runs one monitor command; the text goes to gdb's console.
+    pub fn monitor(&mut self, line: &str) -> Result<String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            [] | ["help"] => Ok(HELP.to_string()),
+            ["heap"] => Ok(self.walk()?.2),
+            ["heap", "blocks"] => {
+                let (state, _, _) = self.walk()?;
+                let mut out = format!("  {:<12} {:>8}  state\n", "address", "size");
+                for b in &state.blocks {
+                    let what = if b.unclaimed {
+                        "unclaimed"
+                    } else if b.free {
+                        "free"
+                    } else {
+                        "used"
+                    };
+                    out.push_str(&format!("  {:#010x}   {:>8}  {what}\n", b.addr, b.size));
+                }
+                Ok(out)
+            }
+            ["heap", "json"] => {
+                let (_, json, _) = self.walk()?;
+                Ok(format!("{}\n", serde_json::to_string_pretty(&json)?))
+            }
+            ["allocator"] => {
+                self.ensure_halted().context("halting the target")?;
+                let w = self.walker()?;
+                let (mallocs, frees) = w.entry_points();
+                Ok(format!(
+                    "allocator  {}\nallocate   {}\nfree       {}\n",
+                    w.name(),
+                    mallocs.join(", "),
+                    frees.join(", ")
+                ))
+            }
+            ["dump"] | ["dump", _] => {
+                let path = match words.get(1) {
+                    Some(p) => (*p).to_string(),
+                    None => {
+                        self.dumps += 1;
+                        format!("memlife-dump-{}.json", self.dumps)
+                    }
+                };
+                self.write_dump(Path::new(&path))?;
+                Ok(format!("heap dump written to {path}\n"))
+            }
+            ["dump-on", symbol] | ["dump-on", symbol, _] => {
+                let path = words
+                    .get(2)
+                    .map_or_else(|| format!("memlife-{symbol}-{{n}}.json"), |p| p.to_string());
+                self.dump_on_symbol(symbol, path)
+            }
+            ["dump-off", symbol] => self.dump_off_symbol(symbol),
+            ["phases"] if self.phases.is_empty() => Ok(
+                "no phases recorded in this session (`monitor audit FILE` records them)\n".into(),
+            ),
+            ["phases"] => Ok(self.phases.join("\n") + "\n"),
+            ["audit", path] => self.audit(path),
+            ["reset"] | ["reset", "halt"] => {
+                let halt = words.len() == 2;
+                let c = self
+                    .target
+                    .control()
+                    .context("this target has no run control (an offline snapshot?)")?;
+                c.reset(halt).context("resetting the target")?;
+                Ok(if halt {
+                    "target reset, halted at the reset vector\n".into()
+                } else {
+                    "target reset and running; interrupt it (Ctrl-C) to look at it\n".into()
+                })
+            }
+            ["shutdown"] => {
+                self.shutdown = true;
+                Ok("memlife serve ends when this gdb session ends\n".into())
+            }
+            _ => bail!("unknown monitor command `{line}`; `monitor help` lists them"),
+        }
+    }
+
+    fn dump_on_symbol(&mut self, symbol: &str, path: String) -> Result<String> {
+        let (addr, _) = self
+            .symbols
+            .function(symbol)
+            .with_context(|| format!("function `{symbol}` is not in the ELF's symbol table"))?;
+        if !self.dump_on.iter().any(|d| d.addr == addr) {
+            self.target
+                .breakpoints()
+                .context("this target cannot set breakpoints (an offline snapshot?)")?
+                .add_breakpoint(addr, BreakpointKind::Software)
+                .with_context(|| format!("setting a breakpoint at {symbol} ({addr:#010x})"))?;
+        }
+        self.dump_on.retain(|d| d.symbol != symbol);
+        self.dump_on.push(DumpOn {
+            symbol: symbol.to_string(),
+            addr,
+            path: path.clone(),
+            written: 0,
+        });
+        Ok(format!(
+            "dumping the heap to {path} at every stop at {symbol} ({addr:#010x})\n"
+        ))
+    }
+
+    fn dump_off_symbol(&mut self, symbol: &str) -> Result<String> {
+        let Some(i) = self.dump_on.iter().position(|d| d.symbol == symbol) else {
+            bail!("no dump-on is set for `{symbol}`");
+        };
+        let d = self.dump_on.remove(i);
+        let still_needed = self.dump_on.iter().any(|o| o.addr == d.addr)
+            || self
+                .gdb_breakpoints
+                .contains(&(d.addr, BreakpointKind::Software));
+        if !still_needed {
+            if let Some(b) = self.target.breakpoints() {
+                b.remove_breakpoint(d.addr, BreakpointKind::Software)
+                    .context("removing memlife's breakpoint")?;
+            }
+        }
+        Ok(format!(
+            "no more dumps at {symbol} ({} written)\n",
+            d.written
+        ))
+    }
+}
+
+impl MonitorCmd for Bridge {
+    fn handle_monitor_cmd(
+        &mut self,
+        cmd: &[u8],
+        mut out: ConsoleOutput<'_>,
+    ) -> Result<(), anyhow::Error> {
+        let line = String::from_utf8_lossy(cmd);
+        match self.monitor(&line) {
+            Ok(text) => out.write_raw(text.as_bytes()),
+            Err(e) => out.write_raw(format!("error: {e:#}\n").as_bytes()),
+        }
+        Ok(())
+    }
+}
