@@ -88,10 +88,20 @@ fn number_after(text: &str, prefix: &str) -> u64 {
 }
 
 #[test]
-fn gdb_drives_memlife_serve() {
-    let elf = elf("heap4", "leak-on-switch");
+fn gdb_drives_memlife_serve_on_the_leak_firmware() {
+    drive("leak-on-switch", 368);
+}
+
+#[test]
+fn gdb_drives_memlife_serve_on_the_healthy_firmware() {
+    drive("healthy", 0);
+}
+
+/// The session; `leak` is the expected drop of free bytes between dumps.
+fn drive(scenario: &str, leak: u64) {
+    let elf = elf("heap4", scenario);
     let server = Server::start(&elf);
-    let dir = tempdir("serve-dumps");
+    let dir = tempdir(&format!("serve-dumps-{scenario}"));
     let dump_on = format!(
         "monitor dump-on model_release {}/rel-{{n}}.json",
         dir.display()
@@ -149,8 +159,8 @@ fn gdb_drives_memlife_serve() {
         frees.push(json["total_free"].as_u64().unwrap());
     }
     assert!(!dir.join("rel-4.json").exists());
-    assert_eq!(frees[0] - frees[1], 368, "{frees:?}");
-    assert_eq!(frees[1] - frees[2], 368, "{frees:?}");
+    assert_eq!(frees[0] - frees[1], leak, "{frees:?}");
+    assert_eq!(frees[1] - frees[2], leak, "{frees:?}");
 
     // A second client on the same memlife, after the first detached.
     let out = gdb_batch(
@@ -174,12 +184,14 @@ fn gdb_drives_memlife_serve() {
     assert!(text.contains("allocator  freertos-heap4"), "{text}");
     assert!(text.contains("no dump-on is set"), "{text}");
     assert!(text.contains("no phases recorded"), "{text}");
+    if leak > 0 {
+        let lost = format!("{leak} B lost per switch");
+        assert!(text.contains("FAIL leak") && text.contains(&lost), "{text}");
+    } else {
+        assert!(text.contains("PASS leak"), "{text}");
+    }
     assert!(
-        text.contains("FAIL leak") && text.contains("368 B lost per switch"),
-        "{text}"
-    );
-    assert!(
-        text.contains("model_release"),
+        text.contains("above before), "),
         "phases after the audit: {text}"
     );
     let log = server.log();
