@@ -33,15 +33,28 @@ pub fn elf(alloc: &str, scenario: &str) -> PathBuf {
     p
 }
 
+/// `memlife` as a child in a process group of its own, so that a guard that kills it also
+/// kills the QEMU it started (which is in the same group).
 pub fn memlife() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memlife"))
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memlife"));
+    cmd.process_group(0);
+    cmd
 }
 
-/// Kills its child (by pid, through the handle) when dropped, on failure paths too.
+/// Kills its child and the child's process group (by pid) when dropped, on failure paths too.
 pub struct ChildGuard(pub Child);
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // The group (memlife and the QEMU it started) first; a child that leads no group
+            // makes this a no-op.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.0.id())])
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
