@@ -9,7 +9,7 @@
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
-use super::{optional_static, require_static, type_name};
+use super::{optional_static, require_static, resolved_statics};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{HeapError, HeapWalker, WalkContext, WalkerOptions};
@@ -42,21 +42,15 @@ impl DlmallocWalker {
     pub fn from_symbols(symbols: &Symbols, opts: &WalkerOptions) -> Result<Self, HeapError> {
         let (av, _) = require_static(symbols, "newlib-dlmalloc", "__malloc_av_", &[])?;
         let (sbrk_base, _) = require_static(symbols, "newlib-dlmalloc", "__malloc_sbrk_base", &[])?;
-        let mut resolved = Vec::new();
-        for sym in [
-            "__malloc_av_",
-            "__malloc_sbrk_base",
-            "__malloc_max_sbrked_mem",
-        ] {
-            if let Some((addr, size)) = symbols.static_location(sym, &[]) {
-                resolved.push((
-                    sym.to_string(),
-                    addr,
-                    size.unwrap_or(0),
-                    type_name(symbols, sym, &[]),
-                ));
-            }
-        }
+        let resolved = resolved_statics(
+            symbols,
+            [
+                "__malloc_av_",
+                "__malloc_sbrk_base",
+                "__malloc_max_sbrked_mem",
+            ],
+            &[],
+        );
         Ok(DlmallocWalker {
             av,
             sbrk_base,

@@ -9,7 +9,7 @@
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
-use super::{align_down, align_up, optional_static, require_static, type_name};
+use super::{align_down, align_up, optional_static, require_static, resolved_statics};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{HeapError, HeapWalker, WalkContext};
@@ -114,27 +114,22 @@ impl FreeRtosWalker {
             suspended: optional_static(symbols, "uxSchedulerSuspended", &["tasks.c"]),
             resolved: Vec::new(),
         };
-        for sym in [
-            "ucHeap",
-            "xStart",
-            "pxEnd",
-            "xFreeBytesRemaining",
-            "xMinimumEverFreeBytesRemaining",
-            "xNumberOfSuccessfulAllocations",
-            "xNumberOfSuccessfulFrees",
-            "xHeapCanary",
-            "xBlockAllocatedBit",
-            "uxSchedulerSuspended",
-        ] {
-            if let Some((addr, size)) = symbols.static_location(sym, CU) {
-                walker.resolved.push((
-                    sym.into(),
-                    addr,
-                    size.unwrap_or(0),
-                    type_name(symbols, sym, CU),
-                ));
-            }
-        }
+        walker.resolved = resolved_statics(
+            symbols,
+            [
+                "ucHeap",
+                "xStart",
+                "pxEnd",
+                "xFreeBytesRemaining",
+                "xMinimumEverFreeBytesRemaining",
+                "xNumberOfSuccessfulAllocations",
+                "xNumberOfSuccessfulFrees",
+                "xHeapCanary",
+                "xBlockAllocatedBit",
+                "uxSchedulerSuspended",
+            ],
+            CU,
+        );
         walker.resolved.push((
             "xHeapStructSize (constant)".into(),
             0,

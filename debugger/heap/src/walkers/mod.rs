@@ -47,6 +47,26 @@ pub(crate) fn align_down(v: u64, align: u64) -> u64 {
     v & !(align - 1)
 }
 
+/// `(name, address, size, type)` of each of `names` the ELF resolves, for `memlife symbols`.
+pub(crate) fn resolved_statics<'a>(
+    symbols: &Symbols,
+    names: impl IntoIterator<Item = &'a str>,
+    prefer_cu: &[&str],
+) -> Vec<(String, u64, u64, String)> {
+    names
+        .into_iter()
+        .filter_map(|sym| {
+            let (addr, size) = symbols.static_location(sym, prefer_cu)?;
+            Some((
+                sym.to_string(),
+                addr,
+                size.unwrap_or(0),
+                type_name(symbols, sym, prefer_cu),
+            ))
+        })
+        .collect()
+}
+
 /// Type name of a static for `memlife symbols`.
 pub(crate) fn type_name(symbols: &Symbols, name: &str, prefer_cu: &[&str]) -> String {
     symbols

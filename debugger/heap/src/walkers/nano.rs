@@ -10,7 +10,7 @@
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
-use super::{align_up, optional_static, require_static, type_name};
+use super::{align_up, optional_static, require_static, resolved_statics};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{HeapError, HeapWalker, WalkContext, WalkerOptions};
@@ -76,20 +76,13 @@ impl NanoWalker {
                 hint: " (the _sbrk break variable; pass --heap-break ADDR)".into(),
             });
         }
-        let mut resolved = Vec::new();
-        for sym in ["__malloc_free_list", "__malloc_sbrk_start"]
-            .iter()
-            .chain(BREAK_VARS)
-        {
-            if let Some((addr, size)) = symbols.static_location(sym, &[]) {
-                resolved.push((
-                    sym.to_string(),
-                    addr,
-                    size.unwrap_or(0),
-                    type_name(symbols, sym, &[]),
-                ));
-            }
-        }
+        let mut resolved = resolved_statics(
+            symbols,
+            ["__malloc_free_list", "__malloc_sbrk_start"]
+                .into_iter()
+                .chain(BREAK_VARS.iter().copied()),
+            &[],
+        );
         if let Some(l) = heap_limit {
             resolved.push(("heap limit".into(), l, 0, "linker symbol".into()));
         }
