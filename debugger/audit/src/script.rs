@@ -18,9 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
 
 use memlife_heap::HeapState;
-use rhai::{
-    Array, Dynamic, Engine, EvalAltResult, FnPtr, ImmutableString, Map, NativeCallContext, Position,
-};
+use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, Map, NativeCallContext, Position};
 
 use crate::debugger::{Debugger, Goal, Outcome};
 use crate::error::AuditError;
@@ -598,6 +596,3 @@ pub fn run_script(
 fn unreachable_handles() -> ! {
     panic!("a Target handle outlived its script engine")
 }
-
-/// `ImmutableString` is Rhai's string; re-exported for callers building maps.
-pub type RhaiString = ImmutableString;

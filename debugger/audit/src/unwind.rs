@@ -56,15 +56,6 @@ impl<'a> Prefetch<'a> {
         self.ranges
     }
 
-    /// A copy of `[addr, addr + len)` (or of the part read), from the prefetched data only.
-    pub fn cached_range(&self, addr: u64, len: usize) -> Vec<u8> {
-        self.ranges
-            .iter()
-            .find(|(start, _)| *start == addr)
-            .map(|(_, d)| d[..d.len().min(len)].to_vec())
-            .unwrap_or_default()
-    }
-
     /// A 32-bit word, from the prefetched data only.
     pub fn cached_u32(&self, addr: u64) -> Option<u32> {
         self.ranges.iter().find_map(|(start, data)| {
