@@ -345,3 +345,53 @@ fn serve_refuses_remote_listen_without_flag() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--allow-remote"), "{}", stderr(&out));
 }
+
+/// The QEMU that memlife started, found among the processes of memlife's own process group.
+fn qemu_of(memlife_pid: u32) -> Option<u32> {
+    let pgid = memlife_pid.to_string();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its ')'.
+            let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            let pgrp = rest.split_whitespace().nth(2)?;
+            (pid != memlife_pid && pgrp == pgid && comm.starts_with("qemu-system")).then_some(pid)
+        })
+}
+
+/// Whether a process still runs (a zombie waiting for its reaper does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn killing_memlife_takes_its_qemu_down() {
+    let server = Server::start(&elf("heap4", "healthy"));
+    let pid = server.guard.0.id();
+    let qemu =
+        qemu_of(pid).unwrap_or_else(|| panic!("no QEMU in memlife's group: {}", server.log()));
+    assert!(running(qemu));
+    // SIGKILL to memlife alone: no destructor runs, so only the parent-death signal can end QEMU.
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    while running(qemu) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "QEMU {qemu} outlived the memlife {pid} that started it"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

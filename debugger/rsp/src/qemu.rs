@@ -3,6 +3,9 @@
 //! The port is found by binding 127.0.0.1:0 and releasing it, so another process can take it in
 //! between; when QEMU then fails to bind, the start is retried on a new port. [`QemuProcess`]
 //! kills and reaps QEMU when dropped, so a failing test or an error path never leaves one behind.
+//! Where util-linux's `setpriv` is installed (every Debian system), QEMU is also started with a
+//! parent-death signal, so it dies with memlife even when memlife itself is killed (`kill -9`,
+//! a crashed CI runner) and no destructor runs.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -57,6 +60,44 @@ fn os_free_port() -> Result<u16> {
     Ok(port)
 }
 
+fn qemu_missing(e: std::io::Error) -> TargetError {
+    TargetError::transport(
+        format!(
+            "{QEMU_BINARY} is not installed (on Debian/Ubuntu: apt-get install qemu-system-arm)"
+        ),
+        e,
+    )
+}
+
+/// The first executable called `name` on `PATH`.
+fn find_in_path(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The command that starts QEMU: through `setpriv --pdeathsig KILL` when it exists, so that the
+/// kernel kills QEMU when the thread that started it (memlife's main thread, or a test's) ends,
+/// however it ends. QEMU is looked up first so that a missing QEMU keeps its own message instead
+/// of surfacing as setpriv's exit status.
+fn qemu_command() -> Result<Command> {
+    let qemu = find_in_path(QEMU_BINARY).ok_or_else(|| {
+        qemu_missing(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not found on PATH",
+        ))
+    })?;
+    Ok(match find_in_path("setpriv") {
+        Some(setpriv) => {
+            let mut cmd = Command::new(setpriv);
+            cmd.args(["--pdeathsig", "KILL", "--"]).arg(qemu);
+            cmd
+        }
+        None => Command::new(qemu),
+    })
+}
+
 enum Attempt {
     Ready(QemuProcess),
     PortTaken(String),
@@ -90,7 +131,7 @@ impl QemuProcess {
     fn try_start(machine: &str, elf: &Path, extra_args: &[&str]) -> Result<Attempt> {
         let port = free_port()?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let mut cmd = Command::new(QEMU_BINARY);
+        let mut cmd = qemu_command()?;
         // Single-threaded TCG: the emulated microcontrollers have one core, and with no vCPU
         // thread to hand over to, every breakpoint stop is about 15% cheaper.
         cmd.args(["-M", machine, "-accel", "tcg,thread=single", "-S", "-gdb"])
@@ -104,12 +145,7 @@ impl QemuProcess {
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                TargetError::transport(
-                    format!(
-                        "{QEMU_BINARY} is not installed (on Debian/Ubuntu: apt-get install qemu-system-arm)"
-                    ),
-                    e,
-                )
+                qemu_missing(e)
             } else {
                 TargetError::transport(format!("starting {QEMU_BINARY}"), e)
             }

@@ -47,14 +47,13 @@ pub struct ChildGuard(pub Child);
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            // The group (memlife and the QEMU it started) first; a child that leads no group
-            // makes this a no-op.
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", self.0.id())])
-                .stderr(Stdio::null())
-                .status();
-        }
+        // The group (memlife and the QEMU it started) first, even when memlife itself has
+        // ended: its QEMU may outlive it. A group that no longer exists makes this a no-op, and
+        // its id cannot have been reused while any member lives.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
