@@ -106,6 +106,9 @@ enum Attempt {
 impl QemuProcess {
     /// Starts `qemu-system-arm -M MACHINE -S` with `elf` as the kernel and the gdbstub on a free
     /// loopback port, and waits (at most 10 s) until the port accepts connections.
+    ///
+    /// QEMU ends when the calling thread ends (see the module docs): start it from a thread
+    /// that lives as long as the emulator is needed.
     pub fn start(machine: &str, elf: &Path, extra_args: &[&str]) -> Result<QemuProcess> {
         if !elf.is_file() {
             return Err(TargetError::transport(
