@@ -20,7 +20,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
 
-use memlife_core::{BreakpointKind, Memory, Register, StopReason, Target, TargetError};
+use memlife_core::{
+    BreakpointKind, Memory, Register, StopReason, Target, TargetError, Wait, interrupt,
+};
 use memlife_dwarf::Symbols;
 use memlife_heap::{HeapState, HeapWalker, WalkContext};
 
@@ -691,14 +693,20 @@ impl Debugger {
                 .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?;
             control.resume()?;
             self.stop_cache.clear();
-            let stop = match control.wait_for_stop(timeout)? {
-                Some(stop) => stop,
-                None => {
+            let stop = match interrupt::wait_for_stop_or_interrupt(control, timeout)? {
+                Wait::Stopped(stop) => stop,
+                Wait::TimedOut => {
                     let _ = control.halt();
                     return Err(AuditError::NotReached {
                         what: goal_name(goal, self.phase.as_ref()),
                         seconds: self.timeout.as_secs_f64(),
                     });
+                }
+                Wait::Interrupted => {
+                    // Halted, so the cleanup that follows (breakpoints out, then resume or
+                    // leave as asked) works on a quiet core.
+                    let _ = control.halt();
+                    return Err(AuditError::Target(TargetError::Interrupted));
                 }
             };
             match stop {

@@ -249,6 +249,10 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         .set_max_map_size(1 << 16)
         .set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
     engine.disable_symbol("eval");
+    // Ctrl-C also ends a script busy with its own loops, not only one waiting on the target.
+    engine.on_progress(|_| {
+        memlife_core::interrupt::requested().then(|| Dynamic::from("interrupted by the user"))
+    });
     // `var` is reserved in Rhai, but `t.var("g_tensors")` is the name gdb users expect for a typed
     // read: let the tokenizer hand it over as an identifier (a `var x = ...` still fails to parse).
     #[allow(deprecated)] // Rhai marks the token-mapper API volatile, not deprecated
@@ -554,7 +558,8 @@ pub fn run_script(
             Err(e) => {
                 let (line, column) = position(e.position());
                 let message = match *e {
-                    EvalAltResult::ErrorRuntime(ref v, _) => v.to_string(),
+                    EvalAltResult::ErrorRuntime(ref v, _)
+                    | EvalAltResult::ErrorTerminated(ref v, _) => v.to_string(),
                     ref other => other.to_string(),
                 };
                 // Rhai appends the position to some messages; ours carries it separately.

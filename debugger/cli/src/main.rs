@@ -27,7 +27,20 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
     init_tracing(args.verbose);
-    match commands::run(args) {
+    install_interrupt_handler();
+    let result = commands::run(args);
+    if memlife_core::interrupt::requested() {
+        // Whatever the command made of it, the user stopped the run: say so, shell-style.
+        if let Err(err) = &result {
+            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "memlife: interrupted; breakpoints removed and the target released as asked"
+        );
+        return ExitCode::from(EXIT_INTERRUPTED);
+    }
+    match result {
         Ok(code) => code,
         Err(err) => {
             // A closed pipe (`memlife heap | head`) is not an error worth a message.
@@ -40,6 +53,30 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "error: {err:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// The exit status after Ctrl-C or SIGTERM: 128 + SIGINT, as shells report it.
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// The first Ctrl-C (or SIGTERM) asks the running command to stop: waits on the target end,
+/// the script aborts, and the normal cleanup runs (breakpoints removed, reports written, the
+/// target resumed or left as asked). A second one exits at once; a QEMU memlife started dies
+/// with it through its parent-death signal.
+fn install_interrupt_handler() {
+    let result = ctrlc::set_handler(|| {
+        if memlife_core::interrupt::requested() {
+            let _ = writeln!(std::io::stderr(), "memlife: interrupted again; exiting now");
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "memlife: interrupted; cleaning up (press Ctrl-C again to exit at once)"
+        );
+        memlife_core::interrupt::request();
+    });
+    if let Err(e) = result {
+        tracing::warn!("no Ctrl-C handler: {e}");
     }
 }
 

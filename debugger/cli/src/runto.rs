@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use memlife_core::{BreakpointKind, StopReason, Target};
+use memlife_core::{BreakpointKind, StopReason, Target, TargetError, Wait, interrupt};
 use memlife_dwarf::Symbols;
 
 /// Runs until the `hit`-th entry of `function`, then leaves the core halted there. The breakpoint
@@ -48,25 +48,30 @@ fn wait_for_hits(
         let control = target.control().context("this target has no run control")?;
         control.resume().context("resuming the target")?;
         let left = deadline.saturating_duration_since(Instant::now());
-        match control
-            .wait_for_stop(left)
+        match interrupt::wait_for_stop_or_interrupt(control, left)
             .context("waiting for the target to stop")?
         {
-            Some(StopReason::Breakpoint(pc)) if pc == addr => hits += 1,
-            Some(StopReason::Exited(code)) => {
+            Wait::Interrupted => {
+                let _ = control.halt();
+                return Err(TargetError::Interrupted).with_context(|| {
+                    format!("waiting for {function} (hit {} of {hit})", hits + 1)
+                });
+            }
+            Wait::Stopped(StopReason::Breakpoint(pc)) if pc == addr => hits += 1,
+            Wait::Stopped(StopReason::Exited(code)) => {
                 bail!(
                     "the target exited with status {code} before reaching {function} (hit {} of {hit})",
                     hits + 1
                 )
             }
-            Some(StopReason::Terminated(sig)) => {
+            Wait::Stopped(StopReason::Terminated(sig)) => {
                 bail!("the target was terminated (signal {sig}) before reaching {function}")
             }
-            Some(other) => bail!(
+            Wait::Stopped(other) => bail!(
                 "the target stopped ({other:?}) before reaching {function} (hit {} of {hit})",
                 hits + 1
             ),
-            None => {
+            Wait::TimedOut => {
                 let _ = control.halt();
                 bail!(
                     "breakpoint at {function} ({addr:#010x}) not reached within {:.1} s (hit {} of {hit}); the target was halted",

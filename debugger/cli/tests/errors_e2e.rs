@@ -222,3 +222,63 @@ fn help_and_version() {
         format!("memlife {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn ctrl_c_ends_an_audit_cleanly_and_keeps_its_reports() {
+    let dir = tempdir("interrupt");
+    let script = dir.join("forever.rhai");
+    std::fs::write(
+        &script,
+        "let t = target();\ncheck(\"started\", true, \"before the loop\");\nloop { t.phase(\"inference_run\"); }\n",
+    )
+    .unwrap();
+    let json = dir.join("audit.json");
+    let junit = dir.join("junit.xml");
+    let mut cmd = memlife();
+    cmd.arg("audit")
+        .arg("--elf")
+        .arg(elf("heap4", "healthy"))
+        .args(["--qemu", "netduinoplus2", "--json"])
+        .arg(&json)
+        .arg("--junit")
+        .arg(&junit)
+        .arg(&script)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut guard = ChildGuard(cmd.spawn().unwrap());
+    let pid = guard.0.id();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        guard.0.try_wait().unwrap().is_none(),
+        "the endless audit ended by itself"
+    );
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "memlife did not end after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut guard.0.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // What the script found before the interrupt is on disk, with the reason it stopped.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let text = report.to_string();
+    assert!(text.contains("\"started\""), "{text}");
+    assert!(text.contains("interrupted by the user"), "{text}");
+    assert!(std::fs::read_to_string(&junit).unwrap().contains("started"));
+}

@@ -22,6 +22,8 @@ pub enum ErrorKind {
     Transport,
     /// The target is gone (exited, killed, detached).
     Gone,
+    /// The user asked memlife to stop (Ctrl-C).
+    Interrupted,
 }
 
 /// An error from a target backend.
@@ -71,6 +73,9 @@ pub enum TargetError {
         /// Errno-style code from the server.
         code: u8,
     },
+    /// The user asked memlife to stop (Ctrl-C, SIGTERM) while it waited on the target.
+    #[error("interrupted by the user")]
+    Interrupted,
 }
 
 impl TargetError {
@@ -84,6 +89,7 @@ impl TargetError {
             TargetError::Transport { .. } | TargetError::Protocol(_) => ErrorKind::Transport,
             TargetError::Exited(_) | TargetError::Gone(_) => ErrorKind::Gone,
             TargetError::Refused { .. } => ErrorKind::Unmapped,
+            TargetError::Interrupted => ErrorKind::Interrupted,
         }
     }
 

@@ -11,12 +11,14 @@
 //! - [`registers`]: [`Registers`] and the architecture-neutral [`Register`] roles.
 //! - [`control`]: [`Control`] (halt, resume, step, wait) and [`StopReason`].
 //! - [`breakpoints`]: [`Breakpoints`] and [`Watchpoints`].
+//! - [`interrupt`]: the user's stop request (Ctrl-C) and a wait that honours it.
 //! - [`target`]: [`Target`], the composite every backend implements, and [`LinkStats`].
 //! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
 
 pub mod breakpoints;
 pub mod control;
 pub mod error;
+pub mod interrupt;
 pub mod memory;
 pub mod registers;
 pub mod snapshot;
@@ -25,6 +27,7 @@ pub mod target;
 pub use breakpoints::{BreakpointKind, Breakpoints, WatchKind, Watchpoints};
 pub use control::{Control, StopReason};
 pub use error::{ErrorKind, Result, TargetError};
+pub use interrupt::Wait;
 pub use memory::{Memory, MemoryWrite};
 pub use registers::{Register, Registers};
 pub use snapshot::{Snapshot, SnapshotRegion};

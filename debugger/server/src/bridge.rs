@@ -21,7 +21,9 @@ use gdbstub::target::ext::breakpoints::{
 };
 use gdbstub::target::ext::monitor_cmd::MonitorCmdOps;
 use gdbstub::target::{TargetError as GdbTargetError, TargetResult};
-use memlife_core::{BreakpointKind, ErrorKind, Register, StopReason, Target, WatchKind};
+use memlife_core::{
+    BreakpointKind, ErrorKind, Register, StopReason, Target, TargetError, WatchKind, interrupt,
+};
 use memlife_dwarf::Symbols;
 use memlife_heap::HeapWalker;
 
@@ -467,6 +469,12 @@ impl BlockingEventLoop for EventLoop {
         loop {
             if let Some(stop) = target.pending.take() {
                 return Ok(Event::TargetStopped(target.translate(stop)));
+            }
+            // Ctrl-C in memlife's own terminal ends the session (gdb's Ctrl-C arrives as data).
+            if interrupt::requested() {
+                return Err(WaitForStopReasonError::Target(anyhow!(
+                    TargetError::Interrupted
+                )));
             }
             let stop = match target.target.control() {
                 Some(c) => c

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use gdbstub::stub::{DisconnectReason, GdbStub};
-use memlife_core::Target;
+use memlife_core::{Target, interrupt};
 use memlife_dwarf::Symbols;
 
 pub use bridge::Bridge;
@@ -58,6 +58,10 @@ fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
         let (stream, peer) = match listener.accept() {
             Ok(c) => c,
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                if interrupt::requested() {
+                    eprintln!("memlife serve: interrupted; shutting down");
+                    return Ok(());
+                }
                 idle(bridge)?;
                 continue;
             }
@@ -86,6 +90,11 @@ fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
             Ok(DisconnectReason::TargetTerminated(sig)) => {
                 eprintln!("memlife serve: the target was terminated by signal {sig}");
                 bridge.on_detach(false);
+            }
+            Err(_) if interrupt::requested() => {
+                eprintln!("memlife serve: interrupted; gdb client {peer} dropped, shutting down");
+                bridge.on_detach(true);
+                return Ok(());
             }
             Err(e) if e.is_target_error() => {
                 let e = e.into_target_error();
