@@ -23,7 +23,7 @@ pub mod walkers;
 
 pub use detect::{AllocatorKind, WalkerOptions, detect};
 pub use error::HeapError;
-pub use state::{Anomaly, AnomalyKind, Block, HeapState, HeapStatus};
+pub use state::{Anomaly, AnomalyKind, Block, HeapRegion, HeapState, HeapStatus};
 
 use memlife_core::Memory;
 
