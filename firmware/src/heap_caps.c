@@ -32,9 +32,10 @@ struct registered_heap_ll {
 /* Every heap, in registration (= address) order; empty before heap_caps_init. */
 struct registered_heap_ll registered_heaps;
 
-/* The two regions carved from SRAM. */
-static uint8_t s_region_dram[TLSF_REGION0_SIZE] __attribute__((aligned(8)));
-static uint8_t s_region_psram[TLSF_REGION1_SIZE] __attribute__((aligned(8)));
+/* The SRAM both regions are carved from: region 0 first, region 1 right
+ * after it, so that registration order is address order (as ESP-IDF
+ * registers its boot-time regions) and region 0's end is region 1's start. */
+static uint8_t s_heap_sram[TLSF_REGION0_SIZE + TLSF_REGION1_SIZE] __attribute__((aligned(8)));
 
 struct region_desc {
     uint8_t *start;
@@ -46,10 +47,10 @@ struct region_desc {
  * matches a heap at the first priority where the heap has one of the asked
  * bits, if the heap has all of them over its priorities. */
 static const struct region_desc s_regions[HEAP_COUNT] = {
-    {s_region_dram, sizeof(s_region_dram),
+    {s_heap_sram, TLSF_REGION0_SIZE,
      {MALLOC_CAP_8BIT | MALLOC_CAP_DEFAULT,
       MALLOC_CAP_INTERNAL | MALLOC_CAP_DMA | MALLOC_CAP_32BIT, 0u}},
-    {s_region_psram, sizeof(s_region_psram),
+    {s_heap_sram + TLSF_REGION0_SIZE, TLSF_REGION1_SIZE,
      {MALLOC_CAP_SPIRAM | MALLOC_CAP_DEFAULT, 0u, MALLOC_CAP_8BIT | MALLOC_CAP_32BIT}},
 };
 
