@@ -227,6 +227,10 @@ impl std::fmt::Debug for Debugger {
 fn trace_points(allocator: &str) -> (TracePoints, TracePoints) {
     if allocator.starts_with("freertos") {
         (&[("pvPortMalloc", 0)], &[("vPortFree", 0)])
+    } else if allocator.starts_with("esp-idf") {
+        // heap_caps_malloc(size, caps) / heap_caps_free(ptr): the public entry every ESP-IDF
+        // allocation goes through (malloc and pvPortMalloc end there too).
+        (&[("heap_caps_malloc", 0)], &[("heap_caps_free", 0)])
     } else {
         (&[("_malloc_r", 1)], &[("_free_r", 1)])
     }
