@@ -316,8 +316,13 @@ impl Debugger {
             return Err(AuditError::NeedsLiveTarget(dbg.target.describe()));
         }
         if method == PeakMethod::Watermark && dbg.watermark_addrs().is_none() {
+            let why = if dbg.walker.name().starts_with("esp-idf") {
+                "keeps one per heap (minimum_free_bytes), and their minima need not coincide"
+            } else {
+                "keeps none"
+            };
             return Err(AuditError::Config(format!(
-                "the watermark method needs the allocator's low-water mark; {} keeps none (use trace or sample)",
+                "the watermark method needs the allocator's low-water mark; {} {why} (use trace or sample)",
                 dbg.walker.name()
             )));
         }
