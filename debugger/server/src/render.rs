@@ -56,13 +56,23 @@ pub fn text(state: &HeapState, ctx: &Context<'_>) -> String {
             "busy       {why}; inconsistencies below are expected, not corruption"
         );
     }
-    let _ = writeln!(
-        out,
-        "heap       {:#010x}..{:#010x} ({} bytes)",
-        state.heap_start,
-        state.heap_start + state.heap_size,
-        state.heap_size
-    );
+    if state.regions.is_empty() {
+        let _ = writeln!(
+            out,
+            "heap       {:#010x}..{:#010x} ({} bytes)",
+            state.heap_start,
+            state.heap_start + state.heap_size,
+            state.heap_size
+        );
+    } else {
+        // Several regions with gaps between them: one range would be wrong; each has a line.
+        let _ = writeln!(
+            out,
+            "heap       {} bytes in {} regions (one `region` line each)",
+            state.heap_size,
+            state.regions.len()
+        );
+    }
     let _ = writeln!(
         out,
         "free       {} bytes in {} free blocks, largest {} (largest/total {}, fragmentation {})",
