@@ -54,103 +54,109 @@ fn heap_at_model_release_matches_gdb_for_every_firmware() {
         .flat_map(|a| SCENARIOS.iter().map(move |s| (*a, *s)))
         .chain(FIXED_TLSF.iter().copied());
     for (alloc, scenario) in all {
-        {
-            let elf = elf(alloc, scenario);
-            let elf_s = elf.to_str().unwrap();
-            let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
-            let server = qemu.addr().to_string();
-            let script = gdb_script("heap_reference.py");
-            let gdb = gdb_batch(
-                &elf,
-                &server,
-                &[
-                    "break model_release",
-                    "continue",
-                    "continue",
-                    &format!("source {}", script.display()),
-                    "ref-heap",
-                    "delete",
-                    "disconnect",
-                ],
+        let elf = elf(alloc, scenario);
+        let elf_s = elf.to_str().unwrap();
+        let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+        let server = qemu.addr().to_string();
+        let script = gdb_script("heap_reference.py");
+        let gdb = gdb_batch(
+            &elf,
+            &server,
+            &[
+                "break model_release",
+                "continue",
+                "continue",
+                &format!("source {}", script.display()),
+                "ref-heap",
+                "delete",
+                "disconnect",
+            ],
+        );
+        let reference = ref_heap(&gdb);
+        // Same QEMU, same halted state: memlife without --at walks where gdb left it.
+        let same = memlife_json(&[
+            "heap", "--elf", elf_s, "--gdb", &server, "--json", "--leave", "halted",
+        ]);
+        // And the exact command, in a QEMU of its own (the firmware is deterministic).
+        let own = memlife_json(&[
+            "heap",
+            "--elf",
+            elf_s,
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            "model_release",
+            "--hit",
+            "2",
+            "--json",
+        ]);
+        drop(qemu);
+        let name = format!("{alloc}-{scenario}");
+        for (label, v) in [("--gdb", &same), ("--qemu --at", &own)] {
+            assert_eq!(v["status"], "ok", "{name} {label}: {}", v["anomalies"]);
+            assert_eq!(v["allocator"], reference["allocator"], "{name} {label}");
+            assert_eq!(
+                v["total_free"], reference["total_free"],
+                "{name} {label}: total_free"
             );
-            let reference = ref_heap(&gdb);
-            // Same QEMU, same halted state: memlife without --at walks where gdb left it.
-            let same = memlife_json(&[
-                "heap", "--elf", elf_s, "--gdb", &server, "--json", "--leave", "halted",
-            ]);
-            // And the exact command, in a QEMU of its own (the firmware is deterministic).
-            let own = memlife_json(&[
-                "heap",
-                "--elf",
-                elf_s,
-                "--qemu",
-                "netduinoplus2",
-                "--at",
-                "model_release",
-                "--hit",
-                "2",
-                "--json",
-            ]);
-            drop(qemu);
-            let name = format!("{alloc}-{scenario}");
-            for (label, v) in [("--gdb", &same), ("--qemu --at", &own)] {
-                assert_eq!(v["status"], "ok", "{name} {label}: {}", v["anomalies"]);
-                assert_eq!(v["allocator"], reference["allocator"], "{name} {label}");
+            assert_eq!(
+                v["free_blocks"], reference["free_blocks"],
+                "{name} {label}: free_blocks"
+            );
+            assert_eq!(
+                v["used_blocks"], reference["used_blocks"],
+                "{name} {label}: used_blocks"
+            );
+            assert_eq!(
+                free_list(v),
+                free_list(&reference),
+                "{name} {label}: free list"
+            );
+            assert_eq!(blocks(v), blocks(&reference), "{name} {label}: blocks");
+            assert_eq!(
+                v["pc"]["address"], reference["pc"],
+                "{name} {label}: stopped elsewhere"
+            );
+            if alloc == "heap4" {
                 assert_eq!(
-                    v["total_free"], reference["total_free"],
-                    "{name} {label}: total_free"
+                    v["total_free"], reference["counter_free"],
+                    "{name}: xFreeBytesRemaining"
+                );
+            }
+            if alloc.starts_with("tlsf") {
+                assert_eq!(
+                    v["total_free"], reference["counter_free"],
+                    "{name} {label}: total_free against the sum of multi_heap_info.free_bytes"
                 );
                 assert_eq!(
-                    v["free_blocks"], reference["free_blocks"],
-                    "{name} {label}: free_blocks"
+                    v["min_ever_free"], reference["min_ever_free"],
+                    "{name} {label}: sum of minimum_free_bytes"
                 );
                 assert_eq!(
-                    v["used_blocks"], reference["used_blocks"],
-                    "{name} {label}: used_blocks"
+                    v["largest_allocatable"], reference["largest_allocatable"],
+                    "{name} {label}"
                 );
-                assert_eq!(
-                    free_list(v),
-                    free_list(&reference),
-                    "{name} {label}: free list"
-                );
-                assert_eq!(blocks(v), blocks(&reference), "{name} {label}: blocks");
-                assert_eq!(
-                    v["pc"]["address"], reference["pc"],
-                    "{name} {label}: stopped elsewhere"
-                );
-                if alloc == "heap4" {
+                let regions = v["regions"].as_array().unwrap();
+                let heaps = reference["heaps"].as_array().unwrap();
+                assert_eq!(regions.len(), heaps.len(), "{name} {label}: heaps");
+                for (r, h) in regions.iter().zip(heaps) {
+                    assert_eq!(r["start"], h["start"], "{name} {label}");
                     assert_eq!(
-                        v["total_free"], reference["counter_free"],
-                        "{name}: xFreeBytesRemaining"
+                        r["free"], h["free_bytes"],
+                        "{name} {label}: heap free_bytes"
+                    );
+                    assert_eq!(
+                        r["largest_allocatable"], h["largest_allocatable"],
+                        "{name} {label}: heap largest allocatable"
                     );
                 }
-                if alloc.starts_with("tlsf") {
-                    assert_eq!(
-                        v["total_free"], reference["counter_free"],
-                        "{name} {label}: total_free against the sum of multi_heap_info.free_bytes"
-                    );
-                    assert_eq!(
-                        v["min_ever_free"], reference["min_ever_free"],
-                        "{name} {label}: sum of minimum_free_bytes"
-                    );
-                    let regions = v["regions"].as_array().unwrap();
-                    let heaps = reference["heaps"].as_array().unwrap();
-                    assert_eq!(regions.len(), heaps.len(), "{name} {label}: heaps");
-                    for (r, h) in regions.iter().zip(heaps) {
-                        assert_eq!(r["start"], h["start"], "{name} {label}");
-                        assert_eq!(
-                            r["free"], h["free_bytes"],
-                            "{name} {label}: heap free_bytes"
-                        );
-                    }
-                    // Blocks are footprints: used blocks plus free bytes fill the capacity.
-                    let used: u64 = blocks(v).iter().filter(|b| !b.2).map(|b| b.1).sum();
-                    assert_eq!(
-                        used + v["total_free"].as_u64().unwrap(),
-                        v["heap_size"].as_u64().unwrap(),
-                        "{name} {label}"
-                    );
-                }
+                // Blocks are footprints: used blocks plus free bytes fill the capacity.
+                let used: u64 = blocks(v).iter().filter(|b| !b.2).map(|b| b.1).sum();
+                assert_eq!(
+                    used + v["total_free"].as_u64().unwrap(),
+                    v["heap_size"].as_u64().unwrap(),
+                    "{name} {label}"
+                );
             }
         }
     }

@@ -123,12 +123,15 @@ def tlsf():
                 def head(fl, sl, ctl=ctl):
                     return val("(unsigned int)%s->blocks[%d][%d]" % (ctl, fl, sl))
             b = control + tlsf_size - 4
+            largest = 0
             while len(blocks) < 100000:
                 raw = val("((block_header_t *)%d)->size" % b)
                 size = raw & ~3
                 if size == 0:
                     break
                 blocks.append({"addr": b, "size": size + 4, "free": raw & 1 == 1})
+                if raw & 1:
+                    largest = max(largest, size)
                 b += 4 + size
             for fl in range(fl_count):
                 for sl in range(sl_count):
@@ -136,7 +139,14 @@ def tlsf():
                     while p != control and len(free_list) < 100000:
                         free_list.append(p)
                         p = val("(unsigned int)((block_header_t *)%d)->next_free" % p)
+            # ESP-IDF's largest_free_block: TLSF is good-fit, so only requests one second-level
+            # class below the largest free block are sure to succeed (ALLOCATORS.md 3.3).
+            fit = 0
+            if largest:
+                interval = (1 << (largest.bit_length() - 1)) // sl_count
+                fit = largest & ~(interval - 1) if interval else 0
             heaps.append({
+                "largest_allocatable": fit,
                 "start": val("(unsigned int)%s->start" % node),
                 "free_bytes": val("%s->free_bytes" % mhi),
                 "minimum_free_bytes": val("%s->minimum_free_bytes" % mhi),
@@ -148,6 +158,7 @@ def tlsf():
         "counter_free": sum(x["free_bytes"] for x in heaps),
         "min_ever_free": sum(x["minimum_free_bytes"] for x in heaps),
         "heaps": heaps,
+        "largest_allocatable": max([x["largest_allocatable"] for x in heaps] or [0]),
         "free_blocks": len(free_list),
         "used_blocks": sum(1 for b in blocks if not b["free"]),
         "free_list": free_list,
