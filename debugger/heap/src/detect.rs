@@ -124,3 +124,27 @@ pub fn detect_kind(symbols: &Symbols) -> Option<AllocatorKind> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocator_names_parse_with_or_without_their_prefix() {
+        for (text, kind) in [
+            ("heap4", AllocatorKind::Heap4),
+            ("freertos-heap5", AllocatorKind::Heap5),
+            ("newlib-nano", AllocatorKind::Nano),
+            ("tlsf", AllocatorKind::EspIdfTlsf),
+            ("esp-idf-tlsf", AllocatorKind::EspIdfTlsf),
+            ("ESP_IDF_TLSF", AllocatorKind::EspIdfTlsf),
+        ] {
+            assert_eq!(text.parse::<AllocatorKind>(), Ok(kind), "{text}");
+        }
+        let err = "umm".parse::<AllocatorKind>().unwrap_err();
+        assert!(
+            err.contains("known: heap4, heap5, nano, dlmalloc, tlsf"),
+            "{err}"
+        );
+    }
+}

@@ -232,6 +232,17 @@ fn tlsf_fragmented_heaps_as_captured() {
     let st = walk(w.as_ref(), &mut snap);
     assert_eq!(st.allocator, "esp-idf-tlsf");
     assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    // Every layout came from DWARF, and control_t's `size` member made it the dynamic one.
+    let layout = w
+        .resolved()
+        .into_iter()
+        .find(|r| r.0 == "control_t (layout)")
+        .unwrap();
+    assert_eq!(layout.2, 36);
+    assert_eq!(
+        layout.3,
+        "dynamic; from DWARF: heap_t_, multi_heap_info, block_header_t, control_t"
+    );
     assert_eq!(
         (
             st.total_free,

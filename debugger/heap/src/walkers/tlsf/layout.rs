@@ -332,11 +332,13 @@ fn control_from_dwarf(types: &TypeTable, t: u64) -> ControlLayout {
     let off = |name: &str, default: u64| member(name).map_or(default, |m| m.offset);
     if member("size").is_some() {
         let d = ControlBits::default();
+        // Only DWARF 5's DW_AT_data_bit_offset is a position we can use as is; without it (DWARF
+        // 4 numbers bits from the other end) GCC's little-endian packing is assumed.
         let bit = |name: &str, default: BitField| {
             member(name)
                 .and_then(|m| {
                     Some(BitField {
-                        bit: m.offset * 8 + m.bit_offset.unwrap_or(0),
+                        bit: m.offset * 8 + m.bit_offset?,
                         width: m.bit_size?,
                     })
                 })

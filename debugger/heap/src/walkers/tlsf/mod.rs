@@ -185,7 +185,7 @@ impl HeapWalker for TlsfWalker {
             hdr[off + 3],
         ]));
         let size = raw & !3;
-        Ok((raw & 1 == 0 && size > 0).then_some((block, size + 4)))
+        Ok((raw & 1 == 0 && size > 0 && size <= MAX_REGION).then_some((block, size + 4)))
     }
 
     fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError> {
@@ -254,6 +254,7 @@ impl HeapWalker for TlsfWalker {
                 block: &self.layouts.block,
             };
             let sum = walk_pool(&img, &spec, &mut st);
+            // 0 is a lock nobody initialised (zeroed .bss), not a core id.
             let held = n.owner != SPINLOCK_FREE && n.owner != 0;
             let busy_reason = held.then(|| {
                 format!(
