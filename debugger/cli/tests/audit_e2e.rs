@@ -193,6 +193,27 @@ fn leak_script_names_the_leak_over_sixty_switches() {
         "{text}"
     );
     assert!(text.contains("engine.c:51"), "{text}");
+    // The ESP-IDF heap loses 364 B per switch (firmware/README.md: 70 switches leave 71208 of
+    // 96688 B, i.e. 96324 after the first and 96324 - 59 x 364 after the sixtieth).
+    let tlsf = elf("tlsf", "leak-on-switch");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("leak-on-switch").to_str().unwrap(),
+        "--elf",
+        tlsf.to_str().unwrap(),
+        repo().join("scripts/leak.rhai").to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("fell from 96324 to 74848 B over 59 switches: 364 B lost per switch"),
+        "{text}"
+    );
+    assert!(
+        text.contains("allocated at build_graph (engine.c:51)"),
+        "{text}"
+    );
     let healthy = elf("heap4", "healthy");
     let out = run_memlife(&[
         "audit",
