@@ -13,7 +13,8 @@
 //! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of DESIGN.md §3.
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
 //! - [`detect`]: choosing the walker from the symbols, or from `--allocator`.
-//! - [`walkers`]: one module per allocator (`heap4` covers heap_4 and heap_5, `nano`, `dlmalloc`).
+//! - [`walkers`]: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
+//!   `dlmalloc`, `tlsf` the ESP-IDF heap with its several regions, see [`HeapRegion`]).
 
 pub mod detect;
 pub mod error;
