@@ -1,6 +1,6 @@
 //! Heap walkers: rebuild an allocator's state from target RAM.
 //!
-//! A walker is built once from the ELF's symbols ([`detect`]), which resolves every address,
+//! A walker is built once from the ELF's symbols ([`detect()`]), which resolves every address,
 //! member offset and constant it needs; [`HeapWalker::walk`] then bulk-reads the allocator's
 //! globals and its arena (a handful of large reads, see [`image`]) and parses on the host.
 //!
@@ -12,7 +12,7 @@
 //! # Layout
 //! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of DESIGN.md §3.
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
-//! - [`detect`]: choosing the walker from the symbols, or from `--allocator`.
+//! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
 //! - [`walkers`]: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
 //!   `dlmalloc`, `tlsf` the ESP-IDF heap with its several regions, see [`HeapRegion`]).
 
