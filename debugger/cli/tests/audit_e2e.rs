@@ -434,3 +434,47 @@ fn sample_and_watermark_methods_and_flags() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("one per heap"), "{}", stderr(&out));
 }
+
+/// Scripts see an ESP-IDF heap's regions (kind, caps, per-heap figures) and the largest
+/// allocatable request; single-arena allocators have neither.
+#[test]
+fn scripts_see_esp_idf_regions() {
+    let dir = tempdir("regions");
+    let script = dir.join("r.rhai");
+    std::fs::write(
+        &script,
+        r#"
+let t = target();
+t.run_to("model_release", 2);
+let h = t.heap();
+let total = 0;
+let kinds = [];
+for r in h.regions { total += r.free; kinds.push(r.kind); }
+if h.allocator == "esp-idf-tlsf" {
+    check("regions", kinds == ["DRAM", "PSRAM"] && total == h.free && h.regions[0].caps.contains("DMA")
+        && h.largest_allocatable > 0 && h.largest_allocatable < h.largest_free, `${kinds} ${total} ${h.free}`);
+} else {
+    check("regions", h.regions.len() == 0 && type_of(h.largest_allocatable) == "()", `${h.regions}`);
+}
+"#,
+    )
+    .unwrap();
+    for alloc in ["tlsf", "heap4"] {
+        let fw = elf(alloc, "fragmentation");
+        let out = run_memlife(&[
+            "audit",
+            "--config",
+            example("fragmentation").to_str().unwrap(),
+            "--elf",
+            fw.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{alloc}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+    }
+}
