@@ -12,6 +12,17 @@
 #include "heap4.h"
 #define ALLOC(n) pvPortMalloc(n)
 #define FREE(p)  vPortFree(p)
+#elif defined(ALLOC_TLSF)
+/* Our TLSF heaps with ESP-IDF's layout: internal DRAM first, then the second
+ * region (heap_caps_malloc tries them in that order for MALLOC_CAP_DEFAULT). */
+#include "heap_caps.h"
+#define ALLOC(n) heap_caps_malloc((n), MALLOC_CAP_DEFAULT)
+#define FREE(p)  heap_caps_free(p)
+#elif defined(ALLOC_ESPIDF)
+/* The ESP-IDF application (firmware/esp32s3): ESP-IDF's own heap, none of ours. */
+#include "esp_heap_caps.h"
+#define ALLOC(n) heap_caps_malloc((n), MALLOC_CAP_8BIT)
+#define FREE(p)  heap_caps_free(p)
 #else
 #include <stdlib.h>
 #include "sysmem.h"
@@ -70,7 +81,9 @@ void *mem_alloc(size_t size, const char *where)
 
 void mem_init(void)
 {
-#if defined(ALLOC_NANO)
+#if defined(ALLOC_TLSF)
+    heap_caps_init();
+#elif defined(ALLOC_NANO)
     /* Take the whole 96 KiB from sbrk once and give it back: nano then works
      * in a fixed arena like heap4 (one free chunk at start-up). Without this,
      * nano 3.3 never merges a free tail chunk with fresh sbrk memory, and
@@ -91,6 +104,11 @@ uint32_t mem_free_bytes(void)
 {
 #if defined(ALLOC_HEAP4)
     return (uint32_t)xPortGetFreeHeapSize();
+#elif defined(ALLOC_TLSF)
+    /* Sum of the heaps' free_bytes (block size words included). */
+    return (uint32_t)heap_caps_get_free_size(MALLOC_CAP_DEFAULT);
+#elif defined(ALLOC_ESPIDF)
+    return (uint32_t)heap_caps_get_free_size(MALLOC_CAP_8BIT);
 #else
     /* Walk nano's free list ourselves: mallinfo() would drag stdio in (its
      * object file also holds malloc_stats). Layout: ALLOCATORS.md 4.2. */

@@ -1,5 +1,6 @@
 /* mem.h - the one allocation wrapper the engine uses; the allocator behind it
- * (heap4 or newlib-nano) is chosen at build time. */
+ * (heap4, newlib-nano, our tlsf, or ESP-IDF's heap on the ESP32-S3 app) is
+ * chosen at build time. */
 #ifndef MEM_H
 #define MEM_H
 #include <stddef.h>
@@ -11,7 +12,8 @@ void mem_free(void *p);
 /* Called once before the first lifecycle. */
 void mem_init(void);
 /* Free bytes in the allocator's own accounting (heap4: xFreeBytesRemaining;
- * nano: free-list bytes + sbrk headroom up to the 96 KiB limit). */
+ * nano: free-list bytes + sbrk headroom up to the 96 KiB limit; tlsf and
+ * ESP-IDF: the sum of the heaps' free_bytes). */
 uint32_t mem_free_bytes(void);
 
 void fw_oom(const char *where, unsigned size);

@@ -63,8 +63,14 @@
 #define ALLOC_NAME "heap4"
 #elif defined(ALLOC_NANO)
 #define ALLOC_NAME "nano"
+#elif defined(ALLOC_TLSF) && defined(TLSF_FIXED_CONTROL)
+#define ALLOC_NAME "tlsf_fixed"
+#elif defined(ALLOC_TLSF)
+#define ALLOC_NAME "tlsf"
+#elif defined(ALLOC_ESPIDF)
+#define ALLOC_NAME "espidf"
 #else
-#error "define ALLOC_HEAP4 or ALLOC_NANO"
+#error "define ALLOC_HEAP4, ALLOC_NANO, ALLOC_TLSF or ALLOC_ESPIDF"
 #endif
 
 #endif

@@ -10,6 +10,11 @@
 #        "free" = free-list bytes + headroom (limit - break), like heap4's
 #        counter it includes chunk headers; "largest" = max(largest free
 #        chunk, headroom). The seed's ratio is largest/free.
+# tlsf : walks registered_heaps; per heap reads struct multi_heap_info and
+#        walks the TLSF pool physically (pool - 4, += 4 + size, to the
+#        zero-size sentinel), asserting free_bytes == sum(free) + 4*(n + 1).
+#        "free" = sum of the heaps' free_bytes; "largest" = the largest free
+#        block's payload size over both heaps; per heap: h0=free/largest.
 import gdb
 
 MSB = 0x80000000
@@ -27,8 +32,64 @@ def is_heap4():
         return False
 
 
+def is_tlsf():
+    try:
+        gdb.parse_and_eval("registered_heaps")
+        return True
+    except gdb.error:
+        return False
+
+
+def u32(inf, addr):
+    return int.from_bytes(inf.read_memory(addr, 4), "little")
+
+
+def tlsf_heap(inf, h):
+    """One registered heap (address of its struct heap_t_)."""
+    hv = gdb.parse_and_eval("*(struct heap_t_ *)%d" % h)
+    info = int(hv["heap"])
+    mi = gdb.parse_and_eval("*(struct multi_heap_info *)%d" % info)
+    ctl = int(mi["heap_data"])
+    names = [f.name for f in gdb.lookup_type("control_t").fields()]
+    if "size" in names:
+        csize = int(gdb.parse_and_eval("((control_t *)%d)->size" % ctl))
+    else:
+        csize = gdb.lookup_type("control_t").sizeof
+    b = ctl + csize - 4
+    largest = n = tot = nused = 0
+    while nused + n < 100000:
+        raw = u32(inf, b + 4)
+        size = raw & ~3
+        if size == 0:
+            break
+        if raw & 1:
+            tot += size
+            n += 1
+            largest = max(largest, size)
+        else:
+            nused += 1
+        b += 4 + size
+    free = int(mi["free_bytes"])
+    assert free == tot + 4 * (n + 1), "heap 0x%x: free_bytes %d != %d + 4*(%d+1)" % (
+        int(hv["start"]), free, tot, n)
+    owner = int(hv["heap_mux"]["owner"])
+    assert owner == 0xB33FFFFF, "heap 0x%x busy (owner 0x%x)" % (int(hv["start"]), owner)
+    return dict(free=free, largest=largest, nfree=n, nused=nused,
+                minever=int(mi["minimum_free_bytes"]), start=int(hv["start"]))
+
+
 def stat():
     inf = gdb.selected_inferior()
+    if is_tlsf():
+        heaps = []
+        h = val("(unsigned)registered_heaps.slh_first")
+        while h != 0 and len(heaps) < 16:
+            heaps.append(tlsf_heap(inf, h))
+            h = val("(unsigned)((struct heap_t_ *)%d)->next.sle_next" % h)
+        return dict(free=sum(x["free"] for x in heaps),
+                    largest=max([x["largest"] for x in heaps] or [0]),
+                    nfree=sum(x["nfree"] for x in heaps),
+                    minever=sum(x["minever"] for x in heaps), heaps=heaps)
     if is_heap4():
         if val("(unsigned)pxEnd") == 0:
             # Lazy init not done yet: report what prvHeapInit will create.
@@ -68,6 +129,12 @@ def fmt(s):
     extra = ""
     if "headroom" in s:
         extra = " list=%d headroom=%d brk=0x%08x" % (s["listfree"], s["headroom"], s["brk"])
+    elif "heaps" in s:
+        extra = " minever=%d" % s["minever"] + "".join(
+            " h%d=%d/%d(%.3f,nfree=%d)" % (i, h["free"], h["largest"],
+                                           h["largest"] / h["free"] if h["free"] else 0,
+                                           h["nfree"])
+            for i, h in enumerate(s["heaps"]))
     else:
         extra = " minever=%d" % s["minever"]
     return "free=%d largest=%d ratio=%.3f nfree=%d%s" % (s["free"], s["largest"], r,

@@ -229,6 +229,10 @@ impl std::fmt::Debug for Debugger {
 fn trace_points(allocator: &str) -> (TracePoints, TracePoints) {
     if allocator.starts_with("freertos") {
         (&[("pvPortMalloc", 0)], &[("vPortFree", 0)])
+    } else if allocator.starts_with("esp-idf") {
+        // heap_caps_malloc(size, caps) / heap_caps_free(ptr): the public entry every ESP-IDF
+        // allocation goes through (malloc and pvPortMalloc end there too).
+        (&[("heap_caps_malloc", 0)], &[("heap_caps_free", 0)])
     } else {
         (&[("_malloc_r", 1)], &[("_free_r", 1)])
     }
@@ -314,8 +318,13 @@ impl Debugger {
             return Err(AuditError::NeedsLiveTarget(dbg.target.describe()));
         }
         if method == PeakMethod::Watermark && dbg.watermark_addrs().is_none() {
+            let why = if dbg.walker.name().starts_with("esp-idf") {
+                "keeps one per heap (minimum_free_bytes), and their minima need not coincide"
+            } else {
+                "keeps none"
+            };
             return Err(AuditError::Config(format!(
-                "the watermark method needs the allocator's low-water mark; {} keeps none (use trace or sample)",
+                "the watermark method needs the allocator's low-water mark; {} {why} (use trace or sample)",
                 dbg.walker.name()
             )));
         }

@@ -134,6 +134,40 @@ impl TargetHandle {
     }
 }
 
+/// A multi-heap allocator's regions (ESP-IDF) as maps; empty for single-arena allocators.
+fn heap_regions(h: &HeapHandle) -> Array {
+    h.0.regions
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            m.insert("start".into(), int(r.start).into());
+            m.insert("end".into(), int(r.end).into());
+            m.insert("kind".into(), r.kind.into());
+            m.insert(
+                "caps".into(),
+                r.caps
+                    .iter()
+                    .map(|c| Dynamic::from(c.clone()))
+                    .collect::<Array>()
+                    .into(),
+            );
+            m.insert("size".into(), int(r.size).into());
+            m.insert("free".into(), int(r.free).into());
+            m.insert("used".into(), int(r.used).into());
+            m.insert("largest_free".into(), int(r.largest_free).into());
+            m.insert(
+                "largest_allocatable".into(),
+                int(r.largest_allocatable).into(),
+            );
+            m.insert("free_blocks".into(), int(r.free_blocks).into());
+            m.insert("used_blocks".into(), int(r.used_blocks).into());
+            m.insert("min_ever_free".into(), opt_int(r.min_ever_free));
+            m.insert("busy".into(), r.busy_reason.is_some().into());
+            Dynamic::from_map(m)
+        })
+        .collect()
+}
+
 fn heap_blocks(h: &HeapHandle) -> Array {
     h.0.blocks
         .iter()
@@ -289,6 +323,10 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
     });
     engine.register_get("allocator", |h: &mut HeapHandle| h.0.allocator.to_string());
     engine.register_get("blocks", |h: &mut HeapHandle| heap_blocks(h));
+    engine.register_get("largest_allocatable", |h: &mut HeapHandle| {
+        opt_int(h.0.largest_allocatable)
+    });
+    engine.register_get("regions", |h: &mut HeapHandle| heap_regions(h));
     engine.register_get("anomalies", |h: &mut HeapHandle| {
         h.0.anomalies
             .iter()

@@ -394,4 +394,38 @@ fn killing_memlife_takes_its_qemu_down() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+/// `monitor heap` on the ESP-IDF heap: the same free bytes gdb reads from the two heaps'
+/// `multi_heap_info.free_bytes`, and one line per region with its capabilities.
+#[test]
+fn monitor_heap_shows_every_esp_idf_region() {
+    let elf = elf("tlsf", "fragmentation");
+    let server = Server::start(&elf);
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "break model_release",
+            "continue",
+            "continue",
+            "print registered_heaps.slh_first->heap->free_bytes + registered_heaps.slh_first->next.sle_next->heap->free_bytes",
+            "monitor heap",
+            "detach",
+        ],
+    );
+    let text = all_output(&out);
+    let gdb_free = number_after(&text, "$1 = ");
+    let monitor_free = number_after(&text, "free ");
+    assert_eq!(gdb_free, monitor_free, "{text}");
+    assert!(text.contains("allocator  esp-idf-tlsf (ok)"), "{text}");
+    let regions: Vec<&str> = text.lines().filter(|l| l.starts_with("region ")).collect();
+    assert_eq!(regions.len(), 2, "{text}");
+    assert!(
+        regions[0].contains(" DRAM ") && regions[0].contains("DMA|INTERNAL|DEFAULT"),
+        "{text}"
+    );
+    assert!(
+        regions[1].contains(" PSRAM ") && regions[1].contains("SPIRAM"),
+        "{text}"
+    );
+    assert!(text.contains("alloc max "), "{text}");
 }

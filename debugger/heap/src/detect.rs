@@ -5,7 +5,9 @@ use std::str::FromStr;
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
-use crate::walkers::{dlmalloc::DlmallocWalker, freertos::FreeRtosWalker, nano::NanoWalker};
+use crate::walkers::{
+    dlmalloc::DlmallocWalker, freertos::FreeRtosWalker, nano::NanoWalker, tlsf::TlsfWalker,
+};
 use crate::{HeapError, HeapWalker};
 
 /// The allocators memlife walks.
@@ -19,15 +21,18 @@ pub enum AllocatorKind {
     Nano,
     /// newlib's full malloc (dlmalloc).
     Dlmalloc,
+    /// ESP-IDF's heap: `registered_heaps`, multi_heap and TLSF.
+    EspIdfTlsf,
 }
 
 impl AllocatorKind {
     /// Every kind, with the names `--allocator` accepts.
-    pub const ALL: [(AllocatorKind, &'static str); 4] = [
+    pub const ALL: [(AllocatorKind, &'static str); 5] = [
         (AllocatorKind::Heap4, "heap4"),
         (AllocatorKind::Heap5, "heap5"),
         (AllocatorKind::Nano, "nano"),
         (AllocatorKind::Dlmalloc, "dlmalloc"),
+        (AllocatorKind::EspIdfTlsf, "tlsf"),
     ];
 }
 
@@ -37,7 +42,8 @@ impl FromStr for AllocatorKind {
         let s = s.to_ascii_lowercase().replace(['_', '-'], "");
         let s = s
             .trim_start_matches("freertos")
-            .trim_start_matches("newlib");
+            .trim_start_matches("newlib")
+            .trim_start_matches("espidf");
         AllocatorKind::ALL
             .iter()
             .find(|(_, n)| *n == s)
@@ -62,7 +68,8 @@ pub struct WalkerOptions {
 
 /// What detection looks for, for error messages.
 const LOOKED_FOR: &str = "FreeRTOS heap_4 (xStart, pxEnd, ucHeap), heap_5 (xStart, pxEnd, vPortDefineHeapRegions), \
-newlib-nano (__malloc_free_list, __malloc_sbrk_start), newlib dlmalloc (__malloc_av_, __malloc_sbrk_base)";
+newlib-nano (__malloc_free_list, __malloc_sbrk_start), newlib dlmalloc (__malloc_av_, __malloc_sbrk_base), \
+ESP-IDF heap (registered_heaps)";
 
 /// Picks and builds the walker. `mem` is only used by heap_5 to read the application's region
 /// table; pass `None` offline without one.
@@ -83,12 +90,24 @@ pub fn detect(
         AllocatorKind::Heap5 => Box::new(FreeRtosWalker::heap5(symbols, &opts.heap_regions, mem)?),
         AllocatorKind::Nano => Box::new(NanoWalker::from_symbols(symbols, opts)?),
         AllocatorKind::Dlmalloc => Box::new(DlmallocWalker::from_symbols(symbols, opts)?),
+        AllocatorKind::EspIdfTlsf => Box::new(TlsfWalker::from_symbols(symbols)?),
     })
 }
 
-/// The allocator the symbols show, FreeRTOS first (firmware that has both calls pvPortMalloc).
+/// The allocator the symbols show: ESP-IDF first (its FreeRTOS maps pvPortMalloc to
+/// heap_caps_malloc, and its newlib's malloc too), then FreeRTOS (firmware that has both calls
+/// pvPortMalloc).
 pub fn detect_kind(symbols: &Symbols) -> Option<AllocatorKind> {
     let has = |n: &str| symbols.has_symbol(n);
+    let types = symbols.types();
+    if has("registered_heaps")
+        && (types.find_struct("heap_t_").is_some()
+            || types.find_struct("multi_heap_info").is_some()
+            || has("multi_heap_register")
+            || has("heap_caps_malloc"))
+    {
+        return Some(AllocatorKind::EspIdfTlsf);
+    }
     if has("xStart") && has("pxEnd") {
         if has("ucHeap") {
             return Some(AllocatorKind::Heap4);
@@ -104,4 +123,28 @@ pub fn detect_kind(symbols: &Symbols) -> Option<AllocatorKind> {
         return Some(AllocatorKind::Dlmalloc);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocator_names_parse_with_or_without_their_prefix() {
+        for (text, kind) in [
+            ("heap4", AllocatorKind::Heap4),
+            ("freertos-heap5", AllocatorKind::Heap5),
+            ("newlib-nano", AllocatorKind::Nano),
+            ("tlsf", AllocatorKind::EspIdfTlsf),
+            ("esp-idf-tlsf", AllocatorKind::EspIdfTlsf),
+            ("ESP_IDF_TLSF", AllocatorKind::EspIdfTlsf),
+        ] {
+            assert_eq!(text.parse::<AllocatorKind>(), Ok(kind), "{text}");
+        }
+        let err = "umm".parse::<AllocatorKind>().unwrap_err();
+        assert!(
+            err.contains("known: heap4, heap5, nano, dlmalloc, tlsf"),
+            "{err}"
+        );
+    }
 }

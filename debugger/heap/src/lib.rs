@@ -1,6 +1,6 @@
 //! Heap walkers: rebuild an allocator's state from target RAM.
 //!
-//! A walker is built once from the ELF's symbols ([`detect`]), which resolves every address,
+//! A walker is built once from the ELF's symbols ([`detect()`]), which resolves every address,
 //! member offset and constant it needs; [`HeapWalker::walk`] then bulk-reads the allocator's
 //! globals and its arena (a handful of large reads, see [`image`]) and parses on the host.
 //!
@@ -12,8 +12,9 @@
 //! # Layout
 //! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of DESIGN.md §3.
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
-//! - [`detect`]: choosing the walker from the symbols, or from `--allocator`.
-//! - [`walkers`]: one module per allocator (`heap4` covers heap_4 and heap_5, `nano`, `dlmalloc`).
+//! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
+//! - [`walkers`]: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
+//!   `dlmalloc`, `tlsf` the ESP-IDF heap with its several regions, see [`HeapRegion`]).
 
 pub mod detect;
 pub mod error;
@@ -23,7 +24,7 @@ pub mod walkers;
 
 pub use detect::{AllocatorKind, WalkerOptions, detect};
 pub use error::HeapError;
-pub use state::{Anomaly, AnomalyKind, Block, HeapState, HeapStatus};
+pub use state::{Anomaly, AnomalyKind, Block, HeapRegion, HeapState, HeapStatus};
 
 use memlife_core::Memory;
 

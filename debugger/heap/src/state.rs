@@ -38,6 +38,8 @@ pub enum AnomalyKind {
     BadHeader,
     /// A walk stopped at its iteration bound.
     TooManyBlocks,
+    /// An allocator's occupancy bitmap disagrees with its lists (TLSF `fl_bitmap`/`sl_bitmap`).
+    BitmapMismatch,
 }
 
 /// Something the walk found wrong.
@@ -102,6 +104,52 @@ pub struct HeapState {
     pub blocks: Vec<Block>,
     /// What is wrong.
     pub anomalies: Vec<Anomaly>,
+    /// The largest request the allocator can still satisfy, where it differs from the largest
+    /// free block (ESP-IDF's `largest_free_block`: TLSF rounds down to its size classes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest_allocatable: Option<u64>,
+    /// Multi-heap allocators (ESP-IDF): each registered heap on its own; empty elsewhere.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<HeapRegion>,
+}
+
+/// One heap of a multi-heap allocator (an ESP-IDF `registered_heaps` entry), with its own
+/// capabilities, counters and metrics. The totals of [`HeapState`] are the sums over these.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeapRegion {
+    /// First address of the region (`heap_t_.start`).
+    pub start: u64,
+    /// End of the region, exclusive (`heap_t_.end`).
+    pub end: u64,
+    /// The memory type the capabilities describe: `DRAM`, `D/IRAM`, `IRAM`, `PSRAM`, `RTCRAM`.
+    pub kind: &'static str,
+    /// Capability names (`8BIT`, `32BIT`, `DMA`, `INTERNAL`, `DEFAULT`, `EXEC`, `SPIRAM`...), the
+    /// union of the region's prioritised masks.
+    pub caps: Vec<String>,
+    /// The raw prioritised capability masks as the allocator stores them.
+    pub caps_raw: Vec<u64>,
+    /// Capacity in the allocator's accounting (ESP-IDF: `pool_size - tlsf_size`, the
+    /// `free_bytes` of an empty heap).
+    pub size: u64,
+    /// Free bytes in the allocator's accounting (equals its own counter when consistent).
+    pub free: u64,
+    /// `size - free`.
+    pub used: u64,
+    /// Largest free block (same units as `Block::size`).
+    pub largest_free: u64,
+    /// The largest request this heap can satisfy (ESP-IDF's `largest_free_block`).
+    pub largest_allocatable: u64,
+    /// Free blocks on the free lists.
+    pub free_blocks: u64,
+    /// Blocks in use.
+    pub used_blocks: u64,
+    /// The heap's low-water mark (`minimum_free_bytes`).
+    pub min_ever_free: Option<u64>,
+    /// The heap's own counters as read.
+    pub counters: Vec<(String, u64)>,
+    /// Why this heap is busy (its lock is held), if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_reason: Option<String>,
 }
 
 impl HeapState {
@@ -174,6 +222,8 @@ impl HeapState {
             free_list: Vec::new(),
             blocks: Vec::new(),
             anomalies: Vec::new(),
+            largest_allocatable: None,
+            regions: Vec::new(),
         }
     }
 

@@ -198,7 +198,11 @@ fn a_truncated_snapshot_is_an_error_not_a_panic() {
 
 #[test]
 fn random_damage_to_real_heaps_never_panics() {
-    for name in ["heap4-fragmentation", "nano-fragmentation"] {
+    for name in [
+        "heap4-fragmentation",
+        "nano-fragmentation",
+        "tlsf-fragmentation",
+    ] {
         let (w, snap) = fixture(name);
         let clean = walk(w.as_ref(), &mut snap.clone());
         let (start, end) = (clean.heap_start, clean.heap_start + clean.heap_size);
@@ -220,4 +224,133 @@ fn random_damage_to_real_heaps_never_panics() {
             let _ = w.walk(&mut s, WalkContext::default());
         }
     }
+}
+
+#[test]
+fn tlsf_fragmented_heaps_as_captured() {
+    let (w, mut snap) = fixture("tlsf-fragmentation");
+    let st = walk(w.as_ref(), &mut snap);
+    assert_eq!(st.allocator, "esp-idf-tlsf");
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    // Every layout came from DWARF, and control_t's `size` member made it the dynamic one.
+    let layout = w
+        .resolved()
+        .into_iter()
+        .find(|r| r.0 == "control_t (layout)")
+        .unwrap();
+    assert_eq!(layout.2, 36);
+    assert_eq!(
+        layout.3,
+        "dynamic; from DWARF: heap_t_, multi_heap_info, block_header_t, control_t"
+    );
+    assert_eq!(
+        (
+            st.total_free,
+            st.free_blocks,
+            st.used_blocks,
+            st.largest_free
+        ),
+        (37212, 9, 49, 9348)
+    );
+    // The allocator's own counters, read from each multi_heap_info.
+    assert_eq!(st.counter("free_bytes"), Some(37212));
+    assert_eq!(st.min_ever_free, Some(13364));
+    assert_eq!(st.largest_allocatable, Some(9216));
+    assert_eq!(st.heap_size, 64732 + 32032);
+    let r: Vec<(u64, u64, &str, u64, u64)> = st
+        .regions
+        .iter()
+        .map(|r| (r.start, r.end, r.kind, r.free, r.largest_allocatable))
+        .collect();
+    assert_eq!(
+        r,
+        [
+            (0x2000_02b0, 0x2001_02b0, "DRAM", 29760, 9216),
+            (0x2001_02b0, 0x2001_82b0, "PSRAM", 7452, 7424)
+        ]
+    );
+}
+
+/// The address of a region's `multi_heap_info` field, by offset (ALLOCATORS.md §3.3).
+fn tlsf_info(st: &HeapState, heap: usize, offset: u64) -> u64 {
+    st.regions[heap].start + offset
+}
+
+#[test]
+fn tlsf_corruptions_are_reported() {
+    let (w, snap) = fixture("tlsf-fragmentation");
+    let clean = walk(w.as_ref(), &mut snap.clone());
+    let free = clean.free_list.clone();
+    let used: Vec<u64> = clean
+        .blocks
+        .iter()
+        .filter(|b| !b.free)
+        .map(|b| b.addr)
+        .collect();
+    // heap 0's control_t sits right after its 20-byte multi_heap_info; fl_bitmap at +24.
+    let fl_bitmap = tlsf_info(&clean, 0, 20 + 24);
+    let cases: Vec<(&str, Damage, AnomalyKind)> = vec![
+        (
+            "free-list cycle",
+            Box::new({
+                let f = free.clone();
+                move |s: &mut Snapshot| poke(s, f[3] + 8, f[3] as u32)
+            }),
+            AnomalyKind::Cycle,
+        ),
+        (
+            "wild pointer",
+            Box::new({
+                let f = free.clone();
+                move |s: &mut Snapshot| poke(s, f[2] + 8, 0xdead_beec)
+            }),
+            AnomalyKind::OutOfRange,
+        ),
+        (
+            "size overwritten",
+            Box::new({
+                let u = used.clone();
+                move |s: &mut Snapshot| poke(s, u[5] + 4, 0x0080_fff0)
+            }),
+            AnomalyKind::SizeOverflow,
+        ),
+        (
+            "bitmap disagrees",
+            Box::new(move |s: &mut Snapshot| poke(s, fl_bitmap, 0)),
+            AnomalyKind::BitmapMismatch,
+        ),
+        (
+            "free_bytes overwritten",
+            Box::new({
+                let a = tlsf_info(&clean, 1, 4);
+                move |s: &mut Snapshot| poke(s, a, 12345)
+            }),
+            AnomalyKind::CounterMismatch,
+        ),
+    ];
+    for (name, damage, kind) in cases {
+        let mut s = snap.clone();
+        damage(&mut s);
+        let st = walk(w.as_ref(), &mut s);
+        assert_eq!(st.status, HeapStatus::Corrupt, "{name}");
+        assert!(
+            st.anomalies.iter().any(|a| a.kind == kind),
+            "{name}: {:?}",
+            st.anomalies
+        );
+    }
+    // A held heap_mux (heap_t_ table at the start of heap 0's pool; owner at +20 of the entry).
+    let table = clean.blocks[0].addr + 8;
+    let mut s = snap.clone();
+    poke(&mut s, table + 36 + 20, 0xCDCD);
+    let st = walk(w.as_ref(), &mut s);
+    assert_eq!(st.status, HeapStatus::Busy);
+    assert!(st.regions[1].busy_reason.is_some(), "{:?}", st.regions[1]);
+    // A truncated snapshot: an error, not a panic.
+    let mut s = snap.clone();
+    for r in &mut s.regions {
+        let keep = r.data.len() / 2;
+        r.data.truncate(keep);
+    }
+    assert!(w.walk(&mut s, WalkContext::default()).is_err());
 }

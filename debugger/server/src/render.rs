@@ -56,13 +56,23 @@ pub fn text(state: &HeapState, ctx: &Context<'_>) -> String {
             "busy       {why}; inconsistencies below are expected, not corruption"
         );
     }
-    let _ = writeln!(
-        out,
-        "heap       {:#010x}..{:#010x} ({} bytes)",
-        state.heap_start,
-        state.heap_start + state.heap_size,
-        state.heap_size
-    );
+    if state.regions.is_empty() {
+        let _ = writeln!(
+            out,
+            "heap       {:#010x}..{:#010x} ({} bytes)",
+            state.heap_start,
+            state.heap_start + state.heap_size,
+            state.heap_size
+        );
+    } else {
+        // Several regions with gaps between them: one range would be wrong; each has a line.
+        let _ = writeln!(
+            out,
+            "heap       {} bytes in {} regions (one `region` line each)",
+            state.heap_size,
+            state.regions.len()
+        );
+    }
     let _ = writeln!(
         out,
         "free       {} bytes in {} free blocks, largest {} (largest/total {}, fragmentation {})",
@@ -85,6 +95,33 @@ pub fn text(state: &HeapState, ctx: &Context<'_>) -> String {
     );
     if let Some(m) = state.min_ever_free {
         let _ = writeln!(out, "min ever   {m} bytes free");
+    }
+    if let Some(a) = state.largest_allocatable {
+        let _ = writeln!(
+            out,
+            "alloc max  {a} bytes in one request (the largest free block rounded down to the allocator's size class)"
+        );
+    }
+    for r in &state.regions {
+        let _ = writeln!(
+            out,
+            "region     {:#010x}..{:#010x} {:<6} {} free of {}, {} blocks free, {} used, largest {} (allocatable {}), min ever {}; caps {}{}",
+            r.start,
+            r.end,
+            r.kind,
+            r.free,
+            r.size,
+            r.free_blocks,
+            r.used_blocks,
+            r.largest_free,
+            r.largest_allocatable,
+            r.min_ever_free
+                .map_or_else(|| "n/a".to_string(), |m| m.to_string()),
+            r.caps.join("|"),
+            r.busy_reason
+                .as_deref()
+                .map_or_else(String::new, |b| format!("; BUSY: {b}"))
+        );
     }
     for (name, value) in &state.counters {
         let _ = writeln!(out, "counter    {name} = {value}");

@@ -1,8 +1,9 @@
 //! `memlife snapshot`: save RAM and registers for offline analysis (`--snapshot FILE`).
 //!
 //! Saved: every writable section of the ELF (`.data`, `.bss`...), the heap arena the walker
-//! finds (newlib's heap sits above `.bss`), the stack from sp up to `_estack` when the linker
-//! script defines it, and any `--region`. Overlapping ranges are merged.
+//! finds (newlib's heap sits above `.bss`; an ESP-IDF heap has several regions), the stack from
+//! sp up to `_estack` when the linker script defines it, and any `--region`. Overlapping ranges
+//! are merged.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -25,8 +26,13 @@ pub fn run(args: SnapshotArgs) -> Result<ExitCode> {
         .collect();
     let walker = super::walker(&symbols, &args.heap, Some(&mut *target))?;
     let (state, _) = super::walk(target, &symbols, walker.as_ref())?;
-    if state.heap_size > 0 {
-        ranges.push((state.heap_start, state.heap_size));
+    if state.regions.is_empty() {
+        if state.heap_size > 0 {
+            ranges.push((state.heap_start, state.heap_size));
+        }
+    } else {
+        // Multi-heap allocators: every region whole (its state, control structure and pool).
+        ranges.extend(state.regions.iter().map(|r| (r.start, r.end - r.start)));
     }
     if let (Ok(sp), Some(top)) = (
         target.read_register(Register::StackPointer),

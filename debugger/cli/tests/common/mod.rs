@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub const ALLOCS: &[&str] = &["heap4", "nano"];
+pub const ALLOCS: &[&str] = &["heap4", "nano", "tlsf"];
+/// The ESP-IDF heap with the older fixed-array TLSF control structure, built for these scenarios.
+pub const FIXED_TLSF: &[(&str, &str)] =
+    &[("tlsf_fixed", "healthy"), ("tlsf_fixed", "fragmentation")];
 pub const SCENARIOS: &[&str] = &[
     "healthy",
     "load-peak",

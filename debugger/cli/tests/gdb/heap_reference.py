@@ -3,7 +3,7 @@
 # memlife's end-to-end tests compare `memlife heap --json` with what this prints. It shares no
 # code with memlife: gdb resolves the symbols and types from DWARF and reads memory through its own
 # remote protocol client, one block at a time, following the allocator's rules as written in
-# ALLOCATORS.md (heap_4 section 2.3, newlib-nano section 4.3).
+# ALLOCATORS.md (heap_4 section 2.3, newlib-nano section 4.3, ESP-IDF TLSF sections 3.2-3.5).
 #
 # Usage inside gdb: `source heap_reference.py`, then `ref-heap`; prints one JSON line
 # prefixed with "REF-HEAP ".
@@ -85,6 +85,87 @@ def nano():
     }
 
 
+def has_member(type_name, member):
+    try:
+        return any(f.name == member for f in gdb.lookup_type(type_name).fields())
+    except gdb.error:
+        return False
+
+
+def tlsf():
+    """ESP-IDF: every registered heap's multi_heap_info.free_bytes, physical walk and free lists.
+
+    Blocks are reported as memlife counts them (docs/heap-json.md): at the block_header_t
+    address, with the TLSF size field + 4 (the size word), so that the sum of the used ones plus
+    the sum of free_bytes is the capacity."""
+    dynamic = has_member("control_t", "size")
+    blocks, free_list, heaps = [], [], []
+    h = val("(unsigned int)registered_heaps.slh_first")
+    while h != 0 and len(heaps) < 64:
+        node = "((struct heap_t_ *)%d)" % h
+        info = val("(unsigned int)%s->heap" % node)
+        if info != 0:
+            mhi = "((struct multi_heap_info *)%d)" % info
+            control = val("(unsigned int)%s->heap_data" % mhi)
+            ctl = "((control_t *)%d)" % control
+            if dynamic:
+                tlsf_size = val("%s->size" % ctl)
+                fl_count = val("%s->fl_index_count" % ctl)
+                sl_count = val("%s->sl_index_count" % ctl)
+
+                def head(fl, sl, ctl=ctl, sl_count=sl_count):
+                    return val("(unsigned int)%s->blocks[%d]" % (ctl, fl * sl_count + sl))
+            else:
+                tlsf_size = val("sizeof(control_t)")
+                fl_count = val("sizeof(%s->sl_bitmap) / sizeof(%s->sl_bitmap[0])" % (ctl, ctl))
+                sl_count = val("sizeof(%s->blocks[0]) / sizeof(%s->blocks[0][0])" % (ctl, ctl))
+
+                def head(fl, sl, ctl=ctl):
+                    return val("(unsigned int)%s->blocks[%d][%d]" % (ctl, fl, sl))
+            b = control + tlsf_size - 4
+            largest = 0
+            while len(blocks) < 100000:
+                raw = val("((block_header_t *)%d)->size" % b)
+                size = raw & ~3
+                if size == 0:
+                    break
+                blocks.append({"addr": b, "size": size + 4, "free": raw & 1 == 1})
+                if raw & 1:
+                    largest = max(largest, size)
+                b += 4 + size
+            for fl in range(fl_count):
+                for sl in range(sl_count):
+                    p = head(fl, sl)
+                    while p != control and len(free_list) < 100000:
+                        free_list.append(p)
+                        p = val("(unsigned int)((block_header_t *)%d)->next_free" % p)
+            # ESP-IDF's largest_free_block: TLSF is good-fit, so only requests one second-level
+            # class below the largest free block are sure to succeed (ALLOCATORS.md 3.3).
+            fit = 0
+            if largest:
+                interval = (1 << (largest.bit_length() - 1)) // sl_count
+                fit = largest & ~(interval - 1) if interval else 0
+            heaps.append({
+                "largest_allocatable": fit,
+                "start": val("(unsigned int)%s->start" % node),
+                "free_bytes": val("%s->free_bytes" % mhi),
+                "minimum_free_bytes": val("%s->minimum_free_bytes" % mhi),
+            })
+        h = val("(unsigned int)%s->next.sle_next" % node)
+    return {
+        "allocator": "esp-idf-tlsf",
+        "total_free": sum(x["free_bytes"] for x in heaps),
+        "counter_free": sum(x["free_bytes"] for x in heaps),
+        "min_ever_free": sum(x["minimum_free_bytes"] for x in heaps),
+        "heaps": heaps,
+        "largest_allocatable": max([x["largest_allocatable"] for x in heaps] or [0]),
+        "free_blocks": len(free_list),
+        "used_blocks": sum(1 for b in blocks if not b["free"]),
+        "free_list": free_list,
+        "blocks": sorted(blocks, key=lambda b: b["addr"]),
+    }
+
+
 class RefHeap(gdb.Command):
     """Print the heap as JSON (one line, prefixed REF-HEAP)."""
 
@@ -92,7 +173,12 @@ class RefHeap(gdb.Command):
         super().__init__("ref-heap", gdb.COMMAND_DATA)
 
     def invoke(self, arg, from_tty):
-        state = heap4() if have("ucHeap") else nano()
+        if have("registered_heaps"):
+            state = tlsf()
+        elif have("ucHeap"):
+            state = heap4()
+        else:
+            state = nano()
         state["pc"] = val("$pc")
         print("REF-HEAP " + json.dumps(state))
 

@@ -7,6 +7,7 @@
 pub mod dlmalloc;
 pub mod freertos;
 pub mod nano;
+pub mod tlsf;
 
 use memlife_dwarf::Symbols;
 

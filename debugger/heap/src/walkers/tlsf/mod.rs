@@ -1,0 +1,315 @@
+//! ESP-IDF's heap: `registered_heaps`, one `multi_heap_info` and TLSF pool per region
+//! (ALLOCATORS.md §3).
+//!
+//! The walk costs one read for `registered_heaps`, one per `heap_t_` list node (a handful), and
+//! one batch for every region read whole (each region holds its `multi_heap_info`, its TLSF
+//! control structure and its pool); everything else is parsed on the host ([`pool`]).
+//!
+//! Both generations of TLSF control structure are handled ([`layout::ControlLayout`]): the
+//! dynamic one (a `size` member, parameters in bit fields, pointers to the bitmap and list
+//! arrays) and the older fixed one (arrays sized at build time, read from the DWARF array
+//! bounds). A heap whose spinlock (`heap_t_.heap_mux.owner`) is taken is reported busy.
+//!
+//! Sizes follow `multi_heap_info.free_bytes`: see [`pool`] for how blocks are counted, and why
+//! `total_free` equals Σ `free_bytes` over the heaps.
+
+pub mod caps;
+pub mod layout;
+pub mod pool;
+
+use memlife_core::Memory;
+use memlife_dwarf::Symbols;
+
+use super::{require_static, resolved_statics};
+use crate::image::MemImage;
+use crate::state::{AnomalyKind, HeapRegion, HeapState, HeapStatus};
+use crate::{HeapError, HeapWalker, WalkContext};
+use layout::Layouts;
+use pool::{PoolSpec, walk_pool};
+
+const NAME: &str = "esp-idf-tlsf";
+const CU: &[&str] = &["heap_caps_init.c", "heap_caps.c"];
+const MALLOCS: &[&str] = &[
+    "heap_caps_malloc",
+    "heap_caps_calloc",
+    "heap_caps_realloc",
+    "heap_caps_aligned_alloc",
+    "heap_caps_malloc_default",
+    "multi_heap_malloc",
+    "multi_heap_malloc_impl",
+    "tlsf_malloc",
+];
+const FREES: &[&str] = &[
+    "heap_caps_free",
+    "multi_heap_free",
+    "multi_heap_free_impl",
+    "tlsf_free",
+];
+/// `SPINLOCK_FREE`: the owner word of a spinlock nobody holds.
+pub const SPINLOCK_FREE: u64 = 0xB33F_FFFF;
+/// More registered heaps than any chip has; a longer list is a cycle or garbage.
+const MAX_HEAPS: usize = 32;
+/// Never read more than this as one region (a wild `end` must not make us read gigabytes).
+const MAX_REGION: u64 = 16 << 20;
+
+/// Walker for the ESP-IDF multi-heap TLSF allocator.
+#[derive(Debug, Clone)]
+pub struct TlsfWalker {
+    registered_heaps: u64,
+    layouts: Layouts,
+    resolved: Vec<(String, u64, u64, String)>,
+}
+
+/// One `registered_heaps` entry as read.
+#[derive(Debug, Clone)]
+struct Node {
+    addr: u64,
+    caps: Vec<u64>,
+    start: u64,
+    end: u64,
+    owner: u64,
+    info: u64,
+}
+
+impl TlsfWalker {
+    /// Resolves `registered_heaps` and the layouts from the symbols.
+    pub fn from_symbols(symbols: &Symbols) -> Result<Self, HeapError> {
+        let (registered_heaps, _) = require_static(symbols, NAME, "registered_heaps", CU)?;
+        let layouts = Layouts::resolve(symbols);
+        let mut resolved = resolved_statics(symbols, ["registered_heaps"], CU);
+        let control = layouts
+            .control
+            .as_ref()
+            .map_or("unknown", layout::ControlLayout::variant);
+        resolved.push((
+            "control_t (layout)".into(),
+            0,
+            match &layouts.control {
+                Some(layout::ControlLayout::Dynamic { struct_size, .. })
+                | Some(layout::ControlLayout::Fixed { struct_size, .. }) => *struct_size,
+                _ => 0,
+            },
+            format!(
+                "{control}; from DWARF: {}",
+                if layouts.from_dwarf.is_empty() {
+                    "nothing (documented v5.x layouts)".to_string()
+                } else {
+                    layouts.from_dwarf.join(", ")
+                }
+            ),
+        ));
+        Ok(TlsfWalker {
+            registered_heaps,
+            layouts,
+            resolved,
+        })
+    }
+
+    /// Follows `registered_heaps` through its `heap_t_` nodes, one small read each.
+    fn nodes(&self, mem: &mut dyn Memory, st: &mut HeapState) -> Result<Vec<Node>, HeapError> {
+        let head = mem.read_u32(self.registered_heaps)?;
+        let l = &self.layouts.heap_t;
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut p = u64::from(head);
+        while p != 0 {
+            if nodes.iter().any(|n| n.addr == p) {
+                st.anomaly(
+                    AnomalyKind::Cycle,
+                    Some(p),
+                    format!("registered_heaps comes back to {p:#010x}"),
+                );
+                break;
+            }
+            if nodes.len() >= MAX_HEAPS {
+                st.anomaly(
+                    AnomalyKind::TooManyBlocks,
+                    Some(p),
+                    format!("registered_heaps has more than {MAX_HEAPS} entries"),
+                );
+                break;
+            }
+            let len = usize::try_from(l.size).unwrap_or(36);
+            let Ok(bytes) = mem.read_vec(p, len) else {
+                st.anomaly(
+                    AnomalyKind::OutOfRange,
+                    Some(p),
+                    format!("registered_heaps entry {p:#010x} cannot be read"),
+                );
+                break;
+            };
+            let img = MemImage::from_spans(vec![(p, bytes)]);
+            let word = |off: u64| img.u32(p + off).map_or(0, u64::from);
+            let caps = (0..l.caps.1.min(8))
+                .map(|i| word(l.caps.0 + 4 * i))
+                .collect();
+            nodes.push(Node {
+                addr: p,
+                caps,
+                start: word(l.start),
+                end: word(l.end),
+                owner: word(l.mux_owner),
+                info: word(l.heap),
+            });
+            p = word(l.next);
+        }
+        Ok(nodes)
+    }
+}
+
+impl HeapWalker for TlsfWalker {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn entry_points(&self) -> (&'static [&'static str], &'static [&'static str]) {
+        (MALLOCS, FREES)
+    }
+
+    fn resolved(&self) -> Vec<(String, u64, u64, String)> {
+        self.resolved.clone()
+    }
+
+    /// The user pointer is the block + 8; the size word sits right before it. A block in use
+    /// counts `size + 4` (what `multi_heap_malloc` takes from `free_bytes`).
+    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<(u64, u64)>, HeapError> {
+        let Some(block) = ptr.checked_sub(8) else {
+            return Ok(None);
+        };
+        let mut hdr = [0u8; 8];
+        mem.read(block, &mut hdr)?;
+        let off = usize::try_from(self.layouts.block.size).unwrap_or(4).min(4);
+        let raw = u64::from(u32::from_le_bytes([
+            hdr[off],
+            hdr[off + 1],
+            hdr[off + 2],
+            hdr[off + 3],
+        ]));
+        let size = raw & !3;
+        Ok((raw & 1 == 0 && size > 0 && size <= MAX_REGION).then_some((block, size + 4)))
+    }
+
+    fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError> {
+        let mut st = HeapState::empty(NAME);
+        let mut nodes = self.nodes(mem, &mut st)?;
+        if nodes.is_empty() && st.anomalies.is_empty() {
+            // heap_caps_init has not run yet.
+            st.status = HeapStatus::Uninitialised;
+            st.finish(ctx, None);
+            return Ok(st);
+        }
+        // A region with no multi_heap_info is not registered yet (ESP-IDF's startup-stack
+        // heaps before app_main); a wild one is not read.
+        nodes.retain(|n| n.info != 0);
+        nodes.retain(|n| {
+            let ok = n.start < n.end && n.end - n.start <= MAX_REGION && n.start % 4 == 0;
+            if !ok {
+                st.anomaly(
+                    AnomalyKind::OutOfRange,
+                    Some(n.addr),
+                    format!(
+                        "registered heap {:#010x} has the region {:#010x}..{:#010x}",
+                        n.addr, n.start, n.end
+                    ),
+                );
+            }
+            ok
+        });
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for n in &nodes {
+            ranges.push((n.start, n.end - n.start));
+            if n.info < n.start || n.info + self.layouts.info.size > n.end {
+                ranges.push((n.info, self.layouts.info.size));
+            }
+        }
+        let img = MemImage::read(mem, &ranges)?;
+        let mut by_addr = nodes.clone();
+        by_addr.sort_by_key(|n| n.start);
+        for pair in by_addr.windows(2) {
+            if pair[1].start < pair[0].end {
+                st.anomaly(
+                    AnomalyKind::Overlap,
+                    Some(pair[1].start),
+                    format!(
+                        "heaps {:#010x}..{:#010x} and {:#010x}..{:#010x} overlap",
+                        pair[0].start, pair[0].end, pair[1].start, pair[1].end
+                    ),
+                );
+            }
+        }
+        let control = self
+            .layouts
+            .control
+            .clone()
+            .unwrap_or(layout::ControlLayout::Unknown);
+        let mut busy: Option<String> = None;
+        let mut min_sum: Option<u64> = None;
+        let mut free_bytes_sum = 0;
+        for n in &by_addr {
+            let spec = PoolSpec {
+                start: n.start,
+                end: n.end,
+                info: n.info,
+                info_layout: &self.layouts.info,
+                control: &control,
+                block: &self.layouts.block,
+            };
+            let sum = walk_pool(&img, &spec, &mut st);
+            // 0 is a lock nobody initialised (zeroed .bss), not a core id.
+            let held = n.owner != SPINLOCK_FREE && n.owner != 0;
+            let busy_reason = held.then(|| {
+                format!(
+                    "the lock of the heap at {:#010x} is held (heap_mux.owner = {:#x}): inside heap_caps_malloc/free",
+                    n.start, n.owner
+                )
+            });
+            if busy.is_none() {
+                busy.clone_from(&busy_reason);
+            }
+            let mut counters = sum.counters.clone();
+            counters.push(("heap_mux.owner".into(), n.owner));
+            if let Some(m) = sum.minimum_free_bytes {
+                min_sum = Some(min_sum.unwrap_or(0) + m);
+            }
+            free_bytes_sum += sum.free_bytes.unwrap_or(0);
+            let mask = n.caps.iter().fold(0u32, |a, c| a | (*c as u32));
+            let largest_allocatable = sum.largest_allocatable;
+            st.free_list.extend(&sum.free_list);
+            st.regions.push(HeapRegion {
+                start: n.start,
+                end: n.end,
+                kind: caps::kind(mask),
+                caps: caps::names(mask),
+                caps_raw: n.caps.clone(),
+                size: sum.capacity,
+                free: sum.free,
+                used: sum.capacity.saturating_sub(sum.free),
+                largest_free: sum.largest_free,
+                largest_allocatable,
+                free_blocks: sum.free_list.len() as u64,
+                used_blocks: sum.used_blocks,
+                min_ever_free: sum.minimum_free_bytes,
+                counters,
+                busy_reason,
+            });
+        }
+        st.blocks.sort_by_key(|b| b.addr);
+        st.heap_start = st.regions.first().map_or(0, |r| r.start);
+        st.heap_size = st.regions.iter().map(|r| r.size).sum();
+        st.total_free = st.regions.iter().map(|r| r.free).sum();
+        st.largest_free = st.regions.iter().map(|r| r.largest_free).max().unwrap_or(0);
+        st.largest_allocatable = st.regions.iter().map(|r| r.largest_allocatable).max();
+        st.free_blocks = st.free_list.len() as u64;
+        st.min_ever_free = min_sum;
+        st.counters.push(("free_bytes".into(), free_bytes_sum));
+        if let Some(m) = min_sum {
+            st.counters.push(("minimum_free_bytes".into(), m));
+        }
+        st.counters
+            .push(("registered_heaps".into(), st.regions.len() as u64));
+        st.finish(ctx, busy);
+        Ok(st)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,637 @@
+//! One registered heap: its `multi_heap_info`, TLSF control structure, physical block walk and
+//! segregated free lists, parsed from a [`MemImage`] already read (no target access here).
+//!
+//! Units. A TLSF block's `size` field counts payload bytes only; the block also owns its 4-byte
+//! size word, and `multi_heap_malloc` subtracts `size + 4` from `free_bytes`. memlife reports
+//! every block with that footprint (`size + 4`), starting at its `block_header_t` address, so
+//! blocks tile the pool: `next = addr + footprint`. A heap's free bytes are then
+//! `Σ free footprints + 4 + slack`: the end sentinel's size word and the up-to-3 bytes the pool
+//! loses to alignment are counted as free by ESP-IDF too (they are never allocated). That is
+//! exactly `multi_heap_info.free_bytes` when the heap is consistent, and the capacity
+//! (`pool_size - tlsf_size`) is what `free_bytes` was before the first allocation.
+
+use std::collections::{HashMap, HashSet};
+
+use super::layout::{BlockLayout, ControlLayout, InfoLayout};
+use crate::image::MemImage;
+use crate::state::{AnomalyKind, Block, HeapState};
+
+/// Smallest TLSF block payload (`block_size_min`).
+const BLOCK_SIZE_MIN: u64 = 12;
+/// Bytes a pool spends outside its blocks' footprints: the first block's `prev_phys_block`
+/// (outside the pool) is not counted, the sentinel's size word is, and so is the first size word
+/// — `tlsf_pool_overhead()`.
+const POOL_OVERHEAD: u64 = 8;
+
+/// TLSF parameters of one heap, as its control structure holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// First-level lists.
+    pub fl_count: u64,
+    /// Second-level lists per first level.
+    pub sl_count: u64,
+    /// log2 of `sl_count`.
+    pub sl_log2: u64,
+    /// `fl_index_shift`.
+    pub fl_shift: u64,
+    /// Sizes below this all map to first level 0.
+    pub small_block_size: u64,
+    /// `tlsf_size()`: bytes of control structure before the pool.
+    pub tlsf_size: u64,
+    /// Address of `fl_bitmap`.
+    pub fl_bitmap: u64,
+    /// Address of `sl_bitmap[0]`.
+    pub sl_bitmap: u64,
+    /// Address of the first list head (`blocks[0][0]`).
+    pub blocks: u64,
+}
+
+impl Params {
+    /// What `control_construct` computes for a heap of `bytes` (the dynamic generation), with the
+    /// arrays right behind a `struct_size`-byte `control_t` at `control`.
+    pub fn constructed(control: u64, bytes: u64, struct_size: u64) -> Params {
+        let fl_max = 64 - u64::from(bytes.leading_zeros());
+        let sl_log2 = if bytes <= 16 * 1024 {
+            3
+        } else if bytes <= 256 * 1024 {
+            4
+        } else {
+            5
+        };
+        let fl_shift = sl_log2 + 2;
+        let sl_count = 1 << sl_log2;
+        let fl_count = (fl_max + 1).saturating_sub(fl_shift).max(1);
+        let sl_bitmap = control + struct_size;
+        Params {
+            fl_count,
+            sl_count,
+            sl_log2,
+            fl_shift,
+            small_block_size: 1 << fl_shift,
+            tlsf_size: struct_size + 4 * fl_count + 4 * fl_count * sl_count,
+            fl_bitmap: control + 24,
+            sl_bitmap,
+            blocks: sl_bitmap + 4 * fl_count,
+        }
+    }
+
+    /// The fixed generation: counts from the build, arrays inside the struct.
+    fn fixed(
+        control: u64,
+        fl_bitmap: u64,
+        sl_bitmap: u64,
+        blocks: u64,
+        counts: (u64, u64),
+        size: u64,
+    ) -> Params {
+        let (fl_count, sl_count) = counts;
+        let sl_log2 = u64::from(sl_count.max(1).trailing_zeros());
+        // ALIGN_SIZE_LOG2 is 2 on every 32-bit ESP chip.
+        let fl_shift = sl_log2 + 2;
+        Params {
+            fl_count,
+            sl_count,
+            sl_log2,
+            fl_shift,
+            small_block_size: 1 << fl_shift,
+            tlsf_size: size,
+            fl_bitmap: control + fl_bitmap,
+            sl_bitmap: control + sl_bitmap,
+            blocks: control + blocks,
+        }
+    }
+
+    /// `mapping_insert`: the (first, second) level list a free block of `size` belongs to.
+    pub fn mapping(&self, size: u64) -> (u64, u64) {
+        if size < self.small_block_size {
+            let step = (self.small_block_size / self.sl_count.max(1)).max(1);
+            return (0, size / step);
+        }
+        let fl = 63 - u64::from(size.leading_zeros());
+        let sl = (size >> fl.saturating_sub(self.sl_log2)) ^ (1 << self.sl_log2);
+        (fl.saturating_sub(self.fl_shift.saturating_sub(1)), sl)
+    }
+
+    /// `tlsf_fit_size`: the largest request guaranteed to fit a free block of payload `size`
+    /// (TLSF is good-fit: a request is rounded up to the next size class before the search, so
+    /// only sizes one class lower are sure to be found). 32-bit arithmetic, as on the chip.
+    pub fn fit_size(&self, size: u64) -> u64 {
+        let Ok(size) = u32::try_from(size) else {
+            return 0;
+        };
+        if size == 0 {
+            return 0;
+        }
+        let pow = 1u32 << (31 - size.leading_zeros());
+        let interval = pow / u32::try_from(self.sl_count.max(1)).unwrap_or(u32::MAX);
+        u64::from(size & !interval.wrapping_sub(1))
+    }
+}
+
+/// What one heap's walk found, besides the blocks and anomalies it added to the state.
+#[derive(Debug, Clone, Default)]
+pub struct PoolSummary {
+    /// `pool_size - tlsf_size`.
+    pub capacity: u64,
+    /// Free bytes in `free_bytes` units, from the walk.
+    pub free: u64,
+    /// Largest free footprint.
+    pub largest_free: u64,
+    /// `tlsf_fit_size` of the largest free payload.
+    pub largest_allocatable: u64,
+    /// Free-list entries, in list order (first level, second level, then list).
+    pub free_list: Vec<u64>,
+    /// Blocks in use.
+    pub used_blocks: u64,
+    /// The counters as read: `free_bytes`, `minimum_free_bytes`, `pool_size`, `tlsf_size`.
+    pub counters: Vec<(String, u64)>,
+    /// `minimum_free_bytes`.
+    pub minimum_free_bytes: Option<u64>,
+    /// `free_bytes`.
+    pub free_bytes: Option<u64>,
+}
+
+/// Where one heap lives and how its structures are laid out.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSpec<'a> {
+    /// `heap_t_.start`.
+    pub start: u64,
+    /// `heap_t_.end`.
+    pub end: u64,
+    /// The `struct multi_heap_info *`.
+    pub info: u64,
+    /// Its layout.
+    pub info_layout: &'a InfoLayout,
+    /// `control_t`'s layout.
+    pub control: &'a ControlLayout,
+    /// `block_header_t`'s layout.
+    pub block: &'a BlockLayout,
+}
+
+/// Walks one heap, appending its blocks and anomalies to `st`.
+pub fn walk_pool(img: &MemImage, spec: &PoolSpec<'_>, st: &mut HeapState) -> PoolSummary {
+    let mut sum = PoolSummary::default();
+    let word = |a: u64| img.u32(a).map(u64::from);
+    let il = spec.info_layout;
+    let (Some(free_bytes), Some(min_free), Some(pool_size), Some(control)) = (
+        word(spec.info + il.free_bytes),
+        word(spec.info + il.minimum_free_bytes),
+        word(spec.info + il.pool_size),
+        word(spec.info + il.heap_data),
+    ) else {
+        st.anomaly(
+            AnomalyKind::OutOfRange,
+            Some(spec.info),
+            format!(
+                "multi_heap_info at {:#010x} is outside the memory read",
+                spec.info
+            ),
+        );
+        return sum;
+    };
+    sum.free_bytes = Some(free_bytes);
+    sum.minimum_free_bytes = Some(min_free);
+    sum.counters.push(("free_bytes".into(), free_bytes));
+    sum.counters.push(("minimum_free_bytes".into(), min_free));
+    sum.counters.push(("pool_size".into(), pool_size));
+    if control < spec.start || control >= spec.end || control % 4 != 0 {
+        st.anomaly(
+            AnomalyKind::OutOfRange,
+            Some(spec.info),
+            format!(
+                "heap_data {control:#010x} of the heap at {:#010x} is outside its region {:#010x}..{:#010x}",
+                spec.start, spec.start, spec.end
+            ),
+        );
+        return sum;
+    }
+    let Some(params) = params_of(img, spec, control, pool_size, st) else {
+        return sum;
+    };
+    sum.counters.push(("tlsf_size".into(), params.tlsf_size));
+    let pool = control + params.tlsf_size;
+    let pool_len = pool_size.saturating_sub(params.tlsf_size);
+    sum.capacity = pool_len;
+    let mut limit = pool + pool_len;
+    if limit > spec.end || pool_len < POOL_OVERHEAD + BLOCK_SIZE_MIN {
+        st.anomaly(
+            AnomalyKind::SizeOverflow,
+            Some(spec.info),
+            format!(
+                "pool {pool:#010x} + {pool_len} bytes (pool_size {pool_size} - tlsf_size {}) does not fit the region ending at {:#010x}",
+                params.tlsf_size, spec.end
+            ),
+        );
+        limit = limit.min(spec.end);
+    }
+    let first_size = (pool_len.saturating_sub(POOL_OVERHEAD)) & !3;
+    let slack = pool_len.saturating_sub(POOL_OVERHEAD + first_size);
+    let sentinel = pool + first_size;
+
+    // Physical walk: blocks tile the pool from `pool - 4` to the zero-size sentinel.
+    let bl = spec.block;
+    let mut phys: HashMap<u64, (u64, bool)> = HashMap::new();
+    let mut b = pool - 4;
+    let mut prev: Option<(u64, bool)> = None;
+    let bound = pool_len / (BLOCK_SIZE_MIN + 4) + 2;
+    let mut ended = false;
+    for _ in 0..bound {
+        let Some(raw) = word(b + bl.size) else {
+            st.anomaly(
+                AnomalyKind::OutOfRange,
+                Some(b),
+                format!("block at {b:#010x} is outside the memory read"),
+            );
+            ended = true;
+            break;
+        };
+        let size = raw & !3;
+        let free = raw & 1 != 0;
+        let prev_free = raw & 2 != 0;
+        let prev_is_free = prev.is_some_and(|p| p.1);
+        if prev_free != prev_is_free {
+            st.anomaly(
+                AnomalyKind::BadHeader,
+                Some(b),
+                format!(
+                    "block at {b:#010x} says the previous block is {}, but it is {}",
+                    if prev_free { "free" } else { "used" },
+                    if prev_is_free { "free" } else { "used" }
+                ),
+            );
+        } else if let (true, Some((p, _))) = (prev_free, prev) {
+            let link = word(b + bl.prev_phys).unwrap_or(0);
+            if link != p {
+                st.anomaly(
+                    AnomalyKind::BadHeader,
+                    Some(b),
+                    format!("block at {b:#010x}: prev_phys_block is {link:#010x}, the previous block is {p:#010x}"),
+                );
+            }
+        }
+        if size == 0 {
+            if free {
+                st.anomaly(
+                    AnomalyKind::BadHeader,
+                    Some(b),
+                    format!("the sentinel at {b:#010x} is marked free"),
+                );
+            }
+            if b != sentinel {
+                st.anomaly(
+                    AnomalyKind::Overlap,
+                    Some(b),
+                    format!(
+                        "the blocks end at a zero-size block at {b:#010x}, the pool's sentinel is at {sentinel:#010x}"
+                    ),
+                );
+            }
+            ended = true;
+            break;
+        }
+        let next = b + 4 + size;
+        if size < BLOCK_SIZE_MIN || next > sentinel || next + POOL_OVERHEAD > limit {
+            st.anomaly(
+                AnomalyKind::SizeOverflow,
+                Some(b),
+                format!(
+                    "block at {b:#010x} has size {size}, {}",
+                    if size < BLOCK_SIZE_MIN {
+                        "below the TLSF minimum of 12".to_string()
+                    } else {
+                        format!("past the pool's end {limit:#010x}")
+                    }
+                ),
+            );
+            ended = true;
+            break;
+        }
+        if free && prev_is_free {
+            st.anomaly(
+                AnomalyKind::NotCoalesced,
+                Some(b),
+                format!(
+                    "free blocks at {:#010x} and {b:#010x} are adjacent",
+                    prev.map_or(0, |p| p.0)
+                ),
+            );
+        }
+        st.blocks.push(Block {
+            addr: b,
+            size: size + 4,
+            free,
+            unclaimed: false,
+        });
+        phys.insert(b, (size, free));
+        prev = Some((b, free));
+        b = next;
+    }
+    if !ended {
+        st.anomaly(
+            AnomalyKind::TooManyBlocks,
+            Some(b),
+            format!("the physical walk of the pool at {pool:#010x} ended without its sentinel"),
+        );
+    }
+
+    // Free lists: every (fl, sl) head, its bitmap bits, and each list to the null block.
+    let null_block = control;
+    let fl_bitmap = word(params.fl_bitmap).unwrap_or(0);
+    let mut listed: HashSet<u64> = HashSet::new();
+    let list_bound = phys.len() + 1;
+    for fl in 0..params.fl_count {
+        let sl_map = word(params.sl_bitmap + 4 * fl).unwrap_or(0);
+        if (fl_bitmap >> fl) & 1 != u64::from(sl_map != 0) {
+            st.anomaly(
+                AnomalyKind::BitmapMismatch,
+                Some(params.sl_bitmap + 4 * fl),
+                format!(
+                    "fl_bitmap bit {fl} is {} but sl_bitmap[{fl}] is {sl_map:#x}",
+                    (fl_bitmap >> fl) & 1
+                ),
+            );
+        }
+        for sl in 0..params.sl_count {
+            let slot = params.blocks + 4 * (fl * params.sl_count + sl);
+            let Some(head) = word(slot) else {
+                st.anomaly(
+                    AnomalyKind::OutOfRange,
+                    Some(slot),
+                    format!("free-list head blocks[{fl}][{sl}] is outside the memory read"),
+                );
+                continue;
+            };
+            if (sl_map >> sl) & 1 != u64::from(head != null_block) {
+                st.anomaly(
+                    AnomalyKind::BitmapMismatch,
+                    Some(slot),
+                    format!(
+                        "sl_bitmap[{fl}] bit {sl} is {} but list [{fl}][{sl}] is {}",
+                        (sl_map >> sl) & 1,
+                        if head == null_block {
+                            "empty"
+                        } else {
+                            "not empty"
+                        }
+                    ),
+                );
+            }
+            let mut p = head;
+            let mut back = null_block;
+            let mut steps = 0;
+            while p != null_block {
+                steps += 1;
+                if steps > list_bound {
+                    st.anomaly(
+                        AnomalyKind::TooManyBlocks,
+                        Some(p),
+                        format!("free list [{fl}][{sl}] is longer than the pool has blocks"),
+                    );
+                    break;
+                }
+                if !listed.insert(p) {
+                    st.anomaly(
+                        AnomalyKind::Cycle,
+                        Some(p),
+                        format!("free list [{fl}][{sl}] comes back to {p:#010x}"),
+                    );
+                    break;
+                }
+                let Some(&(size, free)) = phys.get(&p) else {
+                    let inside = p >= pool - 4 && p < limit && p % 4 == 0;
+                    st.anomaly(
+                        if inside {
+                            AnomalyKind::ListMismatch
+                        } else {
+                            AnomalyKind::OutOfRange
+                        },
+                        Some(p),
+                        format!(
+                            "free list [{fl}][{sl}] points to {p:#010x} (after {back:#010x}), {}",
+                            if inside {
+                                "which is not a block of the physical walk"
+                            } else {
+                                "outside the pool"
+                            }
+                        ),
+                    );
+                    break;
+                };
+                if !free {
+                    st.anomaly(
+                        AnomalyKind::ListMismatch,
+                        Some(p),
+                        format!("free list [{fl}][{sl}] holds the used block {p:#010x}"),
+                    );
+                }
+                let (mfl, msl) = params.mapping(size);
+                if (mfl, msl) != (fl, sl) {
+                    st.anomaly(
+                        AnomalyKind::ListMismatch,
+                        Some(p),
+                        format!("free block {p:#010x} of size {size} belongs in list [{mfl}][{msl}], found in [{fl}][{sl}]"),
+                    );
+                }
+                let back_link = word(p + spec.block.prev_free).unwrap_or(0);
+                if back_link != back {
+                    st.anomaly(
+                        AnomalyKind::BadHeader,
+                        Some(p),
+                        format!("free block {p:#010x}: prev_free is {back_link:#010x}, the list came from {back:#010x}"),
+                    );
+                }
+                sum.free_list.push(p);
+                back = p;
+                p = word(p + spec.block.next_free).unwrap_or(0);
+            }
+        }
+    }
+    let mut free_payload_max = 0;
+    let mut free_footprints = 0;
+    let mut addrs: Vec<(&u64, &(u64, bool))> = phys.iter().collect();
+    addrs.sort_unstable();
+    for (&addr, &(size, free)) in addrs {
+        if free {
+            free_footprints += size + 4;
+            free_payload_max = free_payload_max.max(size);
+            if !listed.contains(&addr) {
+                st.anomaly(
+                    AnomalyKind::ListMismatch,
+                    Some(addr),
+                    format!("free block at {addr:#010x} is on no free list (lost)"),
+                );
+            }
+        } else {
+            sum.used_blocks += 1;
+        }
+    }
+    sum.free = free_footprints + 4 + slack;
+    sum.largest_free = if free_payload_max > 0 {
+        free_payload_max + 4
+    } else {
+        0
+    };
+    sum.largest_allocatable = params.fit_size(free_payload_max);
+    if sum.free != free_bytes {
+        st.anomaly(
+            AnomalyKind::CounterMismatch,
+            Some(spec.info),
+            format!(
+                "free_bytes of the heap at {:#010x} is {free_bytes}, the walk finds {} (free blocks {} + 4 × ({} + 1){})",
+                spec.start,
+                sum.free,
+                free_footprints - 4 * phys.values().filter(|b| b.1).count() as u64,
+                phys.values().filter(|b| b.1).count(),
+                if slack > 0 { format!(" + {slack} bytes of alignment slack") } else { String::new() }
+            ),
+        );
+    }
+    if min_free > free_bytes {
+        st.anomaly(
+            AnomalyKind::CounterMismatch,
+            Some(spec.info),
+            format!("minimum_free_bytes {min_free} exceeds free_bytes {free_bytes} in the heap at {:#010x}", spec.start),
+        );
+    }
+    sum
+}
+
+/// The heap's TLSF parameters: from the control structure, validated against what
+/// `control_construct` would have computed; a damaged structure is an anomaly and the computed
+/// parameters are used instead.
+fn params_of(
+    img: &MemImage,
+    spec: &PoolSpec<'_>,
+    control: u64,
+    pool_size: u64,
+    st: &mut HeapState,
+) -> Option<Params> {
+    let word = |a: u64| img.u32(a).map(u64::from);
+    match spec.control {
+        ControlLayout::Fixed {
+            fl_bitmap,
+            sl_bitmap,
+            blocks,
+            fl_count,
+            sl_count,
+            struct_size,
+        } => Some(Params::fixed(
+            control,
+            *fl_bitmap,
+            *sl_bitmap,
+            *blocks,
+            (*fl_count, *sl_count),
+            *struct_size,
+        )),
+        ControlLayout::Dynamic {
+            bits,
+            size,
+            fl_bitmap,
+            sl_bitmap,
+            blocks,
+            struct_size,
+        } => {
+            let Some(bytes) = img.bytes(control, *struct_size) else {
+                st.anomaly(
+                    AnomalyKind::OutOfRange,
+                    Some(control),
+                    format!("control_t at {control:#010x} is outside the memory read"),
+                );
+                return None;
+            };
+            let get = |f: &super::layout::BitField| f.get(bytes).unwrap_or(0);
+            let read = Params {
+                fl_count: get(&bits.fl_index_count),
+                sl_count: get(&bits.sl_index_count),
+                sl_log2: get(&bits.sl_index_count_log2),
+                fl_shift: get(&bits.fl_index_shift),
+                small_block_size: get(&bits.small_block_size),
+                tlsf_size: word(control + size).unwrap_or(0),
+                fl_bitmap: control + fl_bitmap,
+                sl_bitmap: word(control + sl_bitmap).unwrap_or(0),
+                blocks: word(control + blocks).unwrap_or(0),
+            };
+            let fl_max = get(&bits.fl_index_max);
+            let expected = Params::constructed(control, pool_size, *struct_size);
+            let consistent = read.sl_log2 <= 5
+                && read.sl_count == 1 << read.sl_log2
+                && read.fl_shift == read.sl_log2 + 2
+                && read.small_block_size == 1 << read.fl_shift
+                && read.fl_count >= 1
+                && read.fl_count <= 32
+                && read.fl_count + read.fl_shift == fl_max + 1
+                && read.tlsf_size
+                    == struct_size + 4 * read.fl_count + 4 * read.fl_count * read.sl_count
+                && read.sl_bitmap == control + struct_size
+                && read.blocks == read.sl_bitmap + 4 * read.fl_count;
+            if consistent {
+                Some(read)
+            } else {
+                st.anomaly(
+                    AnomalyKind::BadHeader,
+                    Some(control),
+                    format!(
+                        "control_t at {control:#010x} is inconsistent (fl_index_count {}, sl_index_count {}, size {}, sl_bitmap {:#010x}, blocks {:#010x}); using the layout a {pool_size}-byte heap gets",
+                        read.fl_count, read.sl_count, read.tlsf_size, read.sl_bitmap, read.blocks
+                    ),
+                );
+                Some(expected)
+            }
+        }
+        ControlLayout::Unknown => {
+            // Dynamic when sl_bitmap points right behind the 36-byte struct.
+            if word(control + 28) == Some(control + 36) {
+                let dynamic = ControlLayout::dynamic_default();
+                let spec = PoolSpec {
+                    control: &dynamic,
+                    ..*spec
+                };
+                return params_of(img, &spec, control, pool_size, st);
+            }
+            // Fixed: the FL_INDEX_COUNT whose pool walk ends exactly on the sentinel.
+            (1..=25).find_map(|fl| {
+                let p = match ControlLayout::fixed_default(fl) {
+                    ControlLayout::Fixed {
+                        fl_bitmap,
+                        sl_bitmap,
+                        blocks,
+                        fl_count,
+                        sl_count,
+                        struct_size,
+                    } => Params::fixed(control, fl_bitmap, sl_bitmap, blocks, (fl_count, sl_count), struct_size),
+                    _ => return None,
+                };
+                tiles(img, spec.block, control + p.tlsf_size, pool_size.checked_sub(p.tlsf_size)?)
+                    .then_some(p)
+            })
+            .or_else(|| {
+                st.anomaly(
+                    AnomalyKind::BadHeader,
+                    Some(control),
+                    format!("no control_t type in DWARF and no TLSF layout fits the heap at {control:#010x}"),
+                );
+                None
+            })
+        }
+    }
+}
+
+/// Whether the blocks from `pool - 4` end exactly on the pool's sentinel.
+fn tiles(img: &MemImage, bl: &BlockLayout, pool: u64, pool_len: u64) -> bool {
+    let sentinel = pool + (pool_len.saturating_sub(POOL_OVERHEAD) & !3);
+    let mut b = pool - 4;
+    for _ in 0..pool_len / (BLOCK_SIZE_MIN + 4) + 2 {
+        let Some(raw) = img.u32(b + bl.size) else {
+            return false;
+        };
+        let size = u64::from(raw & !3);
+        if size == 0 {
+            return b == sentinel;
+        }
+        b += 4 + size;
+        if b > sentinel {
+            return false;
+        }
+    }
+    false
+}

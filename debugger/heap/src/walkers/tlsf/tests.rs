@@ -1,0 +1,508 @@
+//! Synthetic ESP-IDF heaps, laid out by a small writer that follows ALLOCATORS.md §3, then
+//! damaged in the ways real heaps get damaged.
+#![allow(clippy::unwrap_used)]
+
+use memlife_core::Snapshot;
+
+use super::layout::{ControlLayout, Layouts};
+use super::pool::Params;
+use super::*;
+use crate::AnomalyKind as K;
+
+const BASE: u64 = 0x2000_0000;
+const RH: u64 = BASE;
+const NODE_A: u64 = BASE + 0x40;
+const NODE_B: u64 = BASE + 0x80;
+const HEAP_A: u64 = BASE + 0x1000;
+const HEAP_B: u64 = BASE + 0x4000;
+const DRAM_CAPS: [u32; 3] = [(1 << 3) | (1 << 2) | (1 << 1) | (1 << 11) | (1 << 12), 0, 0];
+const IRAM_CAPS: [u32; 3] = [1 | (1 << 1) | (1 << 11), 0, 0];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Gen {
+    Dynamic,
+    /// Fixed arrays with this FL_INDEX_COUNT (SL_INDEX_COUNT 32).
+    Fixed(u64),
+}
+
+struct Ram {
+    ram: Vec<u8>,
+}
+
+/// Where the writer put one heap's parts.
+#[derive(Debug, Clone)]
+struct Built {
+    free_bytes: u64,
+    /// Block addresses and payload sizes, in address order.
+    blocks: Vec<(u64, u64, bool)>,
+    params: Params,
+}
+
+impl Ram {
+    fn new() -> Ram {
+        Ram {
+            ram: vec![0; 0x8000],
+        }
+    }
+    fn put(&mut self, a: u64, v: u32) {
+        let o = (a - BASE) as usize;
+        self.ram[o..o + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    fn get(&self, a: u64) -> u32 {
+        let o = (a - BASE) as usize;
+        u32::from_le_bytes(self.ram[o..o + 4].try_into().unwrap())
+    }
+
+    /// Lays out a heap at `start` of `len` bytes with blocks `(payload, free)`; the last entry's
+    /// size is ignored and it fills the pool up to the sentinel.
+    fn heap(&mut self, start: u64, len: u64, layout_gen: Gen, blocks: &[(u64, bool)]) -> Built {
+        let control = start + 20;
+        let pool_size = len - 20;
+        let params = match layout_gen {
+            Gen::Dynamic => Params::constructed(control, pool_size, 36),
+            Gen::Fixed(fl) => {
+                let sl = 32;
+                let size = 20 + 4 * fl + 4 * fl * sl;
+                Params {
+                    fl_count: fl,
+                    sl_count: sl,
+                    sl_log2: 5,
+                    fl_shift: 7,
+                    small_block_size: 128,
+                    tlsf_size: size,
+                    fl_bitmap: control + 16,
+                    sl_bitmap: control + 20,
+                    blocks: control + 20 + 4 * fl,
+                }
+            }
+        };
+        // multi_heap_info
+        self.put(start + 12, pool_size as u32);
+        self.put(start + 16, control as u32);
+        // control_t
+        self.put(control + 8, control as u32);
+        self.put(control + 12, control as u32);
+        if layout_gen == Gen::Dynamic {
+            let fl_max = params.fl_count + params.fl_shift - 1;
+            let word = params.fl_count
+                | (params.fl_shift << 5)
+                | (fl_max << 8)
+                | (params.sl_count << 14)
+                | (params.sl_log2 << 20)
+                | (params.small_block_size << 23);
+            self.put(control + 16, word as u32);
+            self.put(control + 20, params.tlsf_size as u32);
+            self.put(control + 28, params.sl_bitmap as u32);
+            self.put(control + 32, params.blocks as u32);
+        }
+        for i in 0..params.fl_count * params.sl_count {
+            self.put(params.blocks + 4 * i, control as u32);
+        }
+        let pool = control + params.tlsf_size;
+        let pool_len = pool_size - params.tlsf_size;
+        let first = (pool_len - 8) & !3;
+        let slack = pool_len - 8 - first;
+        let sentinel = pool + first;
+        let mut b = pool - 4;
+        let mut out = Vec::new();
+        let mut prev: Option<(u64, bool)> = None;
+        for (i, &(size, free)) in blocks.iter().enumerate() {
+            let size = if i + 1 == blocks.len() {
+                sentinel - b - 4
+            } else {
+                size
+            };
+            let prev_free = prev.is_some_and(|p| p.1);
+            self.put(
+                b + 4,
+                (size | u64::from(free) | (u64::from(prev_free) << 1)) as u32,
+            );
+            if prev_free {
+                self.put(b, prev.unwrap().0 as u32);
+            }
+            out.push((b, size, free));
+            prev = Some((b, free));
+            b += 4 + size;
+        }
+        assert_eq!(b, sentinel);
+        let last_free = prev.is_some_and(|p| p.1);
+        self.put(b + 4, (u64::from(last_free) << 1) as u32);
+        if last_free {
+            self.put(b, prev.unwrap().0 as u32);
+        }
+        let mut free_bytes = 4 + slack;
+        for &(addr, size, free) in &out {
+            if !free {
+                continue;
+            }
+            free_bytes += size + 4;
+            let (fl, sl) = params.mapping(size);
+            let slot = params.blocks + 4 * (fl * params.sl_count + sl);
+            let old = u64::from(self.get(slot));
+            self.put(addr + 8, old as u32);
+            self.put(addr + 12, control as u32);
+            if old != control {
+                self.put(old + 12, addr as u32);
+            }
+            self.put(slot, addr as u32);
+            let flb = self.get(params.fl_bitmap) | (1 << fl);
+            self.put(params.fl_bitmap, flb);
+            let slb = self.get(params.sl_bitmap + 4 * fl) | (1 << sl);
+            self.put(params.sl_bitmap + 4 * fl, slb);
+        }
+        self.put(start + 4, free_bytes as u32);
+        self.put(start + 8, (free_bytes - 96) as u32);
+        Built {
+            free_bytes,
+            blocks: out,
+            params,
+        }
+    }
+
+    fn node(&mut self, node: u64, caps: [u32; 3], start: u64, len: u64, next: u64) {
+        for (i, c) in caps.iter().enumerate() {
+            self.put(node + 4 * i as u64, *c);
+        }
+        self.put(node + 12, start as u32);
+        self.put(node + 16, (start + len) as u32);
+        self.put(node + 20, SPINLOCK_FREE as u32);
+        self.put(node + 28, start as u32);
+        self.put(node + 32, next as u32);
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let mut snap = Snapshot::default();
+        snap.add_region(BASE, self.ram.clone()).unwrap();
+        snap
+    }
+}
+
+fn walker(control: Option<ControlLayout>) -> TlsfWalker {
+    TlsfWalker {
+        registered_heaps: RH,
+        layouts: Layouts {
+            control,
+            ..Layouts::default()
+        },
+        resolved: Vec::new(),
+    }
+}
+
+fn walk_with(ram: &Ram, control: Option<ControlLayout>) -> HeapState {
+    walker(control)
+        .walk(&mut ram.snapshot(), WalkContext::default())
+        .unwrap()
+}
+
+fn kinds(st: &HeapState) -> Vec<K> {
+    st.anomalies.iter().map(|a| a.kind).collect()
+}
+
+/// Two heaps (DRAM 12 KiB with a mix of blocks, IRAM 8 KiB with one used block).
+fn two_heaps(layout_gen: Gen) -> (Ram, Built, Built) {
+    let mut r = Ram::new();
+    r.put(RH, NODE_A as u32);
+    r.node(NODE_A, DRAM_CAPS, HEAP_A, 0x3000, NODE_B);
+    r.node(NODE_B, IRAM_CAPS, HEAP_B, 0x2000, 0);
+    let a = r.heap(
+        HEAP_A,
+        0x3000,
+        layout_gen,
+        &[
+            (100, false),
+            (200, true),
+            (64, false),
+            (1000, true),
+            (40, false),
+            (16, true),
+            (12, false),
+            (0, true),
+        ],
+    );
+    let b = r.heap(HEAP_B, 0x2000, layout_gen, &[(300, false), (0, true)]);
+    (r, a, b)
+}
+
+fn dynamic() -> Option<ControlLayout> {
+    Some(ControlLayout::dynamic_default())
+}
+
+#[test]
+fn params_follow_control_construct() {
+    // ALLOCATORS.md §3.4, verified on a 40000-byte region.
+    let p = Params::constructed(0x1000, 40_000, 36);
+    assert_eq!((p.fl_count, p.sl_count, p.tlsf_size), (11, 16, 784));
+    assert_eq!((p.fl_shift, p.small_block_size), (6, 64));
+    // mapping_insert by hand: below 64 the first level is linear in steps of 4.
+    assert_eq!(p.mapping(40), (0, 10));
+    // 100 = 0b1100100: fls 6, (100 >> 2) ^ 16 = 9, first level 6 - 5 = 1.
+    assert_eq!(p.mapping(100), (1, 9));
+    assert_eq!(p.mapping(1000), (4, 15));
+    // tlsf_fit_size: 1000 has 512 as its power of two, 512/16 = 32-byte classes.
+    assert_eq!(p.fit_size(1000), 992);
+    assert_eq!(p.fit_size(7804), 7680);
+    assert_eq!(p.fit_size(0), 0);
+}
+
+#[test]
+fn two_dynamic_heaps_are_reconstructed_exactly() {
+    let (r, a, b) = two_heaps(Gen::Dynamic);
+    let st = walk_with(&r, dynamic());
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.allocator, "esp-idf-tlsf");
+    assert_eq!(st.regions.len(), 2);
+    // total_free is Σ free_bytes as the allocator keeps them.
+    assert_eq!(st.total_free, a.free_bytes + b.free_bytes);
+    assert_eq!(st.counter("free_bytes"), Some(a.free_bytes + b.free_bytes));
+    assert_eq!(st.min_ever_free, Some(a.free_bytes + b.free_bytes - 192));
+    let ra = &st.regions[0];
+    assert_eq!((ra.start, ra.end), (HEAP_A, HEAP_A + 0x3000));
+    assert_eq!(ra.kind, "DRAM");
+    assert!(ra.caps.contains(&"DMA".to_string()) && ra.caps.contains(&"DEFAULT".to_string()));
+    assert_eq!(st.regions[1].kind, "IRAM");
+    assert_eq!(ra.free, a.free_bytes);
+    assert_eq!(ra.size, 0x3000 - 20 - a.params.tlsf_size);
+    assert_eq!(ra.used, ra.size - ra.free);
+    assert_eq!((ra.free_blocks, ra.used_blocks), (4, 4));
+    // Blocks are footprints (payload + 4) that tile each pool.
+    assert_eq!(st.blocks.len(), a.blocks.len() + b.blocks.len());
+    for w in st.blocks.windows(2) {
+        if w[1].addr < HEAP_B {
+            assert_eq!(w[0].addr + w[0].size, w[1].addr);
+        }
+    }
+    let used: u64 = st.blocks.iter().filter(|b| !b.free).map(|b| b.size).sum();
+    assert_eq!(used, st.heap_size - st.total_free);
+    // The largest free block is heap A's tail; ESP-IDF reports it rounded to its size class.
+    let tail = a.blocks.last().unwrap().1;
+    let b_tail = b.blocks.last().unwrap().1;
+    assert_eq!(st.largest_free, tail.max(b_tail) + 4);
+    assert_eq!(ra.largest_allocatable, a.params.fit_size(tail));
+    assert!(ra.largest_allocatable < tail);
+    assert_eq!(
+        st.largest_allocatable,
+        Some(a.params.fit_size(tail).max(b.params.fit_size(b_tail)))
+    );
+    assert_eq!(st.free_blocks, 5);
+    let json = serde_json::to_value(st.report()).unwrap();
+    assert_eq!(json["regions"][1]["kind"], "IRAM");
+    assert!(json["largest_allocatable"].is_u64());
+}
+
+#[test]
+fn fixed_layout_heaps_are_reconstructed() {
+    let (r, a, b) = two_heaps(Gen::Fixed(12));
+    let st = walk_with(&r, Some(ControlLayout::fixed_default(12)));
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.total_free, a.free_bytes + b.free_bytes);
+    assert_eq!(st.regions[0].counter_value("tlsf_size"), Some(1604));
+    // The same memory read with the dynamic layout is garbage, and says so.
+    assert_eq!(walk_with(&r, dynamic()).status, HeapStatus::Corrupt);
+}
+
+#[test]
+fn without_control_t_in_dwarf_the_layout_is_found_from_memory() {
+    let (r, a, b) = two_heaps(Gen::Dynamic);
+    let st = walk_with(&r, Some(ControlLayout::Unknown));
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.total_free, a.free_bytes + b.free_bytes);
+    let (r, a, b) = two_heaps(Gen::Fixed(10));
+    let st = walk_with(&r, Some(ControlLayout::Unknown));
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.total_free, a.free_bytes + b.free_bytes);
+}
+
+#[test]
+fn a_free_list_cycle_is_reported_and_the_walk_ends() {
+    let (mut r, a, _) = two_heaps(Gen::Dynamic);
+    // Two blocks in one list, the second pointing back to the first.
+    let free: Vec<u64> = a.blocks.iter().filter(|b| b.2).map(|b| b.0).collect();
+    let (x, y) = (free[0], free[2]);
+    // Put y's list's head's next at x and x's next at y, whatever lists they are in: a loop.
+    r.put(x + 8, y as u32);
+    r.put(y + 8, x as u32);
+    let st = walk_with(&r, dynamic());
+    assert_eq!(st.status, HeapStatus::Corrupt);
+    assert!(kinds(&st).contains(&K::Cycle), "{:?}", st.anomalies);
+}
+
+#[test]
+fn a_wild_pointer_is_out_of_range() {
+    let (mut r, a, _) = two_heaps(Gen::Dynamic);
+    let x = a.blocks.iter().find(|b| b.2).unwrap().0;
+    r.put(x + 8, 0xdead_beec);
+    let st = walk_with(&r, dynamic());
+    assert!(kinds(&st).contains(&K::OutOfRange), "{:?}", st.anomalies);
+    // A wild registered_heaps entry is not followed.
+    let (mut r, _, _) = two_heaps(Gen::Dynamic);
+    r.put(NODE_A + 32, 0x7000_0000);
+    let st = walk_with(&r, dynamic());
+    assert!(kinds(&st).contains(&K::OutOfRange), "{:?}", st.anomalies);
+    assert_eq!(st.regions.len(), 1);
+}
+
+#[test]
+fn a_bad_size_is_a_size_overflow() {
+    let (mut r, a, _) = two_heaps(Gen::Dynamic);
+    let (x, _, _) = a.blocks[2];
+    r.put(x + 4, 0x7fff_fff0);
+    let st = walk_with(&r, dynamic());
+    assert!(kinds(&st).contains(&K::SizeOverflow), "{:?}", st.anomalies);
+    r.put(x + 4, 4);
+    assert!(kinds(&walk_with(&r, dynamic())).contains(&K::SizeOverflow));
+}
+
+#[test]
+fn a_bitmap_that_disagrees_with_the_lists_is_reported() {
+    let (mut r, a, _) = two_heaps(Gen::Dynamic);
+    let fl = a.params.fl_bitmap;
+    r.put(fl, r.get(fl) ^ 0x1);
+    let st = walk_with(&r, dynamic());
+    assert_eq!(st.status, HeapStatus::Corrupt);
+    assert!(
+        kinds(&st).contains(&K::BitmapMismatch),
+        "{:?}",
+        st.anomalies
+    );
+    // A second-level bit for an empty list.
+    let (mut r, a, _) = two_heaps(Gen::Dynamic);
+    let sl = a.params.sl_bitmap + 4 * 2;
+    r.put(sl, r.get(sl) | 0x8000);
+    assert!(kinds(&walk_with(&r, dynamic())).contains(&K::BitmapMismatch));
+}
+
+#[test]
+fn a_block_in_the_wrong_list_is_a_list_mismatch() {
+    let (mut r, a, _) = two_heaps(Gen::Dynamic);
+    // Grow a free block's size in place: it now belongs to another list, and the walk no longer
+    // ends on the sentinel.
+    let (x, size, _) = a.blocks[1];
+    r.put(x + 4, ((size + 64) | 1) as u32);
+    let st = walk_with(&r, dynamic());
+    assert_eq!(st.status, HeapStatus::Corrupt, "{:?}", st.anomalies);
+    assert!(!st.anomalies.is_empty());
+}
+
+#[test]
+fn counters_are_cross_checked() {
+    let (mut r, _, _) = two_heaps(Gen::Dynamic);
+    r.put(HEAP_B + 4, 1234);
+    let st = walk_with(&r, dynamic());
+    assert_eq!(kinds(&st), vec![K::CounterMismatch, K::CounterMismatch]);
+    assert!(st.anomalies[0].message.contains("free_bytes of the heap"));
+}
+
+#[test]
+fn a_truncated_region_is_an_error_or_an_anomaly_never_a_panic() {
+    let (r, _, _) = two_heaps(Gen::Dynamic);
+    // The snapshot lacks the end of heap A: reading fails cleanly.
+    let mut snap = Snapshot::default();
+    snap.add_region(BASE, r.ram[..0x2000].to_vec()).unwrap();
+    assert!(matches!(
+        walker(dynamic()).walk(&mut snap, WalkContext::default()),
+        Err(HeapError::Target(_))
+    ));
+    // The region's end was overwritten smaller than its pool: an anomaly.
+    let (mut r, _, _) = two_heaps(Gen::Dynamic);
+    r.put(NODE_A + 16, (HEAP_A + 0x800) as u32);
+    let st = walk_with(&r, dynamic());
+    assert!(kinds(&st).contains(&K::SizeOverflow), "{:?}", st.anomalies);
+}
+
+#[test]
+fn a_held_lock_is_busy_not_corrupt() {
+    let (mut r, _, _) = two_heaps(Gen::Dynamic);
+    r.put(NODE_B + 20, 0xCDCD);
+    r.put(HEAP_B + 4, 8);
+    let st = walk_with(&r, dynamic());
+    assert_eq!(st.status, HeapStatus::Busy);
+    assert!(st.busy_reason.unwrap().contains("owner = 0xcdcd"));
+    assert!(st.regions[1].busy_reason.is_some() && st.regions[0].busy_reason.is_none());
+    let (r, _, _) = two_heaps(Gen::Dynamic);
+    let st = walker(dynamic())
+        .walk(
+            &mut r.snapshot(),
+            WalkContext {
+                inside_allocator: Some("heap_caps_malloc"),
+            },
+        )
+        .unwrap();
+    assert_eq!(st.status, HeapStatus::Busy);
+}
+
+#[test]
+fn before_heap_caps_init_the_heap_is_uninitialised() {
+    let r = Ram::new();
+    let st = walk_with(&r, dynamic());
+    assert_eq!(st.status, HeapStatus::Uninitialised);
+    assert!(st.regions.is_empty());
+}
+
+#[test]
+fn registered_heaps_cycles_end() {
+    let (mut r, a, b) = two_heaps(Gen::Dynamic);
+    r.put(NODE_B + 32, NODE_A as u32);
+    let st = walk_with(&r, dynamic());
+    assert!(kinds(&st).contains(&K::Cycle));
+    assert_eq!(st.total_free, a.free_bytes + b.free_bytes);
+}
+
+#[test]
+fn block_of_gives_the_footprint_of_used_blocks_only() {
+    let (r, a, _) = two_heaps(Gen::Dynamic);
+    let w = walker(dynamic());
+    let mut snap = r.snapshot();
+    let (used, size, _) = a.blocks[0];
+    assert_eq!(
+        w.block_of(&mut snap, used + 8).unwrap(),
+        Some((used, size + 4))
+    );
+    let (free, _, _) = a.blocks[1];
+    assert_eq!(w.block_of(&mut snap, free + 8).unwrap(), None);
+}
+
+#[test]
+fn random_garbage_never_panics_or_hangs() {
+    let mut seed = 0x9e37_79b9_u32;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed
+    };
+    for round in 0..300 {
+        let layout_gen = if round % 3 == 0 {
+            Gen::Fixed(10)
+        } else {
+            Gen::Dynamic
+        };
+        let (mut r, _, _) = two_heaps(layout_gen);
+        for _ in 0..(1 + round % 8) {
+            // Mostly the heaps' metadata and first blocks, where damage changes the walk.
+            let off = match next() % 3 {
+                0 => u64::from(next() % 0x100) & !3,
+                1 => 0x1000 + (u64::from(next() % 0x400) & !3),
+                _ => 0x4000 + (u64::from(next() % 0x400) & !3),
+            };
+            let v = match next() % 4 {
+                0 => next(),
+                1 => 0x2000_0000 + (next() % 0x8000),
+                2 => next() % 0x2000,
+                _ => (next() % 0x400) | 1,
+            };
+            r.put(BASE + off, v);
+        }
+        let control = match (layout_gen, round % 2) {
+            (_, 0) => Some(ControlLayout::Unknown),
+            (Gen::Fixed(fl), _) => Some(ControlLayout::fixed_default(fl)),
+            _ => dynamic(),
+        };
+        let _ = walker(control).walk(&mut r.snapshot(), WalkContext::default());
+    }
+}
+
+impl HeapRegion {
+    fn counter_value(&self, name: &str) -> Option<u64> {
+        self.counters.iter().find(|c| c.0 == name).map(|c| c.1)
+    }
+}
