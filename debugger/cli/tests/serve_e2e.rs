@@ -394,6 +394,8 @@ fn killing_memlife_takes_its_qemu_down() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
 /// `monitor heap` on the ESP-IDF heap: the same free bytes gdb reads from the two heaps'
 /// `multi_heap_info.free_bytes`, and one line per region with its capabilities.
 #[test]
