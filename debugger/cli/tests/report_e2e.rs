@@ -424,3 +424,55 @@ fn the_report_opens_in_headless_chromium_without_console_errors() {
         .count();
     assert!(red > 200, "only {red} red pixels: the leak is not drawn");
 }
+
+/// `memlife heap --svg`: the map of one walk, one rectangle per block of the JSON, to scale.
+#[test]
+fn heap_svg_draws_every_block_to_scale() {
+    let dir = tempdir("heap-svg");
+    let svg_path = dir.join("map.svg");
+    let elf = elf("nano", "fragmentation");
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "model_load",
+        "--hit",
+        "2",
+        "--json",
+        "--svg",
+        svg_path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.ends_with("</svg>"));
+    let blocks = json["blocks"].as_array().unwrap();
+    assert!(blocks.len() > 3, "fragmentation leaves several blocks");
+    let rects: Vec<&str> = svg.split("<rect class=\"block").skip(1).collect();
+    assert_eq!(rects.len(), blocks.len());
+    let attr = |r: &str, name: &str| -> f64 {
+        r.split(&format!(" {name}=\"")).nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+    };
+    let heap_size = json["heap_size"].as_f64().unwrap();
+    let heap_start = json["heap_start"].as_f64().unwrap();
+    let strip = 940.0;
+    for (r, b) in rects.iter().zip(blocks) {
+        let (addr, size) = (b["addr"].as_f64().unwrap(), b["size"].as_f64().unwrap());
+        assert!((attr(r, "x") - (10.0 + (addr - heap_start) * strip / heap_size)).abs() < 0.01);
+        assert!((attr(r, "width") - (size * strip / heap_size).max(0.5)).abs() < 0.01);
+        let title = format!("<title>{:#010x}  {} B  ", addr as u64, size as u64);
+        assert!(r.contains(&title), "{title}");
+        let state = if b["free"] == true { "free" } else { "used" };
+        assert!(r.contains(&format!("B  {state}")) || b["unclaimed"] == true);
+    }
+    let ratio = format!(
+        "largest free / total free = {:.3}",
+        json["largest_free_ratio"].as_f64().unwrap()
+    );
+    assert!(svg.contains(&ratio), "{ratio}");
+    assert!(svg.contains("model_load (hit 2)"));
+}

@@ -76,14 +76,11 @@ pub fn label_for(report: &AuditReport, function: &str, arg: u64) -> String {
         .unwrap_or_else(|| format!("{function}({arg})"))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    // At one sequence number: spans close, then open, then the event happens.
-    SpanEnd,
-    SpanBegin,
-    Event,
-}
-
+/// Order of the happenings at one sequence number: the boundaries recorded with it come before
+/// the event that carries it (a boundary records the next event's number). Spans that began
+/// earlier close first, innermost first; then spans that begin here open in order, each closing
+/// right after itself when nothing happened inside.
+type Key = (u64, u8, i64, u8);
 impl<'a> Timeline<'a> {
     /// Lays out `report`.
     pub fn build(report: &'a AuditReport) -> Self {
@@ -100,19 +97,23 @@ impl<'a> Timeline<'a> {
             let x0 = x;
             t.points.push((x0, p.before.used));
             let phase = t.phases.len();
-            // (seq, kind, order key, what)
-            let mut happenings: Vec<(u64, Kind, i64, Happening<'a>)> = Vec::new();
+            let mut happenings: Vec<(Key, Happening<'a>)> = Vec::new();
             for (i, s) in p.spans.iter().enumerate() {
-                happenings.push((s.seq_begin, Kind::SpanBegin, i as i64, Happening::Begin(i)));
-                // Inner spans close first.
-                happenings.push((s.seq_end, Kind::SpanEnd, -(i as i64), Happening::End(i)));
+                let i64_ = i as i64;
+                happenings.push(((s.seq_begin, 1, i64_, 0), Happening::Begin(i)));
+                let end = if s.seq_end > s.seq_begin {
+                    (s.seq_end, 0, -i64_, 0)
+                } else {
+                    (s.seq_end, 1, i64_, 1)
+                };
+                happenings.push((end, Happening::End(i)));
             }
             while let Some(e) = events.next_if(|e| e.seq < p.seq_end) {
-                happenings.push((e.seq, Kind::Event, 0, Happening::Event(e)));
+                happenings.push(((e.seq, 2, 0, 0), Happening::Event(e)));
             }
-            happenings.sort_by_key(|h| (h.0, h.1, h.2));
+            happenings.sort_by_key(|h| h.0);
             let mut open: HashMap<usize, u64> = HashMap::new();
-            for (_, _, _, h) in happenings {
+            for (_, h) in happenings {
                 x += 1;
                 match h {
                     Happening::Begin(i) => {
