@@ -1285,9 +1285,12 @@ impl Debugger {
             Some(first) if !Rc::ptr_eq(first, last) => Some(first),
             _ => self.baseline.as_ref(),
         };
-        Some(HeapMap::new(at.clone(), last, baseline.map(|b| &**b), |addr| {
-            self.live.get(&addr).map(|l| l.site.clone())
-        }))
+        Some(HeapMap::new(
+            at.clone(),
+            last,
+            baseline.map(|b| &**b),
+            |addr| self.live.get(&addr).map(|l| l.site.clone()),
+        ))
     }
 }
 

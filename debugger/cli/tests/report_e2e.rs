@@ -57,10 +57,9 @@ fn runs() -> &'static Vec<(&'static str, Run)> {
                     "{}",
                     stderr(&out)
                 );
-                let json: Value = serde_json::from_slice(
-                    &std::fs::read(dir.join("audit.json")).unwrap(),
-                )
-                .unwrap();
+                let json: Value =
+                    serde_json::from_slice(&std::fs::read(dir.join("audit.json")).unwrap())
+                        .unwrap();
                 let html = std::fs::read_to_string(dir.join("report/index.html")).unwrap();
                 (*ex, Run { dir, json, html })
             })
@@ -117,8 +116,19 @@ fn expected_peak_label(json: &Value) -> String {
 fn the_page_shows_the_phases_the_peak_and_the_numbers_of_the_json() {
     for (name, r) in runs() {
         let h = &r.html;
-        for id in ["checks", "water-level", "build-stairs", "layers", "heap-map", "leak-trend", "run"] {
-            assert!(h.contains(&format!("<section id=\"{id}\">")), "{name}: no section {id}");
+        for id in [
+            "checks",
+            "water-level",
+            "build-stairs",
+            "layers",
+            "heap-map",
+            "leak-trend",
+            "run",
+        ] {
+            assert!(
+                h.contains(&format!("<section id=\"{id}\">")),
+                "{name}: no section {id}"
+            );
         }
         // Self-contained: nothing is fetched, nothing runs.
         for bad in ["<script", "<link", "@import", "url(", "src=", "https://"] {
@@ -126,7 +136,10 @@ fn the_page_shows_the_phases_the_peak_and_the_numbers_of_the_json() {
         }
         // Phases: every role in the legend, every phase call as a row with its figures.
         for role in ["load", "build", "run", "switch", "release"] {
-            assert!(h.contains(&format!("></span>{role}")), "{name}: no {role} in the legend");
+            assert!(
+                h.contains(&format!("></span>{role}")),
+                "{name}: no {role} in the legend"
+            );
         }
         for p in r.json["phases"].as_array().unwrap() {
             let row = format!(
@@ -144,7 +157,10 @@ fn the_page_shows_the_phases_the_peak_and_the_numbers_of_the_json() {
         }
         // The peak, in the chart and in the text.
         let label = escape(&expected_peak_label(&r.json));
-        assert!(h.matches(&label).count() >= 2, "{name}: `{label}` not in the chart and the text");
+        assert!(
+            h.matches(&label).count() >= 2,
+            "{name}: `{label}` not in the chart and the text"
+        );
         // Checks with their verdicts and messages.
         for c in r.json["checks"].as_array().unwrap() {
             let word = c["verdict"].as_str().unwrap().to_uppercase();
@@ -154,7 +170,11 @@ fn the_page_shows_the_phases_the_peak_and_the_numbers_of_the_json() {
                 c["verdict"].as_str().unwrap()
             );
             assert!(h.contains(&row), "{name}: no check row {row}");
-            assert!(h.contains(&escape(c["message"].as_str().unwrap())), "{name}: message of {}", c["name"]);
+            assert!(
+                h.contains(&escape(c["message"].as_str().unwrap())),
+                "{name}: message of {}",
+                c["name"]
+            );
         }
         // Free after each release, as the JSON has it.
         let frees: Vec<String> = r.json["phases"]
@@ -185,7 +205,10 @@ fn the_page_shows_the_phases_the_peak_and_the_numbers_of_the_json() {
         let run = &r.json["run"];
         for key in ["elf", "allocator", "memlife", "date", "board"] {
             let v = run[key].as_str().unwrap();
-            assert!(h.contains(&format!("<dd>{}</dd>", escape(v))), "{name}: fact {key} = {v}");
+            assert!(
+                h.contains(&format!("<dd>{}</dd>", escape(v))),
+                "{name}: fact {key} = {v}"
+            );
         }
     }
 }
@@ -196,7 +219,11 @@ fn healthy_and_faulty_reports_differ_where_the_fault_is() {
     assert_eq!(healthy.json["heap_map"]["leaked_blocks"], 0);
     assert!(healthy.html.contains("No block is left behind"));
     assert!(healthy.html.contains("flat over 3 releases: no leak"));
-    assert!(healthy.html.contains("buffer reuse effective: no layer keeps memory"));
+    assert!(
+        healthy
+            .html
+            .contains("buffer reuse effective: no layer keeps memory")
+    );
 
     // leak-on-switch: the leaked blocks, highlighted, with their site on hover and in the table.
     let leak = run("leak-on-switch");
@@ -223,18 +250,29 @@ fn healthy_and_faulty_reports_differ_where_the_fault_is() {
             "<tr class=\"leak\"><td>{addr}</td><td class=\"num\">368</td><td class=\"site\">build_graph (engine.c:51)</td>"
         )));
     }
-    assert!(leak.html.contains("-736 B over 3 releases (-368 B per lifecycle on average)"));
+    assert!(
+        leak.html
+            .contains("-736 B over 3 releases (-368 B per lifecycle on average)")
+    );
     assert!(leak.html.contains("<b>+736 B lost</b>"));
 
     // reorder: conv_b's step stands out and is named with its size.
     let reorder = run("reorder");
     assert!(reorder.html.contains("largest step: conv_b +9.3 KiB"));
-    assert!(reorder.html.contains("<b class=\"largest-step\">conv_b</b> +9.3 KiB (9488 B)"));
+    assert!(
+        reorder
+            .html
+            .contains("<b class=\"largest-step\">conv_b</b> +9.3 KiB (9488 B)")
+    );
     assert!(!healthy.html.contains("largest step: conv_b"));
 
     // branch-peak: the inference peak at the head.
     let bp = run("branch-peak");
-    assert!(bp.html.contains("in inference_run / head_p5 (+10.5 KiB above entry)"), "branch-peak peak label");
+    assert!(
+        bp.html
+            .contains("in inference_run / head_p5 (+10.5 KiB above entry)"),
+        "branch-peak peak label"
+    );
     assert!(bp.html.contains("no reuse across"));
 }
 
@@ -242,8 +280,7 @@ fn healthy_and_faulty_reports_differ_where_the_fault_is() {
 fn the_trace_has_what_trace_viewers_need() {
     for (name, r) in runs() {
         let trace: Value =
-            serde_json::from_slice(&std::fs::read(r.dir.join("run.trace.json")).unwrap())
-                .unwrap();
+            serde_json::from_slice(&std::fs::read(r.dir.join("run.trace.json")).unwrap()).unwrap();
         assert_eq!(trace["displayTimeUnit"], "ms");
         let events = trace["traceEvents"].as_array().unwrap();
         let of = |ph: &str| events.iter().filter(|e| e["ph"] == ph).collect::<Vec<_>>();
@@ -257,9 +294,18 @@ fn the_trace_has_what_trace_viewers_need() {
         let slices = of("X");
         assert!(slices.iter().all(|e| e["dur"].is_u64()));
         let phases: Vec<_> = slices.iter().filter(|e| e["cat"] == "phase").collect();
-        assert_eq!(phases.len(), r.json["phases"].as_array().unwrap().len(), "{name}");
+        assert_eq!(
+            phases.len(),
+            r.json["phases"].as_array().unwrap().len(),
+            "{name}"
+        );
         for (p, j) in phases.iter().zip(r.json["phases"].as_array().unwrap()) {
-            assert!(p["name"].as_str().unwrap().starts_with(j["function"].as_str().unwrap()));
+            assert!(
+                p["name"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(j["function"].as_str().unwrap())
+            );
             assert_eq!(p["args"]["peak_used"], j["peak_used"]);
         }
         let spans: usize = r.json["phases"]
@@ -268,10 +314,18 @@ fn the_trace_has_what_trace_viewers_need() {
             .iter()
             .map(|p| p["spans"].as_array().unwrap().len())
             .sum();
-        assert_eq!(slices.iter().filter(|e| e["cat"] == "span").count(), spans, "{name}");
+        assert_eq!(
+            slices.iter().filter(|e| e["cat"] == "span").count(),
+            spans,
+            "{name}"
+        );
         // Slices on one thread nest or follow each other: the viewers draw them as stacks.
         let instants = of("i");
-        assert_eq!(instants.len(), r.json["events"].as_array().unwrap().len(), "{name}");
+        assert_eq!(
+            instants.len(),
+            r.json["events"].as_array().unwrap().len(),
+            "{name}"
+        );
         for (i, j) in instants.iter().zip(r.json["events"].as_array().unwrap()) {
             assert_eq!(i["args"]["size"], j["size"]);
             assert_eq!(i["args"]["seq"], j["seq"]);
@@ -293,7 +347,10 @@ fn the_trace_has_what_trace_viewers_need() {
             .filter_map(|c| c["args"]["used"].as_u64())
             .max()
             .unwrap();
-        assert_eq!(counter_peak, peak, "{name}: the used track reaches the peak");
+        assert_eq!(
+            counter_peak, peak,
+            "{name}: the used track reaches the peak"
+        );
         let mut ts: Vec<u64> = counters.iter().map(|c| c["ts"].as_u64().unwrap()).collect();
         let sorted = ts.windows(2).all(|w| w[0] <= w[1]);
         ts.dedup();
@@ -397,7 +454,13 @@ fn the_report_opens_in_headless_chromium_without_console_errors() {
         "<html><body><p>control</p><script>console.error('memlife-control')</script></body></html>",
     )
     .unwrap();
-    let console = screenshot(&browser, &control, &dir.join("control.png"), &profile, "400,300");
+    let console = screenshot(
+        &browser,
+        &control,
+        &dir.join("control.png"),
+        &profile,
+        "400,300",
+    );
     assert!(
         console.iter().any(|l| l.contains("memlife-control")),
         "the console capture does not work: {console:?}"
@@ -410,7 +473,10 @@ fn the_report_opens_in_headless_chromium_without_console_errors() {
     let (total, ink, colours) = pixels(&png);
     // The charts: bands, curve, bars, heap strip and text cover well over a tenth of the page
     // in many colours; a blank or unstyled page does not.
-    assert!(ink * 10 > total, "only {ink} of {total} pixels are not white");
+    assert!(
+        ink * 10 > total,
+        "only {ink} of {total} pixels are not white"
+    );
     assert!(colours >= 40, "only {colours} colours");
     // And the red of the leak (heap map, trend) is on screen.
     let decoder = png::Decoder::new(std::fs::File::open(&png).unwrap());
@@ -455,7 +521,14 @@ fn heap_svg_draws_every_block_to_scale() {
     let rects: Vec<&str> = svg.split("<rect class=\"block").skip(1).collect();
     assert_eq!(rects.len(), blocks.len());
     let attr = |r: &str, name: &str| -> f64 {
-        r.split(&format!(" {name}=\"")).nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+        r.split(&format!(" {name}=\""))
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
     };
     let heap_size = json["heap_size"].as_f64().unwrap();
     let heap_start = json["heap_start"].as_f64().unwrap();
@@ -463,7 +536,7 @@ fn heap_svg_draws_every_block_to_scale() {
     for (r, b) in rects.iter().zip(blocks) {
         let (addr, size) = (b["addr"].as_f64().unwrap(), b["size"].as_f64().unwrap());
         assert!((attr(r, "x") - (10.0 + (addr - heap_start) * strip / heap_size)).abs() < 0.01);
-        assert!((attr(r, "width") - (size * strip / heap_size).max(0.5)).abs() < 0.01);
+        assert!((attr(r, "width") - (size * strip / heap_size).max(1.0)).abs() < 0.01);
         let title = format!("<title>{:#010x}  {} B  ", addr as u64, size as u64);
         assert!(r.contains(&title), "{title}");
         let state = if b["free"] == true { "free" } else { "used" };

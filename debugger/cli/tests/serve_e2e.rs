@@ -203,10 +203,16 @@ fn drive(scenario: &str, leak: u64) {
         .unwrap_or_else(|e| panic!("monitor report wrote no page: {e}\n{text}"));
     assert!(text.contains("report written to"), "{text}");
     assert!(page.contains("memlife audit: leak.rhai"), "page title");
-    assert!(page.contains(&format!("<dd>{}</dd>", elf.display())), "firmware fact");
+    assert!(
+        page.contains(&format!("<dd>{}</dd>", elf.display())),
+        "firmware fact"
+    );
     if leak > 0 {
         assert!(page.contains("<span class=\"verdict fail\">FAIL</span>"));
-        assert!(page.contains("<tr class=\"leak\">"), "leaked blocks in the heap map");
+        assert!(
+            page.contains("<tr class=\"leak\">"),
+            "leaked blocks in the heap map"
+        );
     } else {
         assert!(page.contains("flat over 10 releases: no leak"));
     }

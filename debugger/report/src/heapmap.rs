@@ -1,4 +1,5 @@
-//! The heap map: the arena as one strip, drawn to scale, used blocks dark, free blocks light,
+//! The heap map: the arena as one strip, drawn to scale (a block is at least one pixel wide),
+//! used blocks dark, free blocks light,
 //! leaked blocks red with a marker above them (narrow blocks would vanish otherwise). Every
 //! block has a `<title>`: its address, size, state and allocation site show on hover.
 //!
@@ -61,7 +62,7 @@ pub fn heap_map_svg(map: &HeapMap) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="heapmap" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" role="img" aria-label="heap map">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="heapmap" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" shape-rendering="crispEdges" role="img" aria-label="heap map">"#
     );
     let ratio = map
         .summary
@@ -83,7 +84,11 @@ pub fn heap_map_svg(map: &HeapMap) -> String {
     );
     for b in &map.blocks {
         let x = LEFT + (b.addr.saturating_sub(map.heap_start)) as f64 * scale;
-        let w = (b.size as f64 * scale).max(0.5);
+        // To scale, but never thinner than a pixel: a 16-byte block on a 96 KiB strip is a
+        // fifth of a pixel, and fragmentation is exactly those blocks between the free ones.
+        let w = (b.size as f64 * scale).max(1.0);
+        // The white separator only where the block is wide enough to keep its colour.
+        let stroke = if w >= 3.0 { 0.4 } else { 0.0 };
         let fill = if b.unclaimed {
             UNCLAIMED
         } else if b.free {
@@ -95,7 +100,7 @@ pub fn heap_map_svg(map: &HeapMap) -> String {
         };
         let _ = write!(
             s,
-            r##"<rect class="{}" x="{x:.2}" y="{STRIP_TOP}" width="{w:.2}" height="{STRIP_H}" fill="{fill}" stroke="#ffffff" stroke-width="0.4"><title>{}</title></rect>"##,
+            r##"<rect class="{}" x="{x:.2}" y="{STRIP_TOP}" width="{w:.2}" height="{STRIP_H}" fill="{fill}" stroke="#ffffff" stroke-width="{stroke}"><title>{}</title></rect>"##,
             if b.leaked { "block leaked" } else { "block" },
             text(&block_title(b))
         );

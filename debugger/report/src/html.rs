@@ -47,7 +47,10 @@ pub fn render_html(report: &AuditReport) -> Result<String> {
     let mut h = String::with_capacity(256 * 1024);
     let script = std::path::Path::new(&report.run.script)
         .file_name()
-        .map_or_else(|| report.run.script.clone(), |n| n.to_string_lossy().into_owned());
+        .map_or_else(
+            || report.run.script.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>memlife audit: {} on {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
@@ -62,8 +65,16 @@ pub fn render_html(report: &AuditReport) -> Result<String> {
         text(&report.run.allocator),
         text(&report.run.date)
     );
-    let failed = report.checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
-    let warned = report.checks.iter().filter(|c| c.verdict == Verdict::Warn).count();
+    let failed = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Fail)
+        .count();
+    let warned = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Warn)
+        .count();
     let passed = report.checks.len() - failed - warned;
     let (cls, word) = if report.error.is_some() {
         ("fail", "ERROR")
@@ -98,7 +109,11 @@ fn checks(h: &mut String, report: &AuditReport) {
             "<tr><td>{}</td><td><span class=\"verdict {cls}\">{word}</span></td><td class=\"num\">{}{}</td><td>{}</td></tr>",
             text(&c.name),
             c.calls,
-            if c.failures > 0 { format!(" ({} failed)", c.failures) } else { String::new() },
+            if c.failures > 0 {
+                format!(" ({} failed)", c.failures)
+            } else {
+                String::new()
+            },
             text(&c.message)
         );
     }
@@ -156,7 +171,11 @@ fn curve(h: &mut String, report: &AuditReport, t: &Timeline<'_>) -> Result<()> {
         t.end,
         report.events.len(),
         if t.points.len() > charts::curve::MAX_POINTS {
-            format!(", drawn from {} points decimated to about {} keeping every bucket's lowest and highest", t.points.len(), charts::curve::MAX_POINTS)
+            format!(
+                ", drawn from {} points decimated to about {} keeping every bucket's lowest and highest",
+                t.points.len(),
+                charts::curve::MAX_POINTS
+            )
         } else {
             String::new()
         }
@@ -164,7 +183,11 @@ fn curve(h: &mut String, report: &AuditReport, t: &Timeline<'_>) -> Result<()> {
     let _ = writeln!(
         h,
         "<details{}><summary>phases ({})</summary>\n<table>\n<tr><th>phase</th><th>role</th><th>used before</th><th>used after</th><th>delta</th><th>peak used</th><th>peak above entry</th><th>allocs</th><th>frees</th></tr>",
-        if report.phases.len() <= 20 { " open" } else { "" },
+        if report.phases.len() <= 20 {
+            " open"
+        } else {
+            ""
+        },
         report.phases.len()
     );
     for s in &t.phases {
@@ -189,7 +212,9 @@ fn curve(h: &mut String, report: &AuditReport, t: &Timeline<'_>) -> Result<()> {
 }
 
 fn stairs(h: &mut String, report: &AuditReport) -> Result<()> {
-    h.push_str("<section id=\"build-stairs\">\n<h2>Graph build: resident memory per operator</h2>\n");
+    h.push_str(
+        "<section id=\"build-stairs\">\n<h2>Graph build: resident memory per operator</h2>\n",
+    );
     let Some(st) = charts::stairs::stairs(report) else {
         h.push_str("<p class=\"note\">no build phase with spans was recorded (phase <code>build</code>, spans from <code>[spans]</code>)</p>\n</section>\n");
         return Ok(());
@@ -341,7 +366,10 @@ fn facts(h: &mut String, report: &AuditReport) {
         ("script", r.script.clone()),
         ("peak method", format!("{:?}", report.method).to_lowercase()),
         ("heap capacity", format!("{} B", r.heap_size)),
-        ("phases, events", format!("{}, {}", report.phases.len(), report.events.len())),
+        (
+            "phases, events",
+            format!("{}, {}", report.phases.len(), report.events.len()),
+        ),
         (
             "stops",
             format!(

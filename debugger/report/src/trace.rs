@@ -30,14 +30,27 @@ pub fn trace_json(report: &AuditReport) -> Value {
     let mut ev: Vec<Value> = Vec::new();
     let script = std::path::Path::new(&report.run.script)
         .file_name()
-        .map_or_else(|| report.run.script.clone(), |n| n.to_string_lossy().into_owned());
-    ev.push(json!({"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
-        "args": {"name": format!("memlife audit {script}: {}", report.run.elf)}}));
-    for (tid, name) in [(TID_PHASES, "phases"), (TID_SPANS, "spans"), (TID_ALLOCS, "allocator")] {
-        ev.push(json!({"ph": "M", "name": "thread_name", "pid": PID, "tid": tid,
-            "args": {"name": name}}));
-        ev.push(json!({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": tid,
-            "args": {"sort_index": tid}}));
+        .map_or_else(
+            || report.run.script.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+    ev.push(
+        json!({"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
+        "args": {"name": format!("memlife audit {script}: {}", report.run.elf)}}),
+    );
+    for (tid, name) in [
+        (TID_PHASES, "phases"),
+        (TID_SPANS, "spans"),
+        (TID_ALLOCS, "allocator"),
+    ] {
+        ev.push(
+            json!({"ph": "M", "name": "thread_name", "pid": PID, "tid": tid,
+            "args": {"name": name}}),
+        );
+        ev.push(
+            json!({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": tid,
+            "args": {"sort_index": tid}}),
+        );
     }
     for s in &t.phases {
         let p = s.record;
@@ -65,10 +78,14 @@ pub fn trace_json(report: &AuditReport) -> Value {
     }
     let size = report.run.heap_size;
     for (x, used) in &t.points {
-        ev.push(json!({"ph": "C", "name": "used heap (B)", "pid": PID, "tid": 0,
-            "ts": ts(*x), "args": {"used": used}}));
-        ev.push(json!({"ph": "C", "name": "free heap (B)", "pid": PID, "tid": 0,
-            "ts": ts(*x), "args": {"free": size.saturating_sub(*used)}}));
+        ev.push(
+            json!({"ph": "C", "name": "used heap (B)", "pid": PID, "tid": 0,
+            "ts": ts(*x), "args": {"used": used}}),
+        );
+        ev.push(
+            json!({"ph": "C", "name": "free heap (B)", "pid": PID, "tid": 0,
+            "ts": ts(*x), "args": {"free": size.saturating_sub(*used)}}),
+        );
     }
     for (x, e) in &t.events {
         let name = if e.kind == "alloc" {

@@ -27,7 +27,14 @@ fn heap(used: u64) -> HeapSummary {
     }
 }
 
-fn phase(function: &str, call: u64, before: u64, after: u64, peak: u64, seq: (u64, u64)) -> PhaseRecord {
+fn phase(
+    function: &str,
+    call: u64,
+    before: u64,
+    after: u64,
+    peak: u64,
+    seq: (u64, u64),
+) -> PhaseRecord {
     PhaseRecord {
         function: function.into(),
         alias: None,
@@ -112,11 +119,18 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
 /// A sampled lifecycle: no events, spans only.
 fn sampled() -> AuditReport {
     let mut build = phase("graph_build", 1, 30_000, 40_000, 40_000, (0, 0));
-    build.spans = vec![span("op_init", 0, 30_000, 30_264, 0), span("op_init", 1, 30_264, 39_752, 0)];
+    build.spans = vec![
+        span("op_init", 0, 30_000, 30_264, 0),
+        span("op_init", 1, 30_264, 39_752, 0),
+    ];
     let mut release = phase("model_release", 1, 40_000, 0, 40_000, (0, 0));
     release.peak_above_before = 0;
     report(
-        vec![phase("model_load", 1, 0, 30_000, 62_000, (0, 0)), build, release],
+        vec![
+            phase("model_load", 1, 0, 30_000, 62_000, (0, 0)),
+            build,
+            release,
+        ],
         vec![],
         "lost <script>alert(1)</script> & more",
     )

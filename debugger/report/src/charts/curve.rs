@@ -35,8 +35,14 @@ impl Peak {
         let function = self.phase.split('#').next().unwrap_or(&self.phase);
         let above = kib(self.above_entry);
         match &self.at {
-            Some(at) => format!("peak {} in {function} / {at} (+{above} above entry)", kib(self.used)),
-            None => format!("peak {} in {function} (+{above} above entry)", kib(self.used)),
+            Some(at) => format!(
+                "peak {} in {function} / {at} (+{above} above entry)",
+                kib(self.used)
+            ),
+            None => format!(
+                "peak {} in {function} (+{above} above entry)",
+                kib(self.used)
+            ),
         }
     }
 }
@@ -44,13 +50,14 @@ impl Peak {
 /// The highest used value of the run: the phase with the highest peak (the first of equals),
 /// where inside it the peak was reached.
 pub fn peak(report: &AuditReport, t: &Timeline<'_>) -> Option<Peak> {
-    let slot = t
-        .phases
-        .iter()
-        .fold(None, |best: Option<&crate::timeline::PhaseSlot<'_>>, s| match best {
-            Some(b) if b.record.peak_used >= s.record.peak_used => Some(b),
-            _ => Some(s),
-        })?;
+    let slot =
+        t.phases.iter().fold(
+            None,
+            |best: Option<&crate::timeline::PhaseSlot<'_>>, s| match best {
+                Some(b) if b.record.peak_used >= s.record.peak_used => Some(b),
+                _ => Some(s),
+            },
+        )?;
     let p = slot.record;
     let at = p.peak_at.as_ref();
     let step = at
@@ -85,9 +92,10 @@ pub fn peak(report: &AuditReport, t: &Timeline<'_>) -> Option<Peak> {
 /// Draws the curve.
 pub fn svg(report: &AuditReport, t: &Timeline<'_>) -> Result<String> {
     let mut out = String::new();
-    let capacity = report.run.heap_size.max(
-        t.points.iter().map(|p| p.1).max().unwrap_or(0),
-    );
+    let capacity = report
+        .run
+        .heap_size
+        .max(t.points.iter().map(|p| p.1).max().unwrap_or(0));
     let baseline = report.phases.first().map(|p| p.before.used);
     let pk = peak(report, t);
     let points = t.decimated(MAX_POINTS);
@@ -131,7 +139,10 @@ pub fn svg(report: &AuditReport, t: &Timeline<'_>) -> Result<String> {
                 chart
                     .draw_series(std::iter::once(Text::new(
                         s.role.clone(),
-                        (s.x0 as f64 + 0.5 / px_per_step.max(1e-9) * 4.0, ymax * 0.985),
+                        (
+                            s.x0 as f64 + 0.5 / px_per_step.max(1e-9) * 4.0,
+                            ymax * 0.985,
+                        ),
                         (FONT, 13).into_font().color(&c.mix(1.0)),
                     )))
                     .map_err(&fail)?;
@@ -140,7 +151,10 @@ pub fn svg(report: &AuditReport, t: &Timeline<'_>) -> Result<String> {
         // Capacity and baseline.
         chart
             .draw_series(LineSeries::new(
-                [(0.0, k(report.run.heap_size)), (xmax, k(report.run.heap_size))],
+                [
+                    (0.0, k(report.run.heap_size)),
+                    (xmax, k(report.run.heap_size)),
+                ],
                 ALARM.stroke_width(2),
             ))
             .map_err(&fail)?;
@@ -191,7 +205,11 @@ pub fn svg(report: &AuditReport, t: &Timeline<'_>) -> Result<String> {
             let label = p.label();
             // Keep the label inside the plot: right of the marker, or left near the end.
             let est = label.len() as f64 * 7.0 / px_per_step;
-            let lx = if x + est > xmax * 0.98 { (x - est).max(0.0) } else { x + 8.0 / px_per_step };
+            let lx = if x + est > xmax * 0.98 {
+                (x - est).max(0.0)
+            } else {
+                x + 8.0 / px_per_step
+            };
             chart
                 .draw_series(std::iter::once(Text::new(
                     label,

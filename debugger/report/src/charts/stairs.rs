@@ -57,10 +57,11 @@ pub fn stairs(report: &AuditReport) -> Option<Stairs> {
             resident: s.after_used as i64 - p.before.used as i64,
         })
         .collect();
-    let largest = steps
-        .iter()
-        .enumerate()
-        .fold(0, |best, (i, s)| if s.delta > steps[best].delta { i } else { best });
+    let largest =
+        steps.iter().enumerate().fold(
+            0,
+            |best, (i, s)| if s.delta > steps[best].delta { i } else { best },
+        );
     Some(Stairs {
         phase: format!("{}#{}", p.function, p.call),
         steps,
@@ -80,7 +81,13 @@ pub fn svg(st: &Stairs) -> Result<String> {
         .chain([st.total, 0])
         .max()
         .unwrap_or(0);
-    let bottom = st.steps.iter().map(|s| s.resident).chain([0]).min().unwrap_or(0);
+    let bottom = st
+        .steps
+        .iter()
+        .map(|s| s.resident)
+        .chain([0])
+        .min()
+        .unwrap_or(0);
     let ymax = k(top.max(0) as u64) * 1.18 + 0.5;
     let ymin = -(k(bottom.unsigned_abs()) * 1.1);
     let names: Vec<String> = st
@@ -129,7 +136,10 @@ pub fn svg(st: &Stairs) -> Result<String> {
             // The step itself: from the previous level to this one.
             chart
                 .draw_series(std::iter::once(Rectangle::new(
-                    [(x - 0.38, k(prev.max(0) as u64)), (x + 0.38, k(s.resident.max(0) as u64))],
+                    [
+                        (x - 0.38, k(prev.max(0) as u64)),
+                        (x + 0.38, k(s.resident.max(0) as u64)),
+                    ],
                     c.filled(),
                 )))
                 .map_err(&fail)?;
