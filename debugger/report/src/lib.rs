@@ -55,7 +55,7 @@ pub enum ReportError {
         message: String,
     },
     /// A file could not be written.
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}")]
     Io {
         /// The file.
         path: PathBuf,

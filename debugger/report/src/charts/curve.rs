@@ -161,7 +161,7 @@ pub fn svg(report: &AuditReport, t: &Timeline<'_>) -> Result<String> {
         chart
             .draw_series(std::iter::once(Text::new(
                 format!("heap capacity {}", kib(report.run.heap_size)),
-                (xmax * 0.005, k(report.run.heap_size) + ymax * 0.012),
+                (xmax * 0.005, k(report.run.heap_size) + ymax * 0.045),
                 (FONT, 12).into_font().color(&ALARM),
             )))
             .map_err(&fail)?;
@@ -175,7 +175,7 @@ pub fn svg(report: &AuditReport, t: &Timeline<'_>) -> Result<String> {
             chart
                 .draw_series(std::iter::once(Text::new(
                     format!("baseline {}", kib(b)),
-                    (xmax * 0.78, k(b) + ymax * 0.012),
+                    (xmax * 0.78, k(b) + ymax * 0.045),
                     (FONT, 12).into_font().color(&INK),
                 )))
                 .map_err(&fail)?;
