@@ -549,3 +549,33 @@ fn heap_svg_draws_every_block_to_scale() {
     assert!(svg.contains(&ratio), "{ratio}");
     assert!(svg.contains("model_load (hit 2)"));
 }
+
+/// Report paths that cannot be written are refused before the audit starts (exit 2).
+#[test]
+fn unwritable_report_paths_are_refused_up_front() {
+    let dir = tempdir("report-paths");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let cfg = repo().join("examples/healthy/memlife.toml");
+    let script = repo().join("scripts/lifecycle.rhai");
+    for (flag, path, why) in [
+        ("--report", &file, "is not a directory"),
+        ("--trace", &dir, "is a directory"),
+    ] {
+        let out = run_memlife(&[
+            "audit",
+            "--config",
+            cfg.to_str().unwrap(),
+            script.to_str().unwrap(),
+            flag,
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("phases"),
+            "the audit ran: {}",
+            stderr(&out)
+        );
+    }
+}

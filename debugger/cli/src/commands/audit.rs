@@ -57,6 +57,16 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let date = now_rfc3339();
     let cfg = load_config(&args)?;
+    // Refuse unwritable report paths now, not after minutes of auditing.
+    if let Some(dir) = args.report.as_deref().filter(|d| d.exists() && !d.is_dir()) {
+        bail!(
+            "--report {}: exists and is not a directory (the report is DIR/index.html)",
+            dir.display()
+        );
+    }
+    if let Some(file) = args.trace.as_deref().filter(|f| f.is_dir()) {
+        bail!("--trace {}: is a directory, not a file", file.display());
+    }
     let elf = args
         .elf
         .clone()
