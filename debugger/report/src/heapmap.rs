@@ -56,7 +56,14 @@ fn block_title(b: &MapBlock) -> String {
 /// The heap map as an SVG element.
 pub fn heap_map_svg(map: &HeapMap) -> String {
     let inner = WIDTH - 2.0 * LEFT;
-    let size = map.heap_size.max(1) as f64;
+    // heap_5's regions need not be contiguous: the strip spans from the arena's start to the
+    // end of its last block when that lies past heap_start + heap_size.
+    let extent = map
+        .blocks
+        .iter()
+        .map(|b| b.addr.saturating_add(b.size).saturating_sub(map.heap_start))
+        .fold(map.heap_size, u64::max);
+    let size = extent.max(1) as f64;
     let scale = inner / size;
     let height = STRIP_TOP + STRIP_H + 44.0;
     let mut s = String::new();
@@ -116,7 +123,7 @@ pub fn heap_map_svg(map: &HeapMap) -> String {
             );
         }
     }
-    let end = map.heap_start + map.heap_size;
+    let end = map.heap_start + extent;
     let y = STRIP_TOP + STRIP_H + 16.0;
     let _ = write!(
         s,

@@ -235,3 +235,102 @@ fn an_audit_without_phases_still_renders() {
     let trace = memlife_report::trace_json(&r);
     assert_eq!(trace["displayTimeUnit"], "ms");
 }
+
+fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
+    let used: u64 = blocks.iter().filter(|b| !b.2).map(|b| b.1).sum();
+    memlife_heap::HeapState {
+        allocator: "freertos-heap4",
+        status: HeapStatus::Ok,
+        busy_reason: None,
+        heap_start: 0x1000,
+        heap_size: 0x1000,
+        total_free: 0x1000 - used,
+        used,
+        largest_free: 0,
+        free_blocks: blocks.iter().filter(|b| b.2).count() as u64,
+        used_blocks: blocks.iter().filter(|b| !b.2).count() as u64,
+        min_ever_free: None,
+        unclaimed: None,
+        counters: vec![],
+        free_list: vec![],
+        blocks: blocks
+            .iter()
+            .map(|&(addr, size, free)| memlife_heap::Block {
+                addr,
+                size,
+                free,
+                unclaimed: false,
+            })
+            .collect(),
+        anomalies: vec![],
+    }
+}
+
+#[test]
+fn leaked_blocks_are_new_since_the_baseline_or_share_a_leaking_site() {
+    use memlife_audit::model::HeapMap;
+    let site = |f: &str| Site {
+        function: Some(f.into()),
+        file: Some("engine.c".into()),
+        line: Some(51),
+        chain: vec![],
+    };
+    // Baseline (first release): one block of the leaking site, one kept for good.
+    let baseline = state(&[
+        (0x1000, 0x100, false),
+        (0x1100, 0x80, false),
+        (0x1180, 0xe80, true),
+    ]);
+    // Last release: both, plus a new block from the leaking site.
+    let last = state(&[
+        (0x1000, 0x100, false),
+        (0x1100, 0x80, false),
+        (0x1180, 0x100, false),
+        (0x1280, 0xd80, true),
+    ]);
+    let map = HeapMap::new("model_release#3".into(), &last, Some(&baseline), |addr| {
+        Some(if addr == 0x1100 {
+            site("kept_for_good")
+        } else {
+            site("build_graph")
+        })
+    });
+    let leaked: Vec<u64> = map
+        .blocks
+        .iter()
+        .filter(|b| b.leaked)
+        .map(|b| b.addr)
+        .collect();
+    assert_eq!(leaked, [0x1000, 0x1180]);
+    assert_eq!((map.leaked_blocks, map.leaked_bytes), (2, 0x200));
+    assert!(map.blocks.iter().all(|b| !b.free || b.site.is_none()));
+    // Without a baseline nothing is called a leak.
+    let map = HeapMap::new("x".into(), &last, None, |_| None);
+    assert_eq!(map.leaked_blocks, 0);
+}
+
+#[test]
+fn the_heap_strip_holds_blocks_past_the_nominal_size() {
+    use memlife_audit::model::HeapMap;
+    // A second region past heap_start + heap_size (heap_5): the strip grows to hold it.
+    let s = state(&[
+        (0x1000, 0x800, false),
+        (0x1800, 0x800, true),
+        (0x3000, 0x800, false),
+    ]);
+    let svg = memlife_report::heap_map_svg(&HeapMap::new("x".into(), &s, None, |_| None));
+    for rect in svg.split("<rect class=\"block").skip(1) {
+        let attr = |name: &str| -> f64 {
+            rect.split(&format!(" {name}=\""))
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert!(attr("x") + attr("width") <= 950.01, "{rect}");
+    }
+    assert!(svg.contains("0x00003800"));
+}
