@@ -8,8 +8,8 @@ QEMU_MACHINE ?= netduinoplus2
 ITERATIONS ?= 3
 MEMLIFE := target/debug/memlife
 
-# command:Debian package
-TOOLS := arm-none-eabi-gcc:gcc-arm-none-eabi qemu-system-arm:qemu-system-arm gdb-multiarch:gdb-multiarch
+# command:Debian package (chromium: the report test opens the HTML report headless)
+TOOLS := arm-none-eabi-gcc:gcc-arm-none-eabi qemu-system-arm:qemu-system-arm gdb-multiarch:gdb-multiarch chromium:chromium
 NEWLIB_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libc_nano.a
 
 .PHONY: test demo check deps firmware firmware-run host-test rust-test clippy fmt-check build clean

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the bundled firmware on an emulated STM32F405 (QEMU netduinoplus2), audited by
-# memlife with scripts/lifecycle.rhai: the healthy build, then each of the seed's faulty cases.
+# memlife with scripts/lifecycle.rhai: the healthy build, then each of the seed's faulty cases,
+# each with its HTML report and Perfetto trace.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MEMLIFE=target/debug/memlife
@@ -22,7 +23,8 @@ status=0
 for ex in healthy load-peak reorder branch-peak leak-on-switch fragmentation overlap; do
   echo "-- $ex: $(sed -n 1p "examples/$ex/memlife.toml" | sed 's/^# [a-z-]*: //')"
   "$MEMLIFE" audit --config "examples/$ex/memlife.toml" scripts/lifecycle.rhai \
-    --junit "$OUT/$ex.xml" --json "$OUT/$ex.json" --out "$OUT" 2>&1 \
+    --junit "$OUT/$ex.xml" --json "$OUT/$ex.json" --out "$OUT" \
+    --report "$OUT/$ex" --trace "$OUT/$ex.trace.json" 2>&1 \
     | grep -E '^(FAIL|WARN) |rhai: ' | sed 's/^/   /'
   code=${PIPESTATUS[0]}
   expected=$(sed -n 's/^exit = //p' "examples/$ex/memlife.toml")
@@ -30,5 +32,9 @@ for ex in healthy load-peak reorder branch-peak leak-on-switch fragmentation ove
   echo "   exit $code: $verdict"
 done
 echo
-echo "Reports: $OUT/*.json, JUnit: $OUT/*.xml. Next: memlife audit --help, scripts/README.md"
+echo "== Reports (open in a browser; the traces in ui.perfetto.dev)"
+for ex in healthy load-peak reorder branch-peak leak-on-switch fragmentation overlap; do
+  printf '   %-15s %s   trace %s\n' "$ex" "$(realpath "$OUT/$ex/index.html")" "$OUT/$ex.trace.json"
+done
+echo "JSON: $OUT/*.json, JUnit: $OUT/*.xml. Next: memlife audit --help, scripts/README.md"
 exit $status

@@ -28,7 +28,7 @@ use memlife_heap::{HeapState, HeapWalker, WalkContext};
 
 use crate::config::{AuditConfig, PeakMethod};
 use crate::error::AuditError;
-use crate::model::{PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent};
+use crate::model::{HeapMap, PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent};
 
 /// GDB's number for xPSR in the M-profile target description.
 const XPSR: u16 = 25;
@@ -99,6 +99,7 @@ pub struct LiveAlloc {
 
 #[derive(Debug, Clone)]
 struct OpenSpan {
+    seq_begin: u64,
     function: String,
     call: u64,
     index: usize,
@@ -121,6 +122,7 @@ struct OpenPhase {
     allocs: u64,
     frees: u64,
     watermark: Option<WatermarkState>,
+    seq_begin: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -212,6 +214,13 @@ pub struct Debugger {
     emulate: bool,
     /// The initial stack pointer from the linker script (`_estack`...), bounding stack reads.
     stack_top: Option<u64>,
+    /// The heap at the first phase's entry, and after the first and the last release: what the
+    /// report's heap map compares to tell leaked blocks from blocks kept for good.
+    baseline: Option<Rc<HeapState>>,
+    first_release: Option<Rc<HeapState>>,
+    last_release: Option<(String, Rc<HeapState>)>,
+    /// Names for span arguments, by span function (`op_init` → operator names), from scripts.
+    labels: BTreeMap<String, Vec<String>>,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -298,6 +307,10 @@ impl Debugger {
             stepped: 0,
             emulate: std::env::var_os("MEMLIFE_NO_EMULATION").is_none(),
             stack_top: None,
+            baseline: None,
+            first_release: None,
+            last_release: None,
+            labels: BTreeMap::new(),
         }
     }
 
@@ -1037,6 +1050,7 @@ impl Debugger {
         };
         let index = p.spans.len() + p.open_spans.len();
         p.open_spans.push(OpenSpan {
+            seq_begin: self.seq,
             function: function.to_string(),
             call,
             index,
@@ -1081,6 +1095,8 @@ impl Debugger {
             after_used: used,
             delta: used as i64 - s.before_used as i64,
             peak_used: peak,
+            seq_begin: s.seq_begin,
+            seq_end: self.seq,
         });
         p.spans.sort_by_key(|s| s.index);
         Ok(())
@@ -1177,6 +1193,9 @@ impl Debugger {
         });
         let call = self.calls(&run.function);
         self.progress.current = Some(format!("{}#{call}", run.function));
+        if self.baseline.is_none() {
+            self.baseline = Some(Rc::clone(&before));
+        }
         self.phase = Some(OpenPhase {
             function: run.function.clone(),
             alias: run.alias.clone(),
@@ -1190,6 +1209,7 @@ impl Debugger {
             allocs: 0,
             frees: 0,
             watermark,
+            seq_begin: self.seq,
         });
         Ok(())
     }
@@ -1242,7 +1262,15 @@ impl Debugger {
             frees: p.frees,
             events: p.first_event.map(|f| (f, self.seq.saturating_sub(1))),
             accounting_drift: drift,
+            seq_begin: p.seq_begin,
+            seq_end: self.seq,
         };
+        if p.function == self.config.phase_function("release") {
+            if self.first_release.is_none() {
+                self.first_release = Some(Rc::clone(&after));
+            }
+            self.last_release = Some((format!("{}#{}", p.function, p.call), Rc::clone(&after)));
+        }
         self.records.push(record.clone());
         self.progress.phases += 1;
         self.progress.current = None;
@@ -1252,6 +1280,34 @@ impl Debugger {
     /// Heap size as last walked.
     pub fn heap_size(&self) -> u64 {
         self.heap_size
+    }
+
+    /// Names the spans of `function` by their second argument (`names[arg]`), for reports.
+    pub fn set_labels(&mut self, function: &str, names: Vec<String>) {
+        self.labels.insert(function.to_string(), names);
+    }
+
+    /// The span names scripts gave.
+    pub fn labels(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.labels
+    }
+
+    /// The heap after the last release phase, block by block, leaked blocks marked with their
+    /// allocation sites; `None` when no release phase ran. The baseline is the first release
+    /// when there were several (blocks an application keeps after its first lifecycle are not
+    /// a leak, a block more after every lifecycle is), else the first phase's entry.
+    pub fn heap_map(&self) -> Option<HeapMap> {
+        let (at, last) = self.last_release.as_ref()?;
+        let baseline = match &self.first_release {
+            Some(first) if !Rc::ptr_eq(first, last) => Some(first),
+            _ => self.baseline.as_ref(),
+        };
+        Some(HeapMap::new(
+            at.clone(),
+            last,
+            baseline.map(|b| &**b),
+            |addr| self.live.get(&addr).map(|l| l.site.clone()),
+        ))
     }
 }
 

@@ -109,6 +109,11 @@ pub struct SpanRecord {
     pub delta: i64,
     /// Highest used bytes inside.
     pub peak_used: u64,
+    /// Trace events with `seq_begin <= seq < seq_end` happened inside (equal when none did):
+    /// places the span on the report's timeline.
+    pub seq_begin: u64,
+    /// One past the last event inside.
+    pub seq_end: u64,
 }
 
 /// Where a phase's peak happened.
@@ -159,6 +164,109 @@ pub struct PhaseRecord {
     pub events: Option<(u64, u64)>,
     /// Trace accounting disagreed with the walk at return by this many bytes (0 when exact).
     pub accounting_drift: i64,
+    /// Trace events with `seq_begin <= seq < seq_end` happened inside (equal when none did).
+    pub seq_begin: u64,
+    /// One past the last event inside.
+    pub seq_end: u64,
+}
+
+/// One block of a [`HeapMap`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MapBlock {
+    /// Address of the block header.
+    pub addr: u64,
+    /// Size in the allocator's accounting.
+    pub size: u64,
+    /// On the free list.
+    pub free: bool,
+    /// newlib: not yet handed out by sbrk.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unclaimed: bool,
+    /// Used now and not used at the audit's baseline: a block the lifecycle left behind.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub leaked: bool,
+    /// Where the trace saw it allocated, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site: Option<Site>,
+}
+
+/// The heap after the last release, block by block, for the report's heap map.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HeapMap {
+    /// The phase call it was walked at the return of (`model_release#3`).
+    pub at: String,
+    /// First address of the arena.
+    pub heap_start: u64,
+    /// Arena size.
+    pub heap_size: u64,
+    /// The heap's figures.
+    pub summary: HeapSummary,
+    /// Leaked blocks: used here and not used at the baseline (the heap at the first release
+    /// when the audit released more than once, else at the first phase's entry), and the
+    /// baseline's blocks allocated at the same site as one of those.
+    pub leaked_blocks: u64,
+    /// Their bytes.
+    pub leaked_bytes: u64,
+    /// Every block in address order.
+    pub blocks: Vec<MapBlock>,
+}
+
+impl HeapMap {
+    /// Builds the map of `state`; `baseline` says which used blocks are not leaks, `site` names
+    /// where a block was allocated.
+    pub fn new(
+        at: String,
+        state: &HeapState,
+        baseline: Option<&HeapState>,
+        site: impl Fn(u64) -> Option<Site>,
+    ) -> Self {
+        let kept: std::collections::BTreeSet<(u64, u64)> = baseline
+            .map(|b| {
+                b.blocks
+                    .iter()
+                    .filter(|x| !x.free && !x.unclaimed)
+                    .map(|x| (x.addr, x.size))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut blocks: Vec<MapBlock> = state
+            .blocks
+            .iter()
+            .map(|b| {
+                let used = !b.free && !b.unclaimed;
+                MapBlock {
+                    addr: b.addr,
+                    size: b.size,
+                    free: b.free,
+                    unclaimed: b.unclaimed,
+                    leaked: used && baseline.is_some() && !kept.contains(&(b.addr, b.size)),
+                    site: if used { site(b.addr) } else { None },
+                }
+            })
+            .collect();
+        // A block the baseline already held is a leak too when a later lifecycle left another
+        // behind from the same allocation site: the first step of the staircase.
+        let leaking_sites: Vec<Site> = blocks
+            .iter()
+            .filter(|b| b.leaked)
+            .filter_map(|b| b.site.clone())
+            .collect();
+        for b in &mut blocks {
+            if !b.leaked && b.site.as_ref().is_some_and(|s| leaking_sites.contains(s)) {
+                b.leaked = true;
+            }
+        }
+        let leaked: Vec<&MapBlock> = blocks.iter().filter(|b| b.leaked).collect();
+        HeapMap {
+            at,
+            heap_start: state.heap_start,
+            heap_size: state.heap_size,
+            summary: state.into(),
+            leaked_blocks: leaked.len() as u64,
+            leaked_bytes: leaked.iter().map(|b| b.size).sum(),
+            blocks,
+        }
+    }
 }
 
 /// One named result of a script.

@@ -6,7 +6,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::config::PeakMethod;
-use crate::model::{CheckResult, PhaseRecord, TraceEvent, Verdict};
+use std::collections::BTreeMap;
+
+use crate::model::{CheckResult, HeapMap, PhaseRecord, TraceEvent, Verdict};
 use crate::script::{ScriptError, write_atomic};
 
 /// Facts about the run.
@@ -72,6 +74,13 @@ pub struct AuditReport {
     pub events: Vec<TraceEvent>,
     /// Heap dumps written.
     pub dumps: Vec<String>,
+    /// Phase aliases to functions (`load` → `model_load`), to tell a phase's role.
+    pub phase_aliases: BTreeMap<String, String>,
+    /// Names of span arguments by span function (`op_init` → operator names), given by the
+    /// script with `t.label_spans`.
+    pub labels: BTreeMap<String, Vec<String>>,
+    /// The heap after the last release, block by block, leaked blocks marked.
+    pub heap_map: Option<HeapMap>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -211,6 +220,35 @@ impl AuditReport {
     }
 }
 
+/// UTC now as RFC 3339, without a date crate: days since the epoch to a civil date.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
@@ -241,6 +279,13 @@ mod tests {
             message: msg.into(),
             line: Some(3),
         }
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_790), (2026, 12, 3));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 
     #[test]
@@ -278,6 +323,9 @@ mod tests {
             phases: vec![],
             events: vec![],
             dumps: vec![],
+            phase_aliases: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            heap_map: None,
             error: Some(ScriptError {
                 message: "boom".into(),
                 line: Some(4),

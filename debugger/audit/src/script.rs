@@ -463,6 +463,14 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
             crate::values::leaks(&d, &before.0, &after.0)
         },
     );
+    engine.register_fn(
+        "label_spans",
+        |t: &mut TargetHandle, function: &str, names: Array| {
+            // Names are for reports only: anything that is not a string is shown as written.
+            let names = names.iter().map(|n| n.to_string()).collect();
+            t.dbg.borrow_mut().set_labels(function, names);
+        },
+    );
 
     // Free functions.
     engine.register_fn(

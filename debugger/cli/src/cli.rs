@@ -91,6 +91,14 @@ pub struct AuditArgs {
     /// JSON report: phases, spans, events, checks.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// HTML report: writes DIR/index.html, one self-contained page with the water-level curve,
+    /// the build stairs, per-layer deltas, the heap map after release, the leak trend and the
+    /// checks.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// The run as a Chrome trace / Perfetto JSON file (open it in ui.perfetto.dev).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Directory for the files scripts write (heap dumps).
     #[arg(long, value_name = "DIR", default_value = "memlife-out")]
     pub out: PathBuf,
@@ -181,6 +189,9 @@ pub struct HeapArgs {
     /// Print one JSON object (stable keys, see docs/heap-json.md) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Also write the heap map (the arena as a strip, blocks to scale) as an SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 /// `memlife snapshot`.

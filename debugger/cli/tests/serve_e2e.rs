@@ -170,6 +170,7 @@ fn drive(scenario: &str, leak: u64) {
             "monitor allocator",
             "monitor dump-off model_release",
             "monitor phases",
+            &format!("monitor report {}", dir.join("early").display()),
             // The leak audit, run inside the gdb session (it takes a while: 60 lifecycles).
             "set remotetimeout 600",
             &format!(
@@ -177,6 +178,7 @@ fn drive(scenario: &str, leak: u64) {
                 repo().join("scripts/leak.rhai").display()
             ),
             "monitor phases",
+            &format!("monitor report {}", dir.join("report").display()),
             "monitor shutdown",
         ],
     );
@@ -194,6 +196,26 @@ fn drive(scenario: &str, leak: u64) {
         text.contains("above before), "),
         "phases after the audit: {text}"
     );
+    // `monitor report`: refused before any audit, then the audit's page.
+    assert!(text.contains("no audit has run in this session"), "{text}");
+    assert!(!dir.join("early").exists());
+    let page = std::fs::read_to_string(dir.join("report/index.html"))
+        .unwrap_or_else(|e| panic!("monitor report wrote no page: {e}\n{text}"));
+    assert!(text.contains("report written to"), "{text}");
+    assert!(page.contains("memlife audit: leak.rhai"), "page title");
+    assert!(
+        page.contains(&format!("<dd>{}</dd>", elf.display())),
+        "firmware fact"
+    );
+    if leak > 0 {
+        assert!(page.contains("<span class=\"verdict fail\">FAIL</span>"));
+        assert!(
+            page.contains("<tr class=\"leak\">"),
+            "leaked blocks in the heap map"
+        );
+    } else {
+        assert!(page.contains("flat over 10 releases: no leak"));
+    }
     let log = server.log();
     assert_eq!(log.matches("connected").count(), 2, "{log}");
     server.wait_exit();

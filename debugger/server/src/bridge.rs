@@ -58,6 +58,10 @@ pub struct Bridge {
     stepping: bool,
     /// Phases recorded by `monitor audit`, one line each.
     pub(crate) phases: Vec<String>,
+    /// The last `monitor audit`'s report, for `monitor report DIR`.
+    pub(crate) last_audit: Option<Box<memlife_audit::AuditReport>>,
+    /// The firmware ELF's path, for reports.
+    pub firmware: Option<String>,
     /// `monitor shutdown` was given: end the server after this client.
     pub(crate) shutdown: bool,
 }
@@ -80,6 +84,8 @@ impl Bridge {
             symbols: Rc::new(symbols),
             walker: None,
             phases: Vec::new(),
+            last_audit: None,
+            firmware: None,
             gdb_breakpoints: Vec::new(),
             gdb_watchpoints: Vec::new(),
             dump_on: Vec::new(),

@@ -45,7 +45,18 @@ pub fn serve(
     target: Box<dyn Target>,
     symbols: Symbols,
 ) -> (Box<dyn Target>, Result<()>) {
+    serve_firmware(listener, target, symbols, None)
+}
+
+/// [`serve`], with the firmware's path for the facts of `monitor report`.
+pub fn serve_firmware(
+    listener: &TcpListener,
+    target: Box<dyn Target>,
+    symbols: Symbols,
+    firmware: Option<String>,
+) -> (Box<dyn Target>, Result<()>) {
     let mut bridge = Bridge::new(target, symbols);
+    bridge.firmware = firmware;
     let outcome = serve_clients(listener, &mut bridge);
     (bridge.into_target(), outcome)
 }

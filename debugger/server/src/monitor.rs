@@ -24,6 +24,7 @@ memlife monitor commands:
                              when gdb has no breakpoint there
   dump-off SYMBOL            stop dumping at SYMBOL
   phases                     the lifecycle phases recorded in this session
+  report DIR                 write the last audit's HTML report to DIR/index.html
   audit FILE                 run a Rhai audit script (as `memlife audit`, dumps under
                              memlife-out/) and record its phases
   reset                      reset the target and let it run
@@ -122,6 +123,7 @@ impl Bridge {
             ),
             ["phases"] => Ok(self.phases.join("\n") + "\n"),
             ["audit", path] => self.audit(path),
+            ["report", dir] => self.report(dir),
             ["reset"] | ["reset", "halt"] => {
                 let halt = words.len() == 2;
                 let c = self

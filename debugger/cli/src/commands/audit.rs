@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use memlife_audit::model::Verdict;
-use memlife_audit::report::{RunFacts, summarize};
+use memlife_audit::report::{RunFacts, now_rfc3339, summarize};
 use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod, ScriptError};
 
 use crate::cli::{AuditArgs, TargetArgs};
@@ -57,6 +57,16 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let date = now_rfc3339();
     let cfg = load_config(&args)?;
+    // Refuse unwritable report paths now, not after minutes of auditing.
+    if let Some(dir) = args.report.as_deref().filter(|d| d.exists() && !d.is_dir()) {
+        bail!(
+            "--report {}: exists and is not a directory (the report is DIR/index.html)",
+            dir.display()
+        );
+    }
+    if let Some(file) = args.trace.as_deref().filter(|f| f.is_dir()) {
+        bail!("--trace {}: is a directory, not a file", file.display());
+    }
     let elf = args
         .elf
         .clone()
@@ -110,6 +120,8 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let allocator = debugger.allocator().to_string();
     let phases = debugger.records().to_vec();
     let events = debugger.events().to_vec();
+    let labels = debugger.labels().clone();
+    let heap_map = debugger.heap_map();
     session.give_back(debugger.into_target());
 
     let checks = summarize(&outcome.checks);
@@ -139,6 +151,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
             .iter()
             .map(|p| p.display().to_string())
             .collect(),
+        phase_aliases: cfg.phases.clone(),
+        labels,
+        heap_map,
         error: outcome.error.clone(),
         exit_code: exit,
     };
@@ -152,6 +167,17 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         report
             .write_junit(path)
             .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(dir) = &args.report {
+        let page = memlife_report::write_html_report(&report, dir)?;
+        eprintln!("memlife audit: report written to {}", page.display());
+    }
+    if let Some(path) = &args.trace {
+        memlife_report::write_trace(&report, path)?;
+        eprintln!(
+            "memlife audit: trace written to {} (open it in ui.perfetto.dev)",
+            path.display()
+        );
     }
     let close = session.close();
     print_summary(&report, &args.script)?;
@@ -204,45 +230,4 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
         report.run.seconds
     )?;
     Ok(())
-}
-
-/// UTC now as RFC 3339, without a date crate: days since the epoch to a civil date.
-fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Howard Hinnant's days-to-civil algorithm.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::civil_from_days;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_790), (2026, 12, 3));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-    }
 }

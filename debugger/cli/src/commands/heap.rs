@@ -29,6 +29,14 @@ pub fn run(args: HeapArgs) -> Result<ExitCode> {
     } else {
         render::text(&state, &ctx)
     };
+    if let Some(path) = &args.svg {
+        let at = match &ctx.at {
+            Some((f, hit)) => format!("{f} (hit {hit})"),
+            None => "where the target stopped".to_string(),
+        };
+        let map = memlife_report::heapmap::from_state(&at, &state);
+        memlife_report::write_atomic(path, memlife_report::heap_map_svg(&map).as_bytes())?;
+    }
     session.close()?;
     std::io::stdout().write_all(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)

@@ -22,7 +22,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     let mut session = Session::open(&args.target, &args.elf, "running")?;
     eprintln!("memlife serve: listening on {bound}");
     let target = session.lend()?;
-    let (target, outcome) = memlife_server::serve(&listener, target, symbols);
+    let (target, outcome) = memlife_server::serve_firmware(
+        &listener,
+        target,
+        symbols,
+        Some(args.elf.display().to_string()),
+    );
     session.give_back(target);
     let closed = session.close();
     outcome?;

@@ -1,0 +1,156 @@
+//! The heap map: the arena as one strip, drawn to scale (a block is at least one pixel wide),
+//! used blocks dark, free blocks light,
+//! leaked blocks red with a marker above them (narrow blocks would vanish otherwise). Every
+//! block has a `<title>`: its address, size, state and allocation site show on hover.
+//!
+//! Drawn by hand rather than with plotters: it is rectangles on a line, and plotters has no way
+//! to give an element a title.
+
+use std::fmt::Write;
+
+use memlife_audit::model::{HeapMap, MapBlock};
+use memlife_heap::HeapState;
+
+use crate::escape::text;
+use crate::kib;
+
+const WIDTH: f64 = 960.0;
+const LEFT: f64 = 10.0;
+const STRIP_TOP: f64 = 34.0;
+const STRIP_H: f64 = 56.0;
+
+/// Colours of the map (also used by the page's legend).
+pub const USED: &str = "#1f4e8c";
+/// Free blocks.
+pub const FREE: &str = "#d9e7d0";
+/// Never handed out (newlib's unclaimed tail).
+pub const UNCLAIMED: &str = "#eeeeee";
+/// Leaked blocks.
+pub const LEAKED: &str = "#d02828";
+
+/// The map of one walk, without leak marks or sites (`memlife heap --svg`).
+pub fn from_state(at: &str, state: &HeapState) -> HeapMap {
+    HeapMap::new(at.to_string(), state, None, |_| None)
+}
+
+fn block_title(b: &MapBlock) -> String {
+    let state = if b.unclaimed {
+        "unclaimed"
+    } else if b.free {
+        "free"
+    } else if b.leaked {
+        "LEAKED"
+    } else {
+        "used"
+    };
+    let mut t = format!("{:#010x}  {} B  {state}", b.addr, b.size);
+    if let Some(site) = &b.site {
+        let _ = write!(t, "\nallocated at {site}");
+        for c in site.chain.iter().skip(1) {
+            let _ = write!(t, "\n  <- {c}");
+        }
+    }
+    t
+}
+
+/// The heap map as an SVG element.
+pub fn heap_map_svg(map: &HeapMap) -> String {
+    let inner = WIDTH - 2.0 * LEFT;
+    // heap_5's regions need not be contiguous: the strip spans from the arena's start to the
+    // end of its last block when that lies past heap_start + heap_size.
+    let extent = map
+        .blocks
+        .iter()
+        .map(|b| b.addr.saturating_add(b.size).saturating_sub(map.heap_start))
+        .fold(map.heap_size, u64::max);
+    let size = extent.max(1) as f64;
+    let scale = inner / size;
+    let height = STRIP_TOP + STRIP_H + 44.0;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="heapmap" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" shape-rendering="crispEdges" role="img" aria-label="heap map">"#
+    );
+    let ratio = map
+        .summary
+        .largest_free_ratio
+        .map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
+    let _ = write!(
+        s,
+        r##"<text x="{LEFT}" y="16" font-size="14" fill="#222">{} at {}: {} used in {} blocks, {} free in {} blocks; largest free / total free = {ratio}</text>"##,
+        text(&map.summary.status_word()),
+        text(&map.at),
+        kib(map.summary.used),
+        map.summary.used_blocks,
+        kib(map.summary.free),
+        map.summary.free_blocks,
+    );
+    let _ = write!(
+        s,
+        r##"<rect x="{LEFT}" y="{STRIP_TOP}" width="{inner}" height="{STRIP_H}" fill="#f7f7f7" stroke="#999"/>"##
+    );
+    for b in &map.blocks {
+        let x = LEFT + (b.addr.saturating_sub(map.heap_start)) as f64 * scale;
+        // To scale, but never thinner than a pixel: a 16-byte block on a 96 KiB strip is a
+        // fifth of a pixel, and fragmentation is exactly those blocks between the free ones.
+        let w = (b.size as f64 * scale).max(1.0);
+        // The white separator only where the block is wide enough to keep its colour.
+        let stroke = if w >= 3.0 { 0.4 } else { 0.0 };
+        let fill = if b.unclaimed {
+            UNCLAIMED
+        } else if b.free {
+            FREE
+        } else if b.leaked {
+            LEAKED
+        } else {
+            USED
+        };
+        let _ = write!(
+            s,
+            r##"<rect class="{}" x="{x:.2}" y="{STRIP_TOP}" width="{w:.2}" height="{STRIP_H}" fill="{fill}" stroke="#ffffff" stroke-width="{stroke}"><title>{}</title></rect>"##,
+            if b.leaked { "block leaked" } else { "block" },
+            text(&block_title(b))
+        );
+        if b.leaked {
+            // A marker above, so a 368-byte block on a 96 KiB strip is found at a glance.
+            let cx = x + w / 2.0;
+            let _ = write!(
+                s,
+                r#"<path d="M{:.2} {} l-6 -10 h12 z" fill="{LEAKED}"><title>{}</title></path>"#,
+                cx,
+                STRIP_TOP - 2.0,
+                text(&block_title(b))
+            );
+        }
+    }
+    let end = map.heap_start + extent;
+    let y = STRIP_TOP + STRIP_H + 16.0;
+    let _ = write!(
+        s,
+        r##"<text x="{LEFT}" y="{y}" font-size="12" fill="#444">{:#010x}</text><text x="{}" y="{y}" font-size="12" fill="#444" text-anchor="end">{end:#010x} ({})</text>"##,
+        map.heap_start,
+        WIDTH - LEFT,
+        kib(map.heap_size)
+    );
+    if map.leaked_blocks > 0 {
+        let _ = write!(
+            s,
+            r#"<text x="{LEFT}" y="{}" font-size="13" fill="{LEAKED}" font-weight="bold">{} leaked block(s), {} B: hover a red block for its allocation site</text>"#,
+            y + 20.0,
+            map.leaked_blocks,
+            map.leaked_bytes
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+trait StatusWord {
+    fn status_word(&self) -> String;
+}
+
+impl StatusWord for memlife_audit::model::HeapSummary {
+    fn status_word(&self) -> String {
+        format!("heap {:?}", self.status).to_lowercase()
+    }
+}

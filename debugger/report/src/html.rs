@@ -1,0 +1,388 @@
+//! The report page: one self-contained HTML file (inline CSS and SVG, no scripts, no fonts,
+//! nothing fetched), readable offline and printable. Each chart is followed by its figures in
+//! bytes, as in the JSON report.
+
+use std::fmt::Write;
+
+use memlife_audit::AuditReport;
+use memlife_audit::model::Verdict;
+
+use crate::charts::{self, css, role_color};
+use crate::escape::text;
+use crate::heapmap::{self, heap_map_svg};
+use crate::timeline::Timeline;
+use crate::{Result, delta, kib};
+
+const STYLE: &str = r#"
+body { font-family: sans-serif; color: #222; margin: 24px auto; max-width: 1000px; padding: 0 12px; line-height: 1.4; }
+h1 { font-size: 22px; margin-bottom: 4px; }
+h2 { font-size: 18px; border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }
+section { break-inside: avoid; }
+svg { max-width: 100%; height: auto; display: block; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.verdict { font-weight: bold; padding: 1px 8px; border-radius: 3px; color: #fff; }
+.pass { background: #2a9646; } .fail { background: #c82828; } .warn { background: #d08a00; }
+.summary { font-size: 16px; }
+.chip { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; border: 1px solid #888; }
+.note { color: #555; font-size: 13px; }
+details { margin: 6px 0; }
+dl.facts { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; font-size: 14px; }
+dl.facts dt { font-weight: bold; } dl.facts dd { margin: 0; }
+@media print { body { margin: 0; max-width: none; } h2 { break-after: avoid; } }
+"#;
+
+fn verdict(v: Verdict) -> (&'static str, &'static str) {
+    match v {
+        Verdict::Pass => ("pass", "PASS"),
+        Verdict::Fail => ("fail", "FAIL"),
+        Verdict::Warn => ("warn", "WARN"),
+    }
+}
+
+/// Renders the page.
+pub fn render_html(report: &AuditReport) -> Result<String> {
+    let t = Timeline::build(report);
+    let mut h = String::with_capacity(256 * 1024);
+    let script = std::path::Path::new(&report.run.script)
+        .file_name()
+        .map_or_else(
+            || report.run.script.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>memlife audit: {} on {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        text(&script),
+        text(&report.run.elf)
+    );
+    let _ = write!(
+        h,
+        "<header>\n<h1>memlife audit: {}</h1>\n<p class=\"note\">{} &middot; {} &middot; {}</p>\n",
+        text(&script),
+        text(&report.run.elf),
+        text(&report.run.allocator),
+        text(&report.run.date)
+    );
+    let failed = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Fail)
+        .count();
+    let warned = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Warn)
+        .count();
+    let passed = report.checks.len() - failed - warned;
+    let (cls, word) = if report.error.is_some() {
+        ("fail", "ERROR")
+    } else if failed > 0 {
+        ("fail", "FAIL")
+    } else {
+        ("pass", "PASS")
+    };
+    let _ = write!(
+        h,
+        "<p class=\"summary\"><span class=\"verdict {cls}\">{word}</span> {passed} passed, {failed} failed, {warned} warnings; exit code {}</p>\n</header>\n",
+        report.exit_code
+    );
+
+    checks(&mut h, report);
+    curve(&mut h, report, &t)?;
+    stairs(&mut h, report)?;
+    layers(&mut h, report)?;
+    heap_map(&mut h, report);
+    trend(&mut h, report)?;
+    facts(&mut h, report);
+    h.push_str("</body>\n</html>\n");
+    Ok(h)
+}
+
+fn checks(h: &mut String, report: &AuditReport) {
+    h.push_str("<section id=\"checks\">\n<h2>Checks</h2>\n<table>\n<tr><th>check</th><th>verdict</th><th>calls</th><th>message</th></tr>\n");
+    for c in &report.checks {
+        let (cls, word) = verdict(c.verdict);
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td><span class=\"verdict {cls}\">{word}</span></td><td class=\"num\">{}{}</td><td>{}</td></tr>",
+            text(&c.name),
+            c.calls,
+            if c.failures > 0 {
+                format!(" ({} failed)", c.failures)
+            } else {
+                String::new()
+            },
+            text(&c.message)
+        );
+    }
+    if let Some(e) = &report.error {
+        let _ = writeln!(
+            h,
+            "<tr><td>script</td><td><span class=\"verdict fail\">ERROR</span></td><td></td><td>{}</td></tr>",
+            text(&e.to_string())
+        );
+    }
+    if report.checks.is_empty() && report.error.is_none() {
+        h.push_str("<tr><td colspan=\"4\">the script recorded no checks</td></tr>\n");
+    }
+    h.push_str("</table>\n</section>\n");
+}
+
+fn curve(h: &mut String, report: &AuditReport, t: &Timeline<'_>) -> Result<()> {
+    h.push_str("<section id=\"water-level\">\n<h2>Water level: used heap over the run</h2>\n");
+    if t.phases.is_empty() && t.events.is_empty() {
+        h.push_str("<p class=\"note\">no phases or allocations were recorded</p>\n</section>\n");
+        return Ok(());
+    }
+    let mut roles: Vec<&str> = Vec::new();
+    for p in &t.phases {
+        if !roles.contains(&p.role.as_str()) {
+            roles.push(&p.role);
+        }
+    }
+    h.push_str("<p class=\"note\">phases:");
+    for r in &roles {
+        let _ = write!(
+            h,
+            "<span class=\"chip\" style=\"background:{}\"></span>{}",
+            css(role_color(r)),
+            text(r)
+        );
+    }
+    h.push_str("</p>\n");
+    h.push_str(&charts::curve::svg(report, t)?);
+    if let Some(p) = charts::curve::peak(report, t) {
+        let _ = writeln!(
+            h,
+            "<p><b class=\"peak\">{}</b> ({} B used, in {}, the {} phase); heap capacity {} B; baseline {} B used at the first phase's entry.</p>",
+            text(&p.label()),
+            p.used,
+            text(&p.phase),
+            text(&p.role),
+            report.run.heap_size,
+            report.phases.first().map_or(0, |f| f.before.used)
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">{} steps: one per allocator event and per phase and span boundary (the target has no clock memlife reads); {} allocator events{}.</p>",
+        t.end,
+        report.events.len(),
+        if t.points.len() > charts::curve::MAX_POINTS {
+            format!(
+                ", drawn from {} points decimated to about {} keeping every bucket's lowest and highest",
+                t.points.len(),
+                charts::curve::MAX_POINTS
+            )
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        h,
+        "<details{}><summary>phases ({})</summary>\n<table>\n<tr><th>phase</th><th>role</th><th>used before</th><th>used after</th><th>delta</th><th>peak used</th><th>peak above entry</th><th>allocs</th><th>frees</th></tr>",
+        if report.phases.len() <= 20 {
+            " open"
+        } else {
+            ""
+        },
+        report.phases.len()
+    );
+    for s in &t.phases {
+        let p = s.record;
+        let _ = writeln!(
+            h,
+            "<tr><td>{}#{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:+}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            text(&p.function),
+            p.call,
+            text(&s.role),
+            p.before.used,
+            p.after.used,
+            p.delta_used,
+            p.peak_used,
+            p.peak_above_before,
+            p.allocs,
+            p.frees
+        );
+    }
+    h.push_str("</table>\n</details>\n</section>\n");
+    Ok(())
+}
+
+fn stairs(h: &mut String, report: &AuditReport) -> Result<()> {
+    h.push_str(
+        "<section id=\"build-stairs\">\n<h2>Graph build: resident memory per operator</h2>\n",
+    );
+    let Some(st) = charts::stairs::stairs(report) else {
+        h.push_str("<p class=\"note\">no build phase with spans was recorded (phase <code>build</code>, spans from <code>[spans]</code>)</p>\n</section>\n");
+        return Ok(());
+    };
+    h.push_str(&charts::stairs::svg(&st)?);
+    if let Some(big) = st.steps.get(st.largest) {
+        let _ = writeln!(
+            h,
+            "<p>Largest step: <b class=\"largest-step\">{}</b> {} ({} B); the whole build keeps {} ({} B) in {}.</p>",
+            text(&big.name),
+            delta(big.delta),
+            big.delta,
+            kib(st.total.max(0) as u64),
+            st.total,
+            text(&st.phase)
+        );
+    }
+    h.push_str("<details><summary>steps</summary>\n<table>\n<tr><th>operator</th><th>step (B)</th><th>resident after (B)</th></tr>\n");
+    for s in &st.steps {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{:+}</td><td class=\"num\">{}</td></tr>",
+            text(&s.name),
+            s.delta,
+            s.resident
+        );
+    }
+    h.push_str("</table>\n</details>\n</section>\n");
+    Ok(())
+}
+
+fn layers(h: &mut String, report: &AuditReport) -> Result<()> {
+    h.push_str("<section id=\"layers\">\n<h2>Inference: per-layer deltas</h2>\n");
+    let Some(l) = charts::layers::layers(report) else {
+        h.push_str("<p class=\"note\">no inference phase with spans was recorded (phase <code>run</code>)</p>\n</section>\n");
+        return Ok(());
+    };
+    h.push_str(&charts::layers::svg(&l)?);
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">solid bar: bytes the layer kept (red) or gave back (green); outline: its transient high above its entry.</p>\n<p>Reuse verdict: <b class=\"reuse\">{}</b>; inference peak {} B above entry in {}.</p>",
+        text(&l.verdict),
+        l.peak_above,
+        text(&l.phase)
+    );
+    h.push_str("<details><summary>layers</summary>\n<table>\n<tr><th>layer</th><th>delta (B)</th><th>high above entry (B)</th></tr>\n");
+    for x in &l.layers {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{:+}</td><td class=\"num\">{}</td></tr>",
+            text(&x.name),
+            x.delta,
+            x.peak_above
+        );
+    }
+    h.push_str("</table>\n</details>\n</section>\n");
+    Ok(())
+}
+
+fn heap_map(h: &mut String, report: &AuditReport) {
+    h.push_str("<section id=\"heap-map\">\n<h2>Heap map after release</h2>\n");
+    let Some(map) = &report.heap_map else {
+        h.push_str("<p class=\"note\">no release phase was recorded</p>\n</section>\n");
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">the arena from {:#010x}, {} B, to scale:<span class=\"chip\" style=\"background:{}\"></span>used<span class=\"chip\" style=\"background:{}\"></span>free<span class=\"chip\" style=\"background:{}\"></span>leaked<span class=\"chip\" style=\"background:{}\"></span>never handed out. Hover a block for its address, size and allocation site.</p>",
+        map.heap_start,
+        map.heap_size,
+        heapmap::USED,
+        heapmap::FREE,
+        heapmap::LEAKED,
+        heapmap::UNCLAIMED
+    );
+    h.push_str(&heap_map_svg(map));
+    let ratio = map
+        .summary
+        .largest_free_ratio
+        .map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
+    let _ = writeln!(
+        h,
+        "<p>Largest free / total free = <b class=\"ratio\">{ratio}</b> ({} of {} B in {} free blocks) at {}.</p>",
+        map.summary.largest_free,
+        map.summary.free,
+        map.summary.free_blocks,
+        text(&map.at)
+    );
+    let leaked: Vec<_> = map.blocks.iter().filter(|b| b.leaked).collect();
+    if leaked.is_empty() {
+        h.push_str("<p>No block is left behind compared with the baseline.</p>\n");
+    } else {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">leaked: used after the last release and not at the baseline (the first release when the run released more than once, else the first phase's entry)</p>\n<table>\n<tr><th>address</th><th>size (B)</th><th>allocated at</th><th>call chain</th></tr>"
+        );
+        for b in leaked {
+            let (site, chain) = match &b.site {
+                Some(s) => (s.to_string(), s.chain.join(" <- ")),
+                None => ("unknown (not traced)".to_string(), String::new()),
+            };
+            let _ = writeln!(
+                h,
+                "<tr class=\"leak\"><td>{:#010x}</td><td class=\"num\">{}</td><td class=\"site\">{}</td><td>{}</td></tr>",
+                b.addr,
+                b.size,
+                text(&site),
+                text(&chain)
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+fn trend(h: &mut String, report: &AuditReport) -> Result<()> {
+    h.push_str("<section id=\"leak-trend\">\n<h2>Leak trend: free heap after each release</h2>\n");
+    let Some(tr) = charts::trend::trend(report) else {
+        h.push_str("<p class=\"note\">no release phase was recorded</p>\n</section>\n");
+        return Ok(());
+    };
+    h.push_str(&charts::trend::svg(&tr)?);
+    let list: Vec<String> = tr.free.iter().map(u64::to_string).collect();
+    let _ = writeln!(
+        h,
+        "<p>Free after release: <span class=\"frees\">{}</span> B{}.</p>",
+        list.join(" &rarr; "),
+        if tr.leaking() {
+            format!(
+                "; <b>{} lost</b> from the first release to the last",
+                delta(tr.lost)
+            )
+        } else {
+            String::new()
+        }
+    );
+    h.push_str("</section>\n");
+    Ok(())
+}
+
+fn facts(h: &mut String, report: &AuditReport) {
+    let r = &report.run;
+    h.push_str("<section id=\"run\">\n<h2>Run</h2>\n<dl class=\"facts\">\n");
+    let rows: Vec<(&str, String)> = vec![
+        ("firmware", r.elf.clone()),
+        ("allocator", r.allocator.clone()),
+        ("board", r.board.clone().unwrap_or_else(|| "-".into())),
+        ("target", r.target.clone()),
+        ("script", r.script.clone()),
+        ("peak method", format!("{:?}", report.method).to_lowercase()),
+        ("heap capacity", format!("{} B", r.heap_size)),
+        (
+            "phases, events",
+            format!("{}, {}", report.phases.len(), report.events.len()),
+        ),
+        (
+            "stops",
+            format!(
+                "{} ({} resumed on the host, {} stepped)",
+                r.stops, r.emulated, r.stepped
+            ),
+        ),
+        ("duration", format!("{:.1} s", r.seconds)),
+        ("memlife", r.memlife.clone()),
+        ("date", r.date.clone()),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", text(k), text(&v));
+    }
+    h.push_str("</dl>\n</section>\n");
+}

@@ -1,0 +1,110 @@
+//! memlife's reports for people: the audit as one self-contained HTML page, a heap map as SVG,
+//! and the run as a Chrome trace event (Perfetto) JSON file.
+//!
+//! Everything here works from what the audit recorded ([`AuditReport`]): no target access, so
+//! the CLI (`memlife audit --report DIR --trace FILE`, `memlife heap --svg FILE`) and the GDB
+//! server (`monitor report DIR`) render the same pages.
+//!
+//! ```no_run
+//! # fn demo(report: &memlife_audit::AuditReport) -> Result<(), memlife_report::ReportError> {
+//! memlife_report::write_html_report(report, std::path::Path::new("out/report"))?;
+//! memlife_report::write_trace(report, std::path::Path::new("out/run.trace.json"))?;
+//! # Ok(()) }
+//! ```
+//!
+//! The charts are drawn with plotters' SVG backend (text stays `<text>`, no fonts are read or
+//! fetched); the heap map is a strip of rectangles drawn here, because each block needs a
+//! `<title>` (its address, size and allocation site on hover), which plotters cannot attach.
+//!
+//! # Layout
+//! - [`timeline`]: one time axis for phases, spans and allocator events (there is no target
+//!   clock: a step per recorded event or boundary).
+//! - [`charts`]: the water-level curve, the build stair chart, per-layer deltas, the leak trend.
+//! - [`heapmap`]: the heap strip, drawn to scale.
+//! - [`html`]: the page.
+//! - [`trace`]: the Perfetto / `chrome://tracing` JSON.
+//! - [`escape`]: escaping for HTML and SVG text and attributes.
+
+#![warn(missing_docs)]
+
+pub mod charts;
+pub mod escape;
+pub mod heapmap;
+pub mod html;
+pub mod timeline;
+pub mod trace;
+
+use std::path::{Path, PathBuf};
+
+use memlife_audit::AuditReport;
+
+pub use heapmap::heap_map_svg;
+pub use html::render_html;
+pub use trace::trace_json;
+
+/// What can go wrong while rendering or writing a report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// A chart could not be drawn.
+    #[error("drawing the {chart} chart: {message}")]
+    Chart {
+        /// Which chart.
+        chart: &'static str,
+        /// What plotters said.
+        message: String,
+    },
+    /// A file could not be written.
+    #[error("writing {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// JSON could not be serialised.
+    #[error("serialising the trace: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// The crate's result.
+pub type Result<T> = std::result::Result<T, ReportError>;
+
+/// Writes `dir/index.html` (atomically) and returns its path.
+pub fn write_html_report(report: &AuditReport, dir: &Path) -> Result<PathBuf> {
+    let page = render_html(report)?;
+    let path = dir.join("index.html");
+    write_atomic(&path, page.as_bytes())?;
+    Ok(path)
+}
+
+/// Writes the Perfetto JSON of the run to `path` (atomically).
+pub fn write_trace(report: &AuditReport, path: &Path) -> Result<()> {
+    let json = serde_json::to_vec(&trace_json(report))?;
+    write_atomic(path, &json)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it: a reader never sees half
+/// a report.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    memlife_audit::script::write_atomic(path, bytes).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Bytes as KiB with one decimal (`10.5 KiB`).
+pub fn kib(bytes: u64) -> String {
+    format!("{:.1} KiB", bytes as f64 / 1024.0)
+}
+
+/// A signed byte delta as `+9.3 KiB` / `-368 B`: small deltas stay in bytes, where a header's
+/// worth matters.
+pub fn delta(bytes: i64) -> String {
+    if bytes.unsigned_abs() < 1024 {
+        format!("{bytes:+} B")
+    } else {
+        format!("{:+.1} KiB", bytes as f64 / 1024.0)
+    }
+}

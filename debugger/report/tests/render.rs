@@ -1,0 +1,336 @@
+//! The renderers on synthetic audits: escaping of hostile names, sampled runs without events,
+//! long runs decimated with their extremes kept, and the trace's shape.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+
+use memlife_audit::model::{
+    CheckResult, HeapSummary, PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent, Verdict,
+};
+use memlife_audit::report::{RunFacts, summarize};
+use memlife_audit::{AuditReport, PeakMethod};
+use memlife_heap::HeapStatus;
+use memlife_report::timeline::Timeline;
+
+const SIZE: u64 = 98_304;
+
+fn heap(used: u64) -> HeapSummary {
+    HeapSummary {
+        free: SIZE - used,
+        used,
+        largest_free: SIZE - used,
+        largest_free_ratio: Some(1.0),
+        free_blocks: 1,
+        used_blocks: 1,
+        min_ever_free: None,
+        status: HeapStatus::Ok,
+    }
+}
+
+fn phase(
+    function: &str,
+    call: u64,
+    before: u64,
+    after: u64,
+    peak: u64,
+    seq: (u64, u64),
+) -> PhaseRecord {
+    PhaseRecord {
+        function: function.into(),
+        alias: None,
+        call,
+        method: PeakMethod::Sample,
+        before: heap(before),
+        after: heap(after),
+        delta_used: after as i64 - before as i64,
+        peak_used: peak,
+        peak_above_before: peak - before,
+        peak_at: None,
+        spans: vec![],
+        allocs: 0,
+        frees: 0,
+        events: None,
+        accounting_drift: 0,
+        seq_begin: seq.0,
+        seq_end: seq.1,
+    }
+}
+
+fn span(function: &str, arg: u64, before: u64, after: u64, seq: u64) -> SpanRecord {
+    SpanRecord {
+        function: function.into(),
+        call: arg + 1,
+        index: arg as usize,
+        args: [0, arg, 0, 0],
+        before_used: before,
+        after_used: after,
+        delta: after as i64 - before as i64,
+        peak_used: before.max(after),
+        seq_begin: seq,
+        seq_end: seq,
+    }
+}
+
+fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> AuditReport {
+    let calls = vec![CheckResult {
+        name: "leak <b>".into(),
+        verdict: Verdict::Fail,
+        message: message.into(),
+        line: Some(1),
+    }];
+    let mut aliases = BTreeMap::new();
+    for (a, f) in [
+        ("load", "model_load"),
+        ("build", "graph_build"),
+        ("run", "inference_run"),
+        ("release", "model_release"),
+    ] {
+        aliases.insert(a.to_string(), f.to_string());
+    }
+    AuditReport {
+        run: RunFacts {
+            memlife: "0.1.0".into(),
+            date: "2026-12-03T10:00:00Z".into(),
+            elf: "fw/\"quoted\" & <odd>.elf".into(),
+            allocator: "freertos-heap4".into(),
+            target: "test".into(),
+            board: Some("netduinoplus2".into()),
+            script: "scripts/x.rhai".into(),
+            heap_size: SIZE,
+            ..Default::default()
+        },
+        method: PeakMethod::Sample,
+        checks: summarize(&calls),
+        check_calls: calls,
+        phases,
+        events,
+        dumps: vec![],
+        phase_aliases: aliases,
+        labels: BTreeMap::from([(
+            "op_init".to_string(),
+            vec!["conv<1>".to_string(), "conv_b".to_string()],
+        )]),
+        heap_map: None,
+        error: None,
+        exit_code: 1,
+    }
+}
+
+/// A sampled lifecycle: no events, spans only.
+fn sampled() -> AuditReport {
+    let mut build = phase("graph_build", 1, 30_000, 40_000, 40_000, (0, 0));
+    build.spans = vec![
+        span("op_init", 0, 30_000, 30_264, 0),
+        span("op_init", 1, 30_264, 39_752, 0),
+    ];
+    let mut release = phase("model_release", 1, 40_000, 0, 40_000, (0, 0));
+    release.peak_above_before = 0;
+    report(
+        vec![
+            phase("model_load", 1, 0, 30_000, 62_000, (0, 0)),
+            build,
+            release,
+        ],
+        vec![],
+        "lost <script>alert(1)</script> & more",
+    )
+}
+
+#[test]
+fn hostile_strings_are_escaped_everywhere() {
+    let page = memlife_report::render_html(&sampled()).unwrap();
+    assert!(!page.contains("<script"), "a check message became markup");
+    assert!(page.contains("lost &lt;script&gt;alert(1)&lt;/script&gt; &amp; more"));
+    assert!(page.contains("<td>leak &lt;b&gt;</td>"));
+    assert!(page.contains("fw/&quot;quoted&quot; &amp; &lt;odd&gt;.elf"));
+    // A label drawn by plotters inside the stair chart is escaped too.
+    assert!(!page.contains("conv<1>"));
+    assert!(page.contains("conv&lt;1&gt;"));
+}
+
+#[test]
+fn a_sampled_run_gets_a_step_per_span_boundary() {
+    let r = sampled();
+    let t = Timeline::build(&r);
+    assert_eq!(t.phases.len(), 3);
+    assert_eq!(t.spans.len(), 2);
+    // Both spans opened and closed at one sequence number, yet each gets steps of its own, in
+    // order, inside its phase.
+    let (a, b) = (&t.spans[0], &t.spans[1]);
+    assert!(a.x0 < a.x1 && a.x1 <= b.x0 && b.x0 < b.x1, "{a:?} {b:?}");
+    assert!(t.phases[1].x0 < a.x0 && b.x1 < t.phases[1].x1);
+    let steps: Vec<u64> = t.points.iter().map(|p| p.0).collect();
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+    // The stair chart names the largest step by its label; the peak is the load's.
+    let page = memlife_report::render_html(&r).unwrap();
+    assert!(page.contains("largest step: conv_b +9.3 KiB"));
+    assert!(page.contains("peak 60.5 KiB in model_load (+60.5 KiB above entry)"));
+}
+
+fn event(seq: u64, used_after: u64) -> TraceEvent {
+    TraceEvent {
+        seq,
+        kind: "alloc",
+        addr: 0x2000_0000 + seq * 8,
+        size: 8,
+        request: Some(4),
+        used_after,
+        phase: Some("inference_run".into()),
+        span: None,
+        site: Site {
+            function: Some("f".into()),
+            file: Some("a.c".into()),
+            line: Some(3),
+            chain: vec![],
+        },
+    }
+}
+
+#[test]
+fn long_runs_are_decimated_keeping_the_extremes() {
+    let n = 30_000u64;
+    // A saw tooth with one spike and one dip.
+    let events: Vec<TraceEvent> = (0..n)
+        .map(|i| {
+            let used = match i {
+                17_777 => 90_000,
+                3_333 => 5,
+                _ => 20_000 + (i % 50) * 10,
+            };
+            event(i, used)
+        })
+        .collect();
+    let mut run = phase("inference_run", 1, 20_000, 20_000, 90_000, (0, n));
+    run.peak_at = Some(PeakSite {
+        seq: Some(17_777),
+        span: None,
+        span_index: None,
+        span_arg1: None,
+        site: None,
+    });
+    let r = report(vec![run], events, "");
+    let t = Timeline::build(&r);
+    assert_eq!(t.points.len() as u64, n + 2);
+    let d = t.decimated(4000);
+    assert!(d.len() <= 4002 && d.len() > 1000, "{}", d.len());
+    assert!(d.contains(&(t.step_of(17_777).unwrap(), 90_000)));
+    assert!(d.contains(&(t.step_of(3_333).unwrap(), 5)));
+    assert!(d.windows(2).all(|w| w[0].0 < w[1].0));
+    let page = memlife_report::render_html(&r).unwrap();
+    assert!(page.len() < 2_000_000, "page of {} bytes", page.len());
+    assert!(page.contains("peak 87.9 KiB in inference_run"));
+    // The trace keeps every event.
+    let trace = memlife_report::trace_json(&r);
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert_eq!(events.iter().filter(|e| e["ph"] == "i").count() as u64, n);
+}
+
+#[test]
+fn an_audit_without_phases_still_renders() {
+    let r = report(vec![], vec![], "");
+    let page = memlife_report::render_html(&r).unwrap();
+    assert!(page.contains("no phases or allocations were recorded"));
+    assert!(page.contains("no build phase with spans was recorded"));
+    assert!(page.contains("no release phase was recorded"));
+    let trace = memlife_report::trace_json(&r);
+    assert_eq!(trace["displayTimeUnit"], "ms");
+}
+
+fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
+    let used: u64 = blocks.iter().filter(|b| !b.2).map(|b| b.1).sum();
+    memlife_heap::HeapState {
+        allocator: "freertos-heap4",
+        status: HeapStatus::Ok,
+        busy_reason: None,
+        heap_start: 0x1000,
+        heap_size: 0x1000,
+        total_free: 0x1000 - used,
+        used,
+        largest_free: 0,
+        free_blocks: blocks.iter().filter(|b| b.2).count() as u64,
+        used_blocks: blocks.iter().filter(|b| !b.2).count() as u64,
+        min_ever_free: None,
+        unclaimed: None,
+        counters: vec![],
+        free_list: vec![],
+        blocks: blocks
+            .iter()
+            .map(|&(addr, size, free)| memlife_heap::Block {
+                addr,
+                size,
+                free,
+                unclaimed: false,
+            })
+            .collect(),
+        anomalies: vec![],
+    }
+}
+
+#[test]
+fn leaked_blocks_are_new_since_the_baseline_or_share_a_leaking_site() {
+    use memlife_audit::model::HeapMap;
+    let site = |f: &str| Site {
+        function: Some(f.into()),
+        file: Some("engine.c".into()),
+        line: Some(51),
+        chain: vec![],
+    };
+    // Baseline (first release): one block of the leaking site, one kept for good.
+    let baseline = state(&[
+        (0x1000, 0x100, false),
+        (0x1100, 0x80, false),
+        (0x1180, 0xe80, true),
+    ]);
+    // Last release: both, plus a new block from the leaking site.
+    let last = state(&[
+        (0x1000, 0x100, false),
+        (0x1100, 0x80, false),
+        (0x1180, 0x100, false),
+        (0x1280, 0xd80, true),
+    ]);
+    let map = HeapMap::new("model_release#3".into(), &last, Some(&baseline), |addr| {
+        Some(if addr == 0x1100 {
+            site("kept_for_good")
+        } else {
+            site("build_graph")
+        })
+    });
+    let leaked: Vec<u64> = map
+        .blocks
+        .iter()
+        .filter(|b| b.leaked)
+        .map(|b| b.addr)
+        .collect();
+    assert_eq!(leaked, [0x1000, 0x1180]);
+    assert_eq!((map.leaked_blocks, map.leaked_bytes), (2, 0x200));
+    assert!(map.blocks.iter().all(|b| !b.free || b.site.is_none()));
+    // Without a baseline nothing is called a leak.
+    let map = HeapMap::new("x".into(), &last, None, |_| None);
+    assert_eq!(map.leaked_blocks, 0);
+}
+
+#[test]
+fn the_heap_strip_holds_blocks_past_the_nominal_size() {
+    use memlife_audit::model::HeapMap;
+    // A second region past heap_start + heap_size (heap_5): the strip grows to hold it.
+    let s = state(&[
+        (0x1000, 0x800, false),
+        (0x1800, 0x800, true),
+        (0x3000, 0x800, false),
+    ]);
+    let svg = memlife_report::heap_map_svg(&HeapMap::new("x".into(), &s, None, |_| None));
+    for rect in svg.split("<rect class=\"block").skip(1) {
+        let attr = |name: &str| -> f64 {
+            rect.split(&format!(" {name}=\""))
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert!(attr("x") + attr("width") <= 950.01, "{rect}");
+    }
+    assert!(svg.contains("0x00003800"));
+}
