@@ -71,6 +71,17 @@ pub enum TargetError {
         /// Errno-style code from the server.
         code: u8,
     },
+    /// Every hardware unit of a kind is in use (breakpoint or watchpoint comparators).
+    #[error("all {count} {what} are in use; remove one first")]
+    Exhausted {
+        /// What ran out, plural (`hardware breakpoints (FPB comparators)`).
+        what: &'static str,
+        /// How many the target has.
+        count: u32,
+    },
+    /// The target cannot do what was asked as asked (a watch range the hardware cannot match).
+    #[error("{0}")]
+    Rejected(String),
 }
 
 impl TargetError {
@@ -84,6 +95,7 @@ impl TargetError {
             TargetError::Transport { .. } | TargetError::Protocol(_) => ErrorKind::Transport,
             TargetError::Exited(_) | TargetError::Gone(_) => ErrorKind::Gone,
             TargetError::Refused { .. } => ErrorKind::Unmapped,
+            TargetError::Exhausted { .. } | TargetError::Rejected(_) => ErrorKind::Unsupported,
         }
     }
 
