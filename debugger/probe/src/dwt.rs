@@ -69,7 +69,7 @@ pub fn encode(
     kind: WatchKind,
 ) -> Result<Comparator, String> {
     let comp = u32::try_from(addr).map_err(|_| format!("address {addr:#x} is beyond 32 bits"))?;
-    if len == 0 || !len.is_power_of_two() || addr % len != 0 {
+    if len == 0 || !len.is_power_of_two() || !addr.is_multiple_of(len) {
         return Err(format!(
             "a DWT comparator watches a naturally aligned power-of-two range; {len} bytes at {addr:#010x} is not one"
         ));
@@ -367,13 +367,14 @@ mod tests {
     #[test]
     fn v8m_encoding() {
         let w = encode(DwtVersion::V8m, 0x2000_0100, 4, WatchKind::Write).unwrap();
-        // MATCH=0101 (data address, write), ACTION=01 (debug event), DATAVSIZE=10 (word).
-        assert_eq!(w.function, 0b10_0000_01_0101);
+        // DATAVSIZE[11:10] = 2 (word), ACTION[5:4] = 1 (debug event), MATCH[3:0] = 5 (write).
+        assert_eq!(w.function, (2 << 10) | (1 << 4) | 5);
+        assert_eq!(w.function, 0x815);
         assert_eq!(w.mask, None);
         let r = encode(DwtVersion::V8m, 0x2000_0101, 1, WatchKind::Read).unwrap();
-        assert_eq!(r.function, 0b00_0000_01_0110);
+        assert_eq!(r.function, (1 << 4) | 6);
         let a = encode(DwtVersion::V8m, 0x2000_0102, 2, WatchKind::Access).unwrap();
-        assert_eq!(a.function, 0b01_0000_01_0100);
+        assert_eq!(a.function, (1 << 10) | (1 << 4) | 4);
         assert!(encode(DwtVersion::V8m, 0x2000_0000, 8, WatchKind::Write).is_err());
     }
 

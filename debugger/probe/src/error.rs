@@ -7,11 +7,7 @@ use memlife_core::TargetError;
 #[non_exhaustive]
 pub enum ProbeError {
     /// The chip name is not in probe-rs's registry.
-    #[error(
-        "unknown chip `{name}`{}{}",
-        suggestion_text(suggestions),
-        hint_text(hint)
-    )]
+    #[error("unknown chip `{name}`{}", unknown_chip_text(suggestions, hint))]
     UnknownChip {
         /// What was asked for.
         name: String,
@@ -57,19 +53,13 @@ pub enum ProbeError {
     },
 }
 
-fn suggestion_text(s: &[String]) -> String {
-    if s.is_empty() {
+fn unknown_chip_text(suggestions: &[String], hint: &str) -> String {
+    if !hint.is_empty() {
+        format!(": {hint}")
+    } else if suggestions.is_empty() {
         " (no similar name in probe-rs's chip list; names look like STM32F405RGTx, nRF52840_xxAA, esp32s3)".into()
     } else {
-        format!("; did you mean {}?", s.join(", "))
-    }
-}
-
-fn hint_text(h: &str) -> String {
-    if h.is_empty() {
-        String::new()
-    } else {
-        format!(" ({h})")
+        format!("; did you mean {}?", suggestions.join(", "))
     }
 }
 
@@ -82,7 +72,10 @@ fn looked_for(selector: &Option<String>) -> String {
 
 fn no_probe_hint(found: &[String]) -> String {
     if found.is_empty() {
-        "none is attached, or it is not accessible (on Linux, install probe-rs's udev rules; `memlife probes` lists what is visible)".into()
+        format!(
+            "none is attached, or it is not accessible (on Linux, install probe-rs's udev rules; `memlife probes` lists what is visible){}",
+            crate::list::usb_hint()
+        )
     } else {
         format!("attached are {}", found.join("; "))
     }
@@ -91,7 +84,10 @@ fn no_probe_hint(found: &[String]) -> String {
 /// A probe-rs error as a core [`TargetError`], keeping probe-rs's error as the source.
 pub fn target_error(context: &str, e: probe_rs::Error) -> TargetError {
     match e {
-        probe_rs::Error::Timeout => TargetError::Timeout(std::time::Duration::ZERO, "the probe"),
+        // probe-rs gives no duration; its halt and memory timeouts are a few hundred ms.
+        probe_rs::Error::Timeout => {
+            TargetError::Timeout(std::time::Duration::from_millis(500), "a probe-rs request")
+        }
         other => TargetError::transport(context.to_string(), std::io::Error::other(other)),
     }
 }

@@ -313,7 +313,7 @@ impl MemoryWrite for ProbeTarget {
             if bytes.is_empty() {
                 continue;
             }
-            let res = if a % 4 == 0 && bytes.len() % 4 == 0 {
+            let res = if a.is_multiple_of(4) && bytes.len().is_multiple_of(4) {
                 core.write_32(a, &words::to_words(bytes))
             } else {
                 core.write_8(a, bytes)
