@@ -234,3 +234,37 @@ fn memlife_toml_names_the_chip() {
         &["memlife.toml [target] probe", "product id"],
     );
 }
+
+#[test]
+fn hardware_examples_parse_and_name_known_chips() {
+    // The examples' firmware is built for the board; the QEMU ELF stands in, since what is
+    // checked is the configuration: it parses, and its chip resolves (or needs `esp32`).
+    if !no_probe_attached() {
+        eprintln!("a debug probe is attached: skipping");
+        return;
+    }
+    let elf = elf("heap4", "healthy");
+    let out = tempdir("probe-examples");
+    for (example, script, needs_esp32) in [
+        ("stm32-hardware", "lifecycle.rhai", false),
+        ("esp32s3-hardware", "load-peak.rhai", true),
+    ] {
+        let cfg = repo().join("examples").join(example).join("memlife.toml");
+        let script = repo().join("scripts").join(script);
+        let args = [
+            "audit",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--elf",
+            elf.to_str().unwrap(),
+            script.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if needs_esp32 && !cfg!(feature = "esp32") {
+            expect_exit_2(&args, &["unknown chip `esp32s3`", "--features esp32"]);
+        } else {
+            expect_exit_2(&args, &["no debug probe found"]);
+        }
+    }
+}
