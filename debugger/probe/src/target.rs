@@ -56,7 +56,8 @@ fn probe_err(context: impl Into<String>) -> impl FnOnce(probe_rs::Error) -> Prob
 
 impl ProbeTarget {
     /// Validates the chip, finds the probe, attaches. Attaching does not reset or halt the
-    /// target (unless `connect_under_reset`): a running device is audited as it runs.
+    /// target: a running device is audited as it runs. With `connect_under_reset` the chip is
+    /// reset while the probe connects and then let run from its reset vector.
     pub fn open(opts: &ProbeOptions) -> std::result::Result<ProbeTarget, ProbeError> {
         let registry = registry();
         let chip = resolve_chip(&registry, &opts.chip)?;
@@ -114,6 +115,14 @@ impl ProbeTarget {
         target.halted = halted;
         target.breakpoints = HwBreakpoints::new(units);
         target.dwt = dwt_version(core_type).map(Dwt::new);
+        if opts.connect_under_reset && halted {
+            // probe-rs leaves the core caught at the reset vector; let the firmware start, so a
+            // target attached under reset behaves like any other running one.
+            Control::resume(&mut target).map_err(|e| ProbeError::Probe {
+                context: "starting the firmware after attaching under reset".into(),
+                source: probe_rs::Error::Other(e.to_string()),
+            })?;
+        }
         tracing::info!(
             chip = target.chip.name,
             probe = target.probe,
