@@ -216,30 +216,14 @@ impl ProbeTarget {
     /// Why core 0 is halted, as memlife's callers want to hear it.
     fn stop_reason(&mut self, reason: HaltReason) -> Result<StopReason> {
         let pc = self.read_register(Register::ProgramCounter)?;
-        Ok(match reason {
-            HaltReason::Breakpoint(_) => StopReason::Breakpoint(pc),
-            HaltReason::Watchpoint => match self.watch_hit()? {
-                Some((addr, kind)) => StopReason::Watchpoint { addr, kind },
-                None => StopReason::Signal(5),
-            },
-            HaltReason::Step => StopReason::Step,
-            // A step that lands on a breakpoint reports both; the breakpoint is what matters.
-            HaltReason::Multiple if self.breakpoints.contains(pc) => StopReason::Breakpoint(pc),
-            HaltReason::Multiple => match self.watch_hit()? {
-                Some((addr, kind)) => StopReason::Watchpoint { addr, kind },
-                None => StopReason::Signal(5),
-            },
-            HaltReason::Exception => StopReason::Signal(5),
-            HaltReason::Request | HaltReason::External | HaltReason::Unknown => {
-                // An external debugger's breakpoint, or a halt that probe-rs cannot attribute, at
-                // one of ours: report the breakpoint so run-to logic counts it.
-                if self.breakpoints.contains(pc) {
-                    StopReason::Breakpoint(pc)
-                } else {
-                    StopReason::Halted
-                }
-            }
-        })
+        let at_breakpoint = self.breakpoints.contains(pc);
+        // Reading the DWT clears MATCHED, so only after a halt it can explain.
+        let watch = match reason {
+            HaltReason::Watchpoint => self.watch_hit()?,
+            HaltReason::Multiple if !at_breakpoint => self.watch_hit()?,
+            _ => None,
+        };
+        Ok(classify(reason, pc, at_breakpoint, watch))
     }
 
     fn watch_hit(&mut self) -> Result<Option<(u64, WatchKind)>> {
@@ -260,6 +244,35 @@ impl ProbeTarget {
         self.stats.reads += 1;
         self.stats.bytes += len as u64;
         self.stats.max_read = self.stats.max_read.max(len as u64);
+    }
+}
+
+/// A probe-rs halt reason as a memlife stop: `at_breakpoint` says whether the PC is at one of
+/// memlife's breakpoints, `watch` which watchpoint's comparator fired, if any.
+pub fn classify(
+    reason: HaltReason,
+    pc: u64,
+    at_breakpoint: bool,
+    watch: Option<(u64, WatchKind)>,
+) -> StopReason {
+    let watch_or_trap = |w: Option<(u64, WatchKind)>| match w {
+        Some((addr, kind)) => StopReason::Watchpoint { addr, kind },
+        None => StopReason::Signal(5),
+    };
+    match reason {
+        HaltReason::Breakpoint(_) => StopReason::Breakpoint(pc),
+        HaltReason::Watchpoint => watch_or_trap(watch),
+        HaltReason::Step => StopReason::Step,
+        // A step that lands on a breakpoint reports both; the breakpoint is what matters.
+        HaltReason::Multiple if at_breakpoint => StopReason::Breakpoint(pc),
+        HaltReason::Multiple => watch_or_trap(watch),
+        HaltReason::Exception => StopReason::Signal(5),
+        // A halt probe-rs cannot attribute, at one of ours: report the breakpoint, so that
+        // run-to logic counts it.
+        HaltReason::Request | HaltReason::External | HaltReason::Unknown if at_breakpoint => {
+            StopReason::Breakpoint(pc)
+        }
+        HaltReason::Request | HaltReason::External | HaltReason::Unknown => StopReason::Halted,
     }
 }
 
@@ -573,5 +586,81 @@ impl Target for ProbeTarget {
 
     fn as_memory(&mut self) -> &mut dyn Memory {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use probe_rs::BreakpointCause;
+
+    use super::*;
+
+    #[test]
+    fn breakpoint_halts_report_the_pc() {
+        let r = classify(
+            HaltReason::Breakpoint(BreakpointCause::Hardware),
+            0x0800_0100,
+            true,
+            None,
+        );
+        assert_eq!(r, StopReason::Breakpoint(0x0800_0100));
+    }
+
+    #[test]
+    fn watchpoint_halts_name_the_watch() {
+        let w = Some((0x2000_0010, WatchKind::Write));
+        assert_eq!(
+            classify(HaltReason::Watchpoint, 0x0800_0100, false, w),
+            StopReason::Watchpoint {
+                addr: 0x2000_0010,
+                kind: WatchKind::Write
+            }
+        );
+        // The DWT says nothing matched: still a trap, never a silent halt.
+        assert_eq!(
+            classify(HaltReason::Watchpoint, 0, false, None),
+            StopReason::Signal(5)
+        );
+    }
+
+    #[test]
+    fn multiple_prefers_the_breakpoint() {
+        let w = Some((0x2000_0010, WatchKind::Read));
+        assert_eq!(
+            classify(HaltReason::Multiple, 0x100, true, w),
+            StopReason::Breakpoint(0x100)
+        );
+        assert!(matches!(
+            classify(HaltReason::Multiple, 0x100, false, w),
+            StopReason::Watchpoint { .. }
+        ));
+    }
+
+    #[test]
+    fn unattributed_halts() {
+        assert_eq!(
+            classify(HaltReason::Request, 0x100, false, None),
+            StopReason::Halted
+        );
+        assert_eq!(
+            classify(HaltReason::Unknown, 0x100, true, None),
+            StopReason::Breakpoint(0x100)
+        );
+        assert_eq!(
+            classify(HaltReason::Step, 0x100, true, None),
+            StopReason::Step
+        );
+        assert_eq!(
+            classify(HaltReason::Exception, 0x100, false, None),
+            StopReason::Signal(5)
+        );
+    }
+
+    #[test]
+    fn dwt_versions_by_core() {
+        assert_eq!(dwt_version(CoreType::Armv7em), Some(DwtVersion::V7m));
+        assert_eq!(dwt_version(CoreType::Armv6m), Some(DwtVersion::V7m));
+        assert_eq!(dwt_version(CoreType::Armv8m), Some(DwtVersion::V8m));
+        assert_eq!(dwt_version(CoreType::Xtensa), None);
     }
 }
