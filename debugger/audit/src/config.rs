@@ -3,7 +3,8 @@
 //! ```toml
 //! elf = "firmware/build/heap4-healthy.elf"
 //! [target]
-//! qemu = "netduinoplus2"          # or gdb = "127.0.0.1:3333", or chip = "STM32F407VG"
+//! qemu = "netduinoplus2"          # or gdb = "127.0.0.1:3333", or chip = "STM32F405RGTx"
+//! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
 //! [phases]                        # aliases scripts use with t.phase("load")
 //! load = "model_load"
 //! [spans]                         # nested calls recorded inside a phase
@@ -56,6 +57,13 @@ pub struct TargetConfig {
     pub gdb: Option<String>,
     /// A probe-rs chip name (real boards).
     pub chip: Option<String>,
+    /// With `chip`: which debug probe, `VID:PID[:SERIAL]`.
+    pub probe: Option<String>,
+    /// With `chip`: SWD/JTAG clock in kHz.
+    pub speed: Option<u32>,
+    /// With `chip`: hold reset while attaching.
+    #[serde(default)]
+    pub connect_under_reset: bool,
 }
 
 /// Tracing settings.
@@ -217,6 +225,14 @@ mod tests {
         assert_eq!(cfg.trace.method, Some(PeakMethod::Sample));
         assert_eq!(cfg.trace.backtrace, 8);
         assert!(toml::from_str::<AuditConfig>("[budget]\nx = 1").is_err());
+        let board: AuditConfig = toml::from_str(
+            "[target]\nchip = \"STM32F405RGTx\"\nprobe = \"0483:374b\"\nspeed = 4000\nconnect_under_reset = true",
+        )
+        .unwrap();
+        assert_eq!(board.target.chip.as_deref(), Some("STM32F405RGTx"));
+        assert_eq!(board.target.probe.as_deref(), Some("0483:374b"));
+        assert_eq!(board.target.speed, Some(4000));
+        assert!(board.target.connect_under_reset);
         let cfg = cfg.with_lifecycle_defaults();
         assert_eq!(cfg.spans["graph_build"], "op_init");
     }

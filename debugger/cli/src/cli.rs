@@ -37,6 +37,8 @@ pub enum Command {
     /// Be a GDB remote server for gdb-multiarch over the target, with heap `monitor` commands
     /// (`monitor help` lists them).
     Serve(ServeArgs),
+    /// List the debug probes attached to this machine (for --chip and --probe).
+    Probes,
 }
 
 /// `memlife serve`.
@@ -125,18 +127,49 @@ pub struct SymbolsArgs {
 
 /// How to reach the target (one of them).
 #[derive(Debug, Args, Clone, Default)]
-#[group(multiple = false)]
+// At most one target: explicit conflicts rather than an ArgGroup, because the group of a
+// struct with a flattened field (the probe options) is not generated.
+#[group(skip)]
 pub struct TargetArgs {
     /// A GDB remote server that is already running (QEMU -gdb, OpenOCD, JLinkGDBServer, pyOCD).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["qemu", "snapshot", "chip"])]
     pub gdb: Option<String>,
     /// Start qemu-system-arm on this machine (e.g. netduinoplus2), halted, on a free loopback
     /// port; it is stopped when memlife ends.
-    #[arg(long, value_name = "MACHINE")]
+    #[arg(long, value_name = "MACHINE", conflicts_with_all = ["snapshot", "chip"])]
     pub qemu: Option<String>,
     /// An offline snapshot written by `memlife snapshot` (read-only).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "chip")]
     pub snapshot: Option<PathBuf>,
+    /// A real board through a debug probe (probe-rs): the chip name, e.g. STM32F405RGTx or
+    /// esp32s3 (builds with --features esp32). Attaches without reset: the firmware runs on.
+    #[arg(long, value_name = "NAME")]
+    pub chip: Option<String>,
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+}
+
+/// Options of `--chip` (probe-rs).
+#[derive(Debug, Args, Clone, Default)]
+#[group(skip)]
+pub struct ProbeArgs {
+    /// With --chip: which debug probe, when several are attached (`memlife probes` lists them).
+    #[arg(long, value_name = "VID:PID[:SERIAL]", requires = "chip", value_parser = memlife_probe::ProbeSelector::parse)]
+    pub probe: Option<memlife_probe::ProbeSelector>,
+    /// With --chip: the SWD/JTAG clock in kHz (default: the probe's).
+    #[arg(long, value_name = "KHZ", requires = "chip", value_parser = clap::value_parser!(u32).range(1..))]
+    pub speed: Option<u32>,
+    /// With --chip: hold the reset line while attaching (firmware that disables the debug pins or
+    /// sleeps); the firmware restarts.
+    #[arg(long, requires = "chip")]
+    pub connect_under_reset: bool,
+}
+
+impl TargetArgs {
+    /// True when any target is named.
+    pub fn is_given(&self) -> bool {
+        self.gdb.is_some() || self.qemu.is_some() || self.snapshot.is_some() || self.chip.is_some()
+    }
 }
 
 /// Where to stop before looking.
@@ -304,6 +337,43 @@ mod tests {
             "memlife", "heap", "--elf", "x", "--gdb", "h:1", "--hit", "2",
         ]);
         assert!(hit_without_at.is_err());
+    }
+
+    #[test]
+    fn chip_takes_probe_options_and_excludes_other_targets() {
+        let cli = Cli::try_parse_from([
+            "memlife",
+            "heap",
+            "--elf",
+            "x",
+            "--chip",
+            "STM32F405RGTx",
+            "--probe",
+            "0483:374b:ABC",
+            "--speed",
+            "4000",
+            "--connect-under-reset",
+        ])
+        .unwrap();
+        let Command::Heap(args) = cli.command else {
+            panic!("not heap")
+        };
+        assert_eq!(args.target.chip.as_deref(), Some("STM32F405RGTx"));
+        let probe = args.target.probe.probe.unwrap();
+        assert_eq!((probe.vendor_id, probe.product_id), (0x0483, 0x374b));
+        assert_eq!(probe.serial.as_deref(), Some("ABC"));
+        assert_eq!(args.target.probe.speed, Some(4000));
+        assert!(args.target.probe.connect_under_reset);
+        let both = Cli::try_parse_from([
+            "memlife", "heap", "--elf", "x", "--chip", "c", "--gdb", "h:1",
+        ]);
+        assert!(both.is_err());
+        let probe_alone = Cli::try_parse_from(["memlife", "heap", "--elf", "x", "--speed", "100"]);
+        assert!(probe_alone.is_err());
+        let bad = Cli::try_parse_from([
+            "memlife", "heap", "--elf", "x", "--chip", "c", "--probe", "1234:zz",
+        ]);
+        assert!(bad.unwrap_err().to_string().contains("product id"));
     }
 
     #[test]

@@ -87,6 +87,13 @@ fn init_tracing(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
+    // probe-rs warns about every USB driver that finds no device; memlife's own message says
+    // what was looked for, so those warnings only show with -v.
+    let level = if verbose == 0 {
+        format!("{level},probe_rs=error")
+    } else {
+        level.to_string()
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("MEMLIFE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let _ = tracing_subscriber::fmt()

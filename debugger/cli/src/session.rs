@@ -1,6 +1,7 @@
 //! Opening a target from the command line and leaving it as the user asked.
 //!
-//! A [`Session`] owns the backend and, for `--qemu`, the QEMU process. Whatever happens (success,
+//! A [`Session`] owns the backend (GDB remote, probe-rs or a snapshot) and, for `--qemu`, the
+//! QEMU process. Whatever happens (success,
 //! an error, a panic unwinding), dropping it removes memlife's breakpoints, then detaches so the
 //! target runs on, or leaves it halted, as `--leave` says; a QEMU that memlife started is killed.
 
@@ -8,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use memlife_core::{Snapshot, Target};
+use memlife_probe::{ProbeOptions, ProbeTarget};
 use memlife_rsp::{GdbRemote, QemuProcess};
 
 use crate::cli::TargetArgs;
@@ -36,12 +38,22 @@ impl Session {
                 .connect()
                 .with_context(|| format!("cannot connect to QEMU's gdbstub at {}", qemu.addr()))?;
             (Box::new(remote), Some(qemu))
+        } else if let Some(chip) = &args.chip {
+            let opts = ProbeOptions {
+                chip: chip.clone(),
+                probe: args.probe.probe.clone(),
+                speed_khz: args.probe.speed,
+                connect_under_reset: args.probe.connect_under_reset,
+            };
+            (Box::new(ProbeTarget::open(&opts)?), None)
         } else if let Some(path) = &args.snapshot {
             let snap = Snapshot::load(path)
                 .with_context(|| format!("cannot read snapshot {}", path.display()))?;
             (Box::new(snap), None)
         } else {
-            bail!("no target given: use --gdb HOST:PORT, --qemu MACHINE or --snapshot FILE")
+            bail!(
+                "no target given: use --gdb HOST:PORT, --qemu MACHINE, --chip NAME or --snapshot FILE"
+            )
         };
         Ok(Session {
             target: Some(target),

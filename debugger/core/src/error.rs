@@ -76,6 +76,17 @@ pub enum TargetError {
     /// The user asked memlife to stop (Ctrl-C, SIGTERM) while it waited on the target.
     #[error("interrupted by the user")]
     Interrupted,
+    /// Every hardware unit of a kind is in use (breakpoint or watchpoint comparators).
+    #[error("all {count} {what} are in use; remove one first")]
+    Exhausted {
+        /// What ran out, plural (`hardware breakpoints (FPB comparators)`).
+        what: &'static str,
+        /// How many the target has.
+        count: u32,
+    },
+    /// The target cannot do what was asked as asked (a watch range the hardware cannot match).
+    #[error("{0}")]
+    Rejected(String),
 }
 
 impl TargetError {
@@ -90,6 +101,7 @@ impl TargetError {
             TargetError::Exited(_) | TargetError::Gone(_) => ErrorKind::Gone,
             TargetError::Refused { .. } => ErrorKind::Unmapped,
             TargetError::Interrupted => ErrorKind::Interrupted,
+            TargetError::Exhausted { .. } | TargetError::Rejected(_) => ErrorKind::Unsupported,
         }
     }
 

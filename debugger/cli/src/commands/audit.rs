@@ -12,7 +12,7 @@ use memlife_audit::model::Verdict;
 use memlife_audit::report::{RunFacts, now_rfc3339, summarize};
 use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod, ScriptError};
 
-use crate::cli::{AuditArgs, TargetArgs};
+use crate::cli::{AuditArgs, ProbeArgs, TargetArgs};
 use crate::runto::ensure_halted;
 use crate::session::Session;
 
@@ -38,18 +38,29 @@ fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
 /// Flags win over memlife.toml.
 fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
     let t = &args.target;
-    if t.gdb.is_some() || t.qemu.is_some() || t.snapshot.is_some() {
+    if t.is_given() {
         return Ok(t.clone());
     }
-    if cfg.target.chip.is_some() {
-        bail!(
-            "memlife.toml names a probe-rs chip, but this build has no probe-rs backend yet; use --gdb or --qemu"
-        );
+    let c = &cfg.target;
+    let probe = c
+        .probe
+        .as_deref()
+        .map(memlife_probe::ProbeSelector::parse)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("memlife.toml [target] probe: {e}"))?;
+    if c.chip.is_none() && (probe.is_some() || c.speed.is_some() || c.connect_under_reset) {
+        bail!("memlife.toml [target]: probe, speed and connect_under_reset need chip = \"NAME\"");
     }
     Ok(TargetArgs {
-        gdb: cfg.target.gdb.clone(),
-        qemu: cfg.target.qemu.clone(),
+        gdb: c.gdb.clone(),
+        qemu: c.qemu.clone(),
         snapshot: None,
+        chip: c.chip.clone(),
+        probe: ProbeArgs {
+            probe,
+            speed: c.speed,
+            connect_under_reset: c.connect_under_reset,
+        },
     })
 }
 
@@ -133,7 +144,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
             elf: elf.display().to_string(),
             allocator,
             target: describe,
-            board: targets.qemu.clone(),
+            board: targets.qemu.clone().or_else(|| targets.chip.clone()),
             script: args.script.display().to_string(),
             heap_size,
             seconds: started.elapsed().as_secs_f64(),

@@ -3,6 +3,7 @@
 
 mod audit;
 mod heap;
+mod probes;
 mod serve;
 mod snapshot;
 mod symbols;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Snapshot(args) => snapshot::run(args),
         Command::Audit(args) => audit::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Probes => probes::run(),
     }
 }
 

@@ -1,0 +1,30 @@
+//! `memlife probes`: the debug probes probe-rs sees, with the `--probe` value of each.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+pub fn run() -> Result<ExitCode> {
+    let probes = memlife_probe::list_probes();
+    let mut out = std::io::stdout().lock();
+    if probes.is_empty() {
+        writeln!(
+            out,
+            "no debug probes found (on Linux, a probe that is plugged in but not listed usually \
+             lacks udev rules; see README \"Real boards\"){}",
+            memlife_probe::list::usb_hint()
+        )?;
+    } else {
+        for p in &probes {
+            writeln!(out, "{}  --probe {}", p.name, p.selector)?;
+        }
+    }
+    if !memlife_probe::ESP32 {
+        writeln!(
+            out,
+            "(this memlife is built without --features esp32: ESP USB-JTAG probes and ESP32 chips are not supported)"
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,105 @@
+//! Errors of opening a probe session, and how probe-rs errors become [`TargetError`]s.
+
+use memlife_core::TargetError;
+
+/// Why a probe-rs target could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// The chip name is not in probe-rs's registry.
+    #[error("unknown chip `{name}`{}", unknown_chip_text(suggestions, hint))]
+    UnknownChip {
+        /// What was asked for.
+        name: String,
+        /// Close names from the registry.
+        suggestions: Vec<String>,
+        /// Why the registry may lack it (a cargo feature), or empty.
+        hint: &'static str,
+    },
+    /// The chip name matches several chips.
+    #[error("chip name `{name}` is ambiguous; it matches {matches}")]
+    AmbiguousChip {
+        /// What was asked for.
+        name: String,
+        /// The matching names, as probe-rs lists them.
+        matches: String,
+    },
+    /// No attached probe matches.
+    #[error(
+        "no debug probe found{}: {}",
+        looked_for(selector),
+        no_probe_hint(found)
+    )]
+    NoProbe {
+        /// The `--probe` selector, if one was given.
+        selector: Option<String>,
+        /// The probes that are attached (none match the selector).
+        found: Vec<String>,
+    },
+    /// Several probes are attached and none was chosen.
+    #[error("{} debug probes are attached; choose one with --probe VID:PID[:SERIAL]: {}", found.len(), found.join("; "))]
+    SeveralProbes {
+        /// The attached probes.
+        found: Vec<String>,
+    },
+    /// The probe was found but could not be opened, configured or attached.
+    #[error("{context}: {source}")]
+    Probe {
+        /// What memlife was doing.
+        context: String,
+        /// probe-rs's error.
+        #[source]
+        source: probe_rs::Error,
+    },
+}
+
+fn unknown_chip_text(suggestions: &[String], hint: &str) -> String {
+    if !hint.is_empty() {
+        format!(": {hint}")
+    } else if suggestions.is_empty() {
+        " (no similar name in probe-rs's chip list; names look like STM32F405RGTx, nRF52840_xxAA, esp32s3)".into()
+    } else {
+        format!("; did you mean {}?", suggestions.join(", "))
+    }
+}
+
+fn looked_for(selector: &Option<String>) -> String {
+    match selector {
+        Some(s) => format!(" matching --probe {s}"),
+        None => " (looked for any USB probe probe-rs supports: ST-Link, J-Link, CMSIS-DAP, ESP USB-JTAG, ...)".into(),
+    }
+}
+
+fn no_probe_hint(found: &[String]) -> String {
+    if found.is_empty() {
+        format!(
+            "none is attached, or it is not accessible (on Linux, install probe-rs's udev rules; `memlife probes` lists what is visible){}",
+            crate::list::usb_hint()
+        )
+    } else {
+        format!("attached are {}", found.join("; "))
+    }
+}
+
+/// A probe-rs error as a core [`TargetError`], keeping probe-rs's error as the source.
+pub fn target_error(context: &str, e: probe_rs::Error) -> TargetError {
+    match e {
+        // probe-rs gives no duration; its halt and memory timeouts are a few hundred ms.
+        probe_rs::Error::Timeout => {
+            TargetError::Timeout(std::time::Duration::from_millis(500), "a probe-rs request")
+        }
+        other => TargetError::transport(context.to_string(), std::io::Error::other(other)),
+    }
+}
+
+/// Memory access errors carry the address: an access fault is [`TargetError::Unmapped`], not a
+/// dead link, so a walker can report a bad pointer instead of giving up on the target.
+pub fn memory_error(addr: u64, len: usize, e: probe_rs::Error) -> TargetError {
+    use probe_rs::architecture::arm::{ArmError, DapError};
+    match &e {
+        // A FAULT answer of the access port is a bus fault at that address: no memory there.
+        probe_rs::Error::Arm(ArmError::Dap(DapError::FaultResponse))
+        | probe_rs::Error::Arm(ArmError::OutOfBounds) => TargetError::Unmapped { addr, len },
+        _ => target_error(&format!("accessing {len} bytes at {addr:#010x}"), e),
+    }
+}

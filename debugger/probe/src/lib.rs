@@ -1,0 +1,73 @@
+//! The probe-rs backend of memlife: real boards through a USB debug probe (ST-Link, J-Link,
+//! CMSIS-DAP, ESP USB-JTAG), implementing the `memlife-core` target traits.
+//!
+//! ```no_run
+//! use memlife_probe::{ProbeOptions, ProbeTarget};
+//! let target = ProbeTarget::open(&ProbeOptions::new("STM32F405RGTx"))?;
+//! # Ok::<(), memlife_probe::ProbeError>(())
+//! ```
+//!
+//! What probe-rs 0.32 gives and what memlife adds:
+//!
+//! - Chip names are checked against probe-rs's registry first ([`chip`]), with suggestions.
+//! - Attaching does not reset or halt: a running device is audited as it is. `--connect-under-reset`
+//!   holds reset while attaching, for firmware that disables the debug pins or sleeps deeply.
+//! - Memory goes out as aligned 32-bit transfers ([`words`]), never byte by byte.
+//! - Every breakpoint is a hardware breakpoint ([`hwbp`]): code runs from flash.
+//! - Data watchpoints are programmed into the Cortex-M DWT by hand ([`dwt`]); probe-rs has no
+//!   watchpoint API.
+//! - Registers: gdb's Cortex-M numbering (xpsr = 25) becomes probe-rs's ([`regs`]).
+//! - Feature `esp32`: registers the `probe-rs-espressif` plugin (ESP32 family chips and the
+//!   ESP USB-JTAG probe); on ESP32-S3 both cores halt together ([`target`]).
+//!
+//! # Layout
+//! - [`chip`]: registry, chip name validation and suggestions, plugin registration.
+//! - [`selector`]: `--probe VID:PID[:SERIAL]`.
+//! - [`list`]: attached probes (`memlife probes`) and choosing one.
+//! - [`target`]: [`ProbeTarget`], the trait implementations.
+//! - [`dwt`], [`hwbp`], [`regs`], [`words`]: the pure logic, unit-tested without hardware.
+//! - [`error`]: [`ProbeError`] and the mapping of probe-rs errors.
+
+#![warn(missing_docs)]
+
+pub mod chip;
+pub mod dwt;
+pub mod error;
+pub mod hwbp;
+pub mod list;
+pub mod regs;
+pub mod selector;
+pub mod target;
+pub mod words;
+
+pub use chip::{ChipInfo, resolve_chip};
+pub use error::ProbeError;
+pub use list::{ProbeEntry, list_probes};
+pub use selector::ProbeSelector;
+pub use target::ProbeTarget;
+
+/// How to reach a board: the `--chip`, `--probe`, `--speed`, `--connect-under-reset` flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProbeOptions {
+    /// probe-rs chip name (`STM32F405RGTx`, `esp32s3`).
+    pub chip: String,
+    /// Which probe, when several are attached.
+    pub probe: Option<ProbeSelector>,
+    /// SWD/JTAG clock in kHz; the probe's default when `None`.
+    pub speed_khz: Option<u32>,
+    /// Hold the reset line while attaching.
+    pub connect_under_reset: bool,
+}
+
+impl ProbeOptions {
+    /// Options for a chip, everything else default.
+    pub fn new(chip: impl Into<String>) -> Self {
+        ProbeOptions {
+            chip: chip.into(),
+            ..ProbeOptions::default()
+        }
+    }
+}
+
+/// Whether this build includes the ESP32 family (the `esp32` feature).
+pub const ESP32: bool = cfg!(feature = "esp32");
