@@ -250,6 +250,8 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
         free_blocks: blocks.iter().filter(|b| b.2).count() as u64,
         used_blocks: blocks.iter().filter(|b| !b.2).count() as u64,
         min_ever_free: None,
+        largest_allocatable: None,
+        regions: vec![],
         unclaimed: None,
         counters: vec![],
         free_list: vec![],
