@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use memlife_audit::AuditReport;
 
 use super::stairs::first_with_spans;
-use super::{ALARM, FONT, GOOD, INK, WIDTH, failed, kd};
+use super::{ALARM, FONT, GOOD, INK, WIDTH, category_label, failed, kd};
 use crate::timeline::span_label;
 use crate::{Result, delta};
 
@@ -90,14 +90,7 @@ pub fn svg(l: &Layers) -> Result<String> {
             .y_label_area_size(64)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), (lo * 1.2)..(hi * 1.2))
             .map_err(&fail)?;
-        let label_of = |v: &f64| {
-            let i = v.round();
-            if (v - i).abs() < 0.01 && i >= 0.0 {
-                names.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
+        let label_of = |v: &f64| category_label(&names, *v);
         chart
             .configure_mesh()
             .disable_x_mesh()

@@ -53,6 +53,17 @@ pub(crate) fn failed<E: std::fmt::Debug>(chart: &'static str) -> impl Fn(E) -> R
 }
 
 /// Bytes to KiB on the axes.
+/// The name of the bar at an x position of a category axis (bars sit at 0, 1, 2, ...): empty
+/// between bars, so plotters' in-between ticks stay unlabelled.
+pub(crate) fn category_label(names: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 0.01 && i >= 0.0 {
+        names.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
 pub(crate) fn k(bytes: u64) -> f64 {
     bytes as f64 / 1024.0
 }

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use memlife_audit::AuditReport;
 use memlife_audit::model::PhaseRecord;
 
-use super::{ALARM, FONT, USED, WIDTH, failed, k, role_color};
+use super::{ALARM, FONT, USED, WIDTH, category_label, failed, k, role_color};
 use crate::timeline::{role, span_label};
 use crate::{Result, delta, kib};
 
@@ -107,14 +107,7 @@ pub fn svg(st: &Stairs) -> Result<String> {
             .y_label_area_size(64)
             .build_cartesian_2d(-0.5f64..(n as f64 + 0.5), ymin..ymax)
             .map_err(&fail)?;
-        let label_of = |v: &f64| {
-            let i = v.round();
-            if (v - i).abs() < 0.01 && i >= 0.0 {
-                names.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
+        let label_of = |v: &f64| category_label(&names, *v);
         chart
             .configure_mesh()
             .disable_x_mesh()
