@@ -309,11 +309,7 @@ fn not_found(symbols: &Symbols, name: &str) -> ValueError {
         .variables()
         .iter()
         .map(|v| v.name.as_str())
-        .filter(|n| {
-            let l = n.to_ascii_lowercase();
-            (lower.len() >= 3 && (l.contains(&lower) || lower.contains(&l) && l.len() >= 3))
-                || edit_distance(&l, &lower) <= 2
-        })
+        .filter(|n| is_similar(n, &lower))
         .map(str::to_string)
         .collect();
     similar.sort();
@@ -325,22 +321,13 @@ fn not_found(symbols: &Symbols, name: &str) -> ValueError {
     }
 }
 
-/// Levenshtein distance, bounded: long names are not compared (they are not typos of each other).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    if a.len() > 64 || b.len() > 64 {
-        return usize::MAX;
-    }
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut row = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            row[j + 1] = sub.min(prev[j + 1] + 1).min(row[j] + 1);
-        }
-        prev = row;
-    }
-    prev[b.len()]
+/// Whether `candidate` could be what the user meant by `wanted` (already lowercase): one
+/// contains the other, or they are at most two edits apart. Long names are not compared by edit
+/// distance: they are not typos of each other, and the distance costs their product.
+fn is_similar(candidate: &str, wanted: &str) -> bool {
+    let l = candidate.to_ascii_lowercase();
+    let contains = wanted.len() >= 3 && (l.contains(wanted) || wanted.contains(&l) && l.len() >= 3);
+    contains || (l.len() <= 64 && wanted.len() <= 64 && strsim::levenshtein(&l, wanted) <= 2)
 }
 
 /// Reads a value of type `type_id` at `addr` (one bulk read) and decodes it.
@@ -988,8 +975,18 @@ mod tests {
 
     #[test]
     fn similar_names() {
-        assert_eq!(edit_distance("g_tensors", "g_tensor"), 1);
-        assert_eq!(edit_distance("abc", "abc"), 0);
-        assert!(edit_distance("g_engine", "xStart") > 2);
+        assert!(is_similar("g_tensors", "g_tensor"), "one edit");
+        assert!(is_similar("g_Tensor", "g_tensro"), "two edits, any case");
+        assert!(is_similar("g_tensor_arena", "tensor"), "contains");
+        assert!(!is_similar("g_engine", "xstart"));
+        assert!(
+            !is_similar("ab", "abc_def"),
+            "too short to count as contained"
+        );
+        let long = "x".repeat(70);
+        assert!(
+            !is_similar(&format!("{long}a"), &format!("{long}b")),
+            "long names"
+        );
     }
 }
