@@ -316,7 +316,7 @@ impl Debugger {
 
     fn prepare(&mut self) -> Result<(), AuditError> {
         let dbg = self;
-        dbg.emulate &= dbg.symbols.machine() == "Arm";
+        dbg.emulate &= dbg.symbols.machine() == memlife_dwarf::Machine::Arm;
         dbg.stack_top = [
             "_estack",
             "__StackTop",
