@@ -116,9 +116,15 @@ pub(crate) struct NamedSection {
 impl ElfImage {
     /// Parses the file once; `name` is used in error messages.
     pub fn parse<'a>(bytes: &'a ElfBytes, name: &str) -> Result<(ElfImage, object::File<'a>)> {
-        let file = object::File::parse(&bytes[..]).map_err(|e| not_elf(name, e.to_string()))?;
+        let file = object::File::parse(&bytes[..]).map_err(|source| SymbolError::NotElf {
+            path: name.to_string(),
+            source,
+        })?;
         if file.format() != object::BinaryFormat::Elf {
-            return Err(not_elf(name, format!("{:?} format", file.format())));
+            return Err(SymbolError::OtherFormat {
+                path: name.to_string(),
+                format: format!("{:?}", file.format()),
+            });
         }
         let symbols = symbols(&file);
         let functions = FunctionIndex::new(&symbols);
@@ -252,18 +258,11 @@ pub(crate) fn load_dwarf(
         Ok(section_reader(file, bytes, id.name(), endian)
             .map_or_else(|| Reader::new(Rc::from(&[][..]), endian), |s| s.reader))
     };
-    let dwarf = gimli::Dwarf::load(load).map_err(|e| SymbolError::Dwarf {
+    let dwarf = gimli::Dwarf::load(load).map_err(|source| SymbolError::Dwarf {
         path: name.to_string(),
-        reason: e.to_string(),
+        source,
     })?;
     Ok(Some(dwarf))
-}
-
-fn not_elf(path: &str, reason: String) -> SymbolError {
-    SymbolError::NotElf {
-        path: path.to_string(),
-        reason,
-    }
 }
 
 /// Function symbols by address range, for "which function holds this pc" in `O(log n)` (an

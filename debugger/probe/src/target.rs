@@ -118,9 +118,9 @@ impl ProbeTarget {
         if opts.connect_under_reset && halted {
             // probe-rs leaves the core caught at the reset vector; let the firmware start, so a
             // target attached under reset behaves like any other running one.
-            Control::resume(&mut target).map_err(|e| ProbeError::Probe {
+            Control::resume(&mut target).map_err(|source| ProbeError::Target {
                 context: "starting the firmware after attaching under reset".into(),
-                source: probe_rs::Error::Other(e.to_string()),
+                source,
             })?;
         }
         tracing::info!(
