@@ -9,7 +9,9 @@ use crate::config::PeakMethod;
 use std::collections::BTreeMap;
 
 use crate::model::{CheckResult, HeapMap, PhaseRecord, TraceEvent, Verdict};
-use crate::script::{ScriptError, write_atomic};
+use memlife_core::output::{WriteError, write_atomic};
+
+use crate::script::ScriptError;
 
 /// Facts about the run.
 #[derive(Debug, Clone, Serialize, Default)]
@@ -141,13 +143,16 @@ impl AuditReport {
     }
 
     /// Writes the JSON report atomically.
-    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
-        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+    pub fn write_json(&self, path: &Path) -> Result<(), WriteError> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| WriteError {
+            path: path.to_path_buf(),
+            source: e.into(),
+        })?;
         write_atomic(path, &json)
     }
 
     /// Writes JUnit XML atomically.
-    pub fn write_junit(&self, path: &Path) -> std::io::Result<()> {
+    pub fn write_junit(&self, path: &Path) -> Result<(), WriteError> {
         write_atomic(path, self.junit().as_bytes())
     }
 

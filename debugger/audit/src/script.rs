@@ -259,18 +259,6 @@ fn output_path(out_dir: &Path, rel: &str) -> Result<PathBuf, String> {
     Ok(out_dir.join(p))
 }
 
-/// Writes a file atomically (temporary file, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp~");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
-}
-
 /// Builds the sandboxed engine with memlife's API.
 fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
     let mut engine = Engine::new();
@@ -509,8 +497,9 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
             let state = script_state(&ctx)?;
             let out = output_path(&state.borrow().out_dir, path).map_err(|e| err(&ctx, e))?;
             let json = serde_json::to_vec_pretty(&h.0.report()).map_err(|e| err(&ctx, e))?;
-            write_atomic(&out, &json)
-                .map_err(|e| err(&ctx, format!("writing {}: {e}", out.display())))?;
+            let root = state.borrow().out_dir.clone();
+            memlife_core::output::write_under(&root, Path::new(path), &json)
+                .map_err(|e| err(&ctx, format!("{e}: {}", e.source)))?;
             state.borrow_mut().dumps.push(out.clone());
             Ok(out.display().to_string())
         },

@@ -14,12 +14,14 @@
 //! - [`interrupt`]: the user's stop request (Ctrl-C) and a wait that honours it.
 //! - [`target`]: [`Target`], the composite every backend implements, and [`LinkStats`].
 //! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
+//! - [`output`]: writing output files atomically, without following planted links.
 
 pub mod breakpoints;
 pub mod control;
 pub mod error;
 pub mod interrupt;
 pub mod memory;
+pub mod output;
 pub mod registers;
 pub mod snapshot;
 pub mod target;

@@ -55,14 +55,8 @@ pub enum ReportError {
         message: String,
     },
     /// A file could not be written.
-    #[error("writing {path}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Write(#[from] memlife_core::output::WriteError),
     /// JSON could not be serialised.
     #[error("serialising the trace: {0}")]
     Json(#[from] serde_json::Error),
@@ -85,13 +79,10 @@ pub fn write_trace(report: &AuditReport, path: &Path) -> Result<()> {
     write_atomic(path, &json)
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it: a reader never sees half
+/// Writes `bytes` to `path` atomically (see [`memlife_core::output`]): a reader never sees half
 /// a report.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    memlife_audit::script::write_atomic(path, bytes).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(memlife_core::output::write_atomic(path, bytes)?)
 }
 
 /// Bytes as KiB with one decimal (`10.5 KiB`).

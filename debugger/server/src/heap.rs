@@ -57,24 +57,11 @@ pub fn walk_rendered(
     Ok((state, json, text))
 }
 
-/// Writes `value` as pretty JSON to `path` atomically: a temporary file next to it, then a rename.
+/// Writes `value` as pretty JSON to `path` atomically (see [`memlife_core::output`]).
 pub fn write_json_atomically(path: &Path, value: &serde_json::Value) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create directory {}", dir.display()))?;
-    }
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dump".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot rename {} to {}", tmp.display(), path.display())
-    })?;
+    memlife_core::output::write_atomic(path, text.as_bytes())?;
     Ok(())
 }
 
