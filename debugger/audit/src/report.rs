@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use crate::model::{CheckResult, HeapMap, PhaseRecord, TraceEvent, Verdict};
 use memlife_core::output::{WriteError, write_atomic};
 
-use crate::script::ScriptError;
+use crate::debugger::Debugger;
+use crate::script::{ScriptError, ScriptOutcome};
 
 /// Facts about the run.
 #[derive(Debug, Clone, Serialize, Default)]
@@ -130,7 +131,104 @@ pub fn summarize(calls: &[CheckResult]) -> Vec<CheckSummary> {
     out
 }
 
+/// What the caller of an audit knows about the run that the engine does not.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    /// When the audit started (RFC 3339, UTC; [`now_rfc3339`]).
+    pub date: String,
+    /// When the audit started, for its duration.
+    pub started: std::time::Instant,
+    /// Firmware ELF, as given.
+    pub elf: String,
+    /// Target description, taken before the engine held the target.
+    pub target: String,
+    /// Board or machine, when known.
+    pub board: Option<String>,
+    /// The script, as given.
+    pub script: String,
+    /// Peak method.
+    pub method: PeakMethod,
+    /// Phase aliases to functions.
+    pub phase_aliases: BTreeMap<String, String>,
+}
+
+impl RunContext {
+    /// Facts with what the engine reports left empty (for [`AuditReport::unfinished`]).
+    fn facts(&self) -> RunFacts {
+        RunFacts {
+            memlife: env!("CARGO_PKG_VERSION").to_string(),
+            date: self.date.clone(),
+            elf: self.elf.clone(),
+            target: self.target.clone(),
+            board: self.board.clone(),
+            script: self.script.clone(),
+            seconds: self.started.elapsed().as_secs_f64(),
+            ..RunFacts::default()
+        }
+    }
+}
+
 impl AuditReport {
+    /// The report of a finished run (passed, failed or stopped by a script error), from the
+    /// engine after the script and what the script recorded. The one place a report is put
+    /// together: `memlife audit` and `monitor audit` both call it.
+    pub fn assemble(ctx: &RunContext, debugger: &Debugger, outcome: &ScriptOutcome) -> Self {
+        let checks = summarize(&outcome.checks);
+        let exit_code = Self::exit_code_for(&checks, outcome.error.as_ref());
+        AuditReport {
+            run: RunFacts {
+                allocator: debugger.allocator().to_string(),
+                heap_size: debugger.heap_size(),
+                stops: debugger.progress().stops,
+                emulated: debugger.emulated,
+                stepped: debugger.stepped,
+                ..ctx.facts()
+            },
+            method: ctx.method,
+            checks,
+            check_calls: outcome.checks.clone(),
+            phases: debugger.records().to_vec(),
+            events: debugger.events().to_vec(),
+            dumps: outcome
+                .dumps
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            phase_aliases: ctx.phase_aliases.clone(),
+            labels: debugger.labels().clone(),
+            heap_map: debugger.heap_map(),
+            error: outcome.error.clone(),
+            exit_code,
+        }
+    }
+
+    /// The report of a run that has not finished: written in place of each output when an
+    /// audit starts, so that a run that is interrupted or crashes leaves no earlier run's
+    /// result behind, but a report that says so (exit code 2, an error, no checks).
+    pub fn unfinished(ctx: &RunContext) -> Self {
+        AuditReport {
+            run: ctx.facts(),
+            method: ctx.method,
+            checks: Vec::new(),
+            check_calls: Vec::new(),
+            phases: Vec::new(),
+            events: Vec::new(),
+            dumps: Vec::new(),
+            phase_aliases: ctx.phase_aliases.clone(),
+            labels: BTreeMap::new(),
+            heap_map: None,
+            error: Some(ScriptError {
+                message: format!(
+                    "the audit started at {} has not finished: it is running, or it was interrupted or crashed before writing its results",
+                    ctx.date
+                ),
+                line: None,
+                column: None,
+            }),
+            exit_code: 2,
+        }
+    }
+
     /// The exit code for these checks and error: 2 on error, 1 when a check failed, else 0.
     pub fn exit_code_for(checks: &[CheckSummary], error: Option<&ScriptError>) -> i32 {
         if error.is_some() {
@@ -309,6 +407,30 @@ mod tests {
         assert_eq!(s[1].verdict, Verdict::Warn);
         assert_eq!(AuditReport::exit_code_for(&s, None), 1);
         assert_eq!(AuditReport::exit_code_for(&s[1..], None), 0);
+    }
+
+    #[test]
+    fn an_unfinished_report_is_an_error_not_a_pass() {
+        let ctx = RunContext {
+            date: "2026-05-01T10:00:00Z".into(),
+            started: std::time::Instant::now(),
+            elf: "fw.elf".into(),
+            target: "gdb-remote 127.0.0.1:1234".into(),
+            board: None,
+            script: "scripts/leak.rhai".into(),
+            method: PeakMethod::Trace,
+            phase_aliases: BTreeMap::new(),
+        };
+        let r = AuditReport::unfinished(&ctx);
+        assert_eq!(r.exit_code, 2);
+        assert!(r.checks.is_empty());
+        let message = &r.error.as_ref().unwrap().message;
+        assert!(message.contains("2026-05-01T10:00:00Z") && message.contains("not finished"));
+        let x = r.junit();
+        assert!(x.contains("tests=\"1\" failures=\"0\" errors=\"1\""), "{x}");
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["exit_code"], 2);
+        assert_eq!(json["run"]["elf"], "fw.elf");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use memlife_audit::model::Verdict;
-use memlife_audit::report::{RunFacts, now_rfc3339, summarize};
+use memlife_audit::report::{RunContext, now_rfc3339};
 use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod, ScriptError};
 
 use crate::cli::{AuditArgs, ProbeArgs, TargetArgs};
@@ -103,7 +103,16 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     };
     let timeout = Duration::from_secs_f64(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT));
     let target = session.lend()?;
-    let describe = target.describe();
+    let run = RunContext {
+        date,
+        started,
+        elf: elf.display().to_string(),
+        target: target.describe(),
+        board: targets.qemu.clone().or_else(|| targets.chip.clone()),
+        script: args.script.display().to_string(),
+        method,
+        phase_aliases: cfg.phases.clone(),
+    };
     let mut debugger = match Debugger::new(
         target,
         symbols.clone(),
@@ -125,49 +134,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let (debugger, outcome) =
         memlife_audit::run_script(debugger, &source, &args.out, &cfg.budgets, printer);
     progress.finish();
-    let stops = debugger.progress().stops;
-    let (emulated, stepped) = (debugger.emulated, debugger.stepped);
-    let heap_size = debugger.heap_size();
-    let allocator = debugger.allocator().to_string();
-    let phases = debugger.records().to_vec();
-    let events = debugger.events().to_vec();
-    let labels = debugger.labels().clone();
-    let heap_map = debugger.heap_map();
+    let report = AuditReport::assemble(&run, &debugger, &outcome);
     session.give_back(debugger.into_target());
+    let exit = report.exit_code;
 
-    let checks = summarize(&outcome.checks);
-    let exit = AuditReport::exit_code_for(&checks, outcome.error.as_ref());
-    let report = AuditReport {
-        run: RunFacts {
-            memlife: env!("CARGO_PKG_VERSION").to_string(),
-            date,
-            elf: elf.display().to_string(),
-            allocator,
-            target: describe,
-            board: targets.qemu.clone().or_else(|| targets.chip.clone()),
-            script: args.script.display().to_string(),
-            heap_size,
-            seconds: started.elapsed().as_secs_f64(),
-            stops,
-            emulated,
-            stepped,
-        },
-        method,
-        checks,
-        check_calls: outcome.checks.clone(),
-        phases,
-        events,
-        dumps: outcome
-            .dumps
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
-        phase_aliases: cfg.phases.clone(),
-        labels,
-        heap_map,
-        error: outcome.error.clone(),
-        exit_code: exit,
-    };
     // Reports first: whatever happens to the target afterwards, they are on disk.
     if let Some(path) = &args.json {
         report
