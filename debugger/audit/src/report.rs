@@ -206,6 +206,18 @@ impl AuditReport {
     /// audit starts, so that a run that is interrupted or crashes leaves no earlier run's
     /// result behind, but a report that says so (exit code 2, an error, no checks).
     pub fn unfinished(ctx: &RunContext) -> Self {
+        Self::without_results(
+            ctx,
+            format!(
+                "the audit started at {} has not finished: it is running, or it was interrupted or crashed before writing its results",
+                ctx.date
+            ),
+        )
+    }
+
+    /// The report of a run that stopped before the script could run (the target could not be
+    /// reached, the allocator not found...): no checks, exit code 2, `message` as the error.
+    pub fn without_results(ctx: &RunContext, message: String) -> Self {
         AuditReport {
             run: ctx.facts(),
             method: ctx.method,
@@ -218,10 +230,7 @@ impl AuditReport {
             labels: BTreeMap::new(),
             heap_map: None,
             error: Some(ScriptError {
-                message: format!(
-                    "the audit started at {} has not finished: it is running, or it was interrupted or crashed before writing its results",
-                    ctx.date
-                ),
+                message,
                 line: None,
                 column: None,
             }),

@@ -170,6 +170,21 @@ impl TargetArgs {
     pub fn is_given(&self) -> bool {
         self.gdb.is_some() || self.qemu.is_some() || self.snapshot.is_some() || self.chip.is_some()
     }
+
+    /// The target as the flags name it, before memlife is connected to it.
+    pub fn describe(&self) -> String {
+        if let Some(addr) = &self.gdb {
+            format!("gdb-remote {addr}")
+        } else if let Some(machine) = &self.qemu {
+            format!("qemu-system-arm -M {machine}")
+        } else if let Some(chip) = &self.chip {
+            format!("probe-rs {chip}")
+        } else if let Some(path) = &self.snapshot {
+            format!("snapshot {}", path.display())
+        } else {
+            "no target".to_string()
+        }
+    }
 }
 
 /// Where to stop before looking.

@@ -13,6 +13,7 @@ use memlife_audit::report::{RunContext, now_rfc3339};
 use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod, ScriptError};
 
 use crate::cli::{AuditArgs, ProbeArgs, TargetArgs};
+use crate::outputs::AuditOutputs;
 use crate::runto::ensure_halted;
 use crate::session::Session;
 
@@ -66,28 +67,78 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let started = Instant::now();
-    let date = now_rfc3339();
     let cfg = load_config(&args)?;
-    // Refuse unwritable report paths now, not after minutes of auditing.
-    if let Some(dir) = args.report.as_deref().filter(|d| d.exists() && !d.is_dir()) {
-        bail!(
-            "--report {}: exists and is not a directory (the report is DIR/index.html)",
-            dir.display()
-        );
-    }
-    if let Some(file) = args.trace.as_deref().filter(|f| f.is_dir()) {
-        bail!("--trace {}: is a directory, not a file", file.display());
-    }
+    let outputs = AuditOutputs::from_args(&args);
+    outputs.check_kinds()?;
     let elf = args
         .elf
         .clone()
         .or_else(|| cfg.elf.clone())
         .context("no firmware given: use --elf FILE or `elf = ...` in memlife.toml")?;
+    let targets = target_args(&args, &cfg)?;
+    let method: PeakMethod = match args.method.as_deref() {
+        Some(m) => m.parse().map_err(anyhow::Error::msg)?,
+        None => cfg.trace.method.unwrap_or(PeakMethod::Trace),
+    };
+    let mut run = RunContext {
+        date: now_rfc3339(),
+        started,
+        elf: elf.display().to_string(),
+        target: targets.describe(),
+        board: targets.qemu.clone().or_else(|| targets.chip.clone()),
+        script: args.script.display().to_string(),
+        method,
+        phase_aliases: cfg.phases.clone(),
+    };
+    // From here until the results are written, every output says this run has not finished:
+    // no earlier run's results survive an interrupted or crashed one.
+    for failure in outputs.write(&AuditReport::unfinished(&run), false) {
+        eprintln!("memlife audit: {failure}; the audit runs on and writes the other outputs");
+    }
+    let (report, mut session) = match audit(&args, &cfg, &elf, &targets, &mut run) {
+        Ok(done) => done,
+        Err(e) => {
+            // No results: the outputs say why rather than "not finished".
+            let report = AuditReport::without_results(&run, format!("{e:#}"));
+            for failure in outputs.write(&report, false) {
+                eprintln!("error: {failure}");
+            }
+            return Err(e);
+        }
+    };
+    // Reports first: whatever happens to the target afterwards, they are on disk.
+    let failures = outputs.write(&report, true);
+    let close = session.take().map_or(Ok(()), Session::close);
+    print_summary(&report, &args.script)?;
+    for failure in &failures {
+        eprintln!("error: {failure}");
+    }
+    close?;
+    if let Some(e) = &report.error {
+        bail!("{}", script_error(&args.script, e));
+    }
+    if !failures.is_empty() {
+        bail!(
+            "{} of the audit's outputs could not be written (the others were)",
+            failures.len()
+        );
+    }
+    Ok(ExitCode::from(report.exit_code as u8))
+}
+
+/// Connects, runs the script and assembles the report; the session comes back open, for the
+/// reports to be written before the target is let go.
+fn audit(
+    args: &AuditArgs,
+    cfg: &AuditConfig,
+    elf: &Path,
+    targets: &TargetArgs,
+    run: &mut RunContext,
+) -> Result<(AuditReport, Option<Session>)> {
     let source = std::fs::read_to_string(&args.script)
         .with_context(|| format!("cannot read script {}", args.script.display()))?;
-    let symbols = Rc::new(super::load_symbols(&elf)?);
-    let targets = target_args(&args, &cfg)?;
-    let mut session = Session::open(&targets, &elf, &args.leave)?;
+    let symbols = Rc::new(super::load_symbols(elf)?);
+    let mut session = Session::open(targets, elf, &args.leave)?;
     let mut heap_opts = args.heap.clone();
     if heap_opts.allocator.is_none() {
         heap_opts.allocator = cfg.allocator.clone();
@@ -97,28 +148,15 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         ensure_halted(target)?;
         super::walker(&symbols, &heap_opts, Some(target))?
     };
-    let method: PeakMethod = match args.method.as_deref() {
-        Some(m) => m.parse().map_err(anyhow::Error::msg)?,
-        None => cfg.trace.method.unwrap_or(PeakMethod::Trace),
-    };
     let timeout = Duration::from_secs_f64(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT));
     let target = session.lend()?;
-    let run = RunContext {
-        date,
-        started,
-        elf: elf.display().to_string(),
-        target: target.describe(),
-        board: targets.qemu.clone().or_else(|| targets.chip.clone()),
-        script: args.script.display().to_string(),
-        method,
-        phase_aliases: cfg.phases.clone(),
-    };
+    run.target = target.describe();
     let mut debugger = match Debugger::new(
         target,
         symbols.clone(),
         walker,
         cfg.clone(),
-        method,
+        run.method,
         timeout,
     ) {
         Ok(d) => d,
@@ -134,40 +172,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let (debugger, outcome) =
         memlife_audit::run_script(debugger, &source, &args.out, &cfg.budgets, printer);
     progress.finish();
-    let report = AuditReport::assemble(&run, &debugger, &outcome);
+    let report = AuditReport::assemble(run, &debugger, &outcome);
     session.give_back(debugger.into_target());
-    let exit = report.exit_code;
-
-    // Reports first: whatever happens to the target afterwards, they are on disk.
-    if let Some(path) = &args.json {
-        report
-            .write_json(path)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &args.junit {
-        report
-            .write_junit(path)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(dir) = &args.report {
-        let page = memlife_report::write_html_report(&report, dir)?;
-        eprintln!("memlife audit: report written to {}", page.display());
-    }
-    if let Some(path) = &args.trace {
-        memlife_report::write_trace(&report, path)?;
-        eprintln!(
-            "memlife audit: trace written to {} (open it in ui.perfetto.dev)",
-            path.display()
-        );
-    }
-    let close = session.close();
-    print_summary(&report, &args.script)?;
-    if let Some(e) = &outcome.error {
-        close?;
-        bail!("{}", script_error(&args.script, e));
-    }
-    close?;
-    Ok(ExitCode::from(exit as u8))
+    Ok((report, Some(session)))
 }
 
 fn script_error(script: &Path, e: &ScriptError) -> String {
