@@ -1,5 +1,6 @@
-//! The audit report: one JSON document with everything recorded, and JUnit XML with one test
-//! case per check name (a check called in a loop fails when any call failed).
+//! The audit report: one document with everything an audit recorded, put together in one place
+//! ([`AuditReport::assemble`]) and written as JSON. Its other forms (JUnit XML, the HTML page,
+//! the Perfetto trace) are rendered from it by `memlife-render`.
 
 use std::path::Path;
 
@@ -257,79 +258,6 @@ impl AuditReport {
         })?;
         write_atomic(path, &json)
     }
-
-    /// Writes JUnit XML atomically.
-    pub fn write_junit(&self, path: &Path) -> Result<(), WriteError> {
-        write_atomic(path, self.junit().as_bytes())
-    }
-
-    /// JUnit XML: a test suite named after the script, one test case per check name, and a
-    /// `script` test case with an error when the audit stopped on one.
-    pub fn junit(&self) -> String {
-        let suite = format!(
-            "memlife.{}",
-            Path::new(&self.run.script)
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("audit")
-        );
-        let failures = self
-            .checks
-            .iter()
-            .filter(|c| c.verdict == Verdict::Fail)
-            .count();
-        let errors = usize::from(self.error.is_some());
-        let tests = self.checks.len() + errors;
-        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        x.push_str(&format!(
-            "<testsuites name=\"memlife\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">\n",
-            self.run.seconds
-        ));
-        x.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\" timestamp=\"{}\">\n",
-            esc(&suite),
-            self.run.seconds,
-            esc(&self.run.date)
-        ));
-        x.push_str(&format!(
-            "    <properties>\n      <property name=\"elf\" value=\"{}\"/>\n      <property name=\"allocator\" value=\"{}\"/>\n      <property name=\"target\" value=\"{}\"/>\n      <property name=\"memlife\" value=\"{}\"/>\n    </properties>\n",
-            esc(&self.run.elf),
-            esc(&self.run.allocator),
-            esc(&self.run.target),
-            esc(&self.run.memlife)
-        ));
-        for c in &self.checks {
-            x.push_str(&format!(
-                "    <testcase name=\"{}\" classname=\"{}\"",
-                esc(&c.name),
-                esc(&suite)
-            ));
-            match c.verdict {
-                Verdict::Pass => x.push_str("/>\n"),
-                Verdict::Warn => x.push_str(&format!(
-                    ">\n      <system-out>warning: {}</system-out>\n    </testcase>\n",
-                    esc(&c.message)
-                )),
-                Verdict::Fail => x.push_str(&format!(
-                    ">\n      <failure message=\"{}\" type=\"check\">{} of {} calls failed{}: {}</failure>\n    </testcase>\n",
-                    esc(&c.message),
-                    c.failures,
-                    c.calls,
-                    c.line.map(|l| format!(" (first at line {l})")).unwrap_or_default(),
-                    esc(&c.message)
-                )),
-            }
-        }
-        if let Some(e) = &self.error {
-            x.push_str(&format!(
-                "    <testcase name=\"script\" classname=\"{}\">\n      <error message=\"{}\" type=\"error\"/>\n    </testcase>\n",
-                esc(&suite),
-                esc(&e.to_string())
-            ));
-        }
-        x.push_str("  </testsuite>\n</testsuites>\n");
-        x
-    }
 }
 
 /// UTC now as RFC 3339, without a date crate: days since the epoch to a civil date.
@@ -359,24 +287,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
-                o.push_str(&format!("&#{};", c as u32))
-            }
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 #[cfg(test)]
@@ -435,50 +345,8 @@ mod tests {
         assert!(r.checks.is_empty());
         let message = &r.error.as_ref().unwrap().message;
         assert!(message.contains("2026-05-01T10:00:00Z") && message.contains("not finished"));
-        let x = r.junit();
-        assert!(x.contains("tests=\"1\" failures=\"0\" errors=\"1\""), "{x}");
         let json: serde_json::Value = serde_json::to_value(&r).unwrap();
         assert_eq!(json["exit_code"], 2);
         assert_eq!(json["run"]["elf"], "fw.elf");
-    }
-
-    #[test]
-    fn junit_escapes_and_counts() {
-        let checks = summarize(&[
-            call("leak", Verdict::Fail, "a <b> & \"c\""),
-            call("peak", Verdict::Pass, ""),
-        ]);
-        let report = AuditReport {
-            run: RunFacts {
-                script: "scripts/leak.rhai".into(),
-                ..Default::default()
-            },
-            method: PeakMethod::Trace,
-            checks,
-            check_calls: vec![],
-            phases: vec![],
-            events: vec![],
-            dumps: vec![],
-            phase_aliases: BTreeMap::new(),
-            labels: BTreeMap::new(),
-            heap_map: None,
-            error: Some(ScriptError {
-                message: "boom".into(),
-                line: Some(4),
-                column: Some(2),
-            }),
-            exit_code: 2,
-        };
-        let x = report.junit();
-        assert!(
-            x.contains("<testsuite name=\"memlife.leak\" tests=\"3\" failures=\"1\" errors=\"1\""),
-            "{x}"
-        );
-        assert!(x.contains("a &lt;b&gt; &amp; &quot;c&quot;"), "{x}");
-        assert!(
-            x.contains("<testcase name=\"peak\" classname=\"memlife.leak\"/>"),
-            "{x}"
-        );
-        assert!(x.contains("line 4, column 2: boom"), "{x}");
     }
 }

@@ -496,7 +496,8 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         |ctx: NativeCallContext, h: HeapHandle, path: &str| -> RhaiResult<String> {
             let state = script_state(&ctx)?;
             let out = output_path(&state.borrow().out_dir, path).map_err(|e| err(&ctx, e))?;
-            let json = serde_json::to_vec_pretty(&h.0.report()).map_err(|e| err(&ctx, e))?;
+            let json = serde_json::to_vec_pretty(&memlife_heap::render::json(&h.0, None))
+                .map_err(|e| err(&ctx, e))?;
             let root = state.borrow().out_dir.clone();
             memlife_core::output::write_under(&root, Path::new(path), &json)
                 .map_err(|e| err(&ctx, format!("{e}: {}", e.source)))?;

@@ -7,8 +7,6 @@
 //! - [`cli`]: the clap definitions (the contract of DESIGN.md §3).
 //! - [`session`]: opening a target (`--gdb`, `--qemu`, `--snapshot`) and cleaning up after it.
 //! - [`runto`]: running to the N-th entry of a function with a timeout.
-//! - [`render`]: text tables and JSON for heap states (from `memlife-server`, shared with
-//!   `memlife serve`'s monitor commands).
 //! - [`outputs`]: the audit's output files: stale ones replaced at the start, each written on
 //!   its own at the end.
 //! - [`progress`]: the audit's progress spinner or plain lines.
@@ -18,7 +16,6 @@ mod cli;
 mod commands;
 mod outputs;
 mod progress;
-mod render;
 mod runto;
 mod session;
 

@@ -70,9 +70,7 @@ impl AuditOutputs {
             ("--trace", &self.trace),
         ]
         .into_iter()
-        .filter_map(|(flag, p)| {
-            p.clone().map(|path| Output { flag, path })
-        })
+        .filter_map(|(flag, p)| p.clone().map(|path| Output { flag, path }))
     }
 
     /// Refuses paths that name the wrong kind of thing: usage errors, before anything runs.
@@ -85,7 +83,11 @@ impl AuditOutputs {
         }
         for out in self.files() {
             if out.path.is_dir() {
-                bail!("{} {}: is a directory, not a file", out.flag, out.path.display());
+                bail!(
+                    "{} {}: is a directory, not a file",
+                    out.flag,
+                    out.path.display()
+                );
             }
         }
         Ok(())
@@ -108,17 +110,21 @@ impl AuditOutputs {
             attempt("--json", path, report.write_json(path).map_err(Into::into));
         }
         if let Some(path) = &self.junit {
-            attempt("--junit", path, report.write_junit(path).map_err(Into::into));
+            attempt(
+                "--junit",
+                path,
+                memlife_render::write_junit(report, path).map_err(Into::into),
+            );
         }
         if let Some(dir) = &self.report {
-            let written = memlife_report::write_html_report(report, dir);
+            let written = memlife_render::write_html_report(report, dir);
             if let (true, Ok(page)) = (announce, &written) {
                 eprintln!("memlife audit: report written to {}", page.display());
             }
             attempt("--report", dir, written.map(drop).map_err(Into::into));
         }
         if let Some(path) = &self.trace {
-            let written = memlife_report::write_trace(report, path);
+            let written = memlife_render::write_trace(report, path);
             if announce && written.is_ok() {
                 eprintln!(
                     "memlife audit: trace written to {} (open it in ui.perfetto.dev)",

@@ -132,13 +132,20 @@ fn every_output_that_can_be_written_is_written() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     // The failures are named, each with its cause.
     assert!(err.contains(&format!("--json {}", json.display())), "{err}");
-    assert!(err.contains(&format!("cannot write {}", json.display())), "{err}");
+    assert!(
+        err.contains(&format!("cannot write {}", json.display())),
+        "{err}"
+    );
     assert!(err.contains("symbolic link"), "the refused dump: {err}");
     // The other outputs hold this run's results.
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<testcase name=\"walked\""), "{xml}");
     assert!(xml.contains("symbolic link"), "the script error: {xml}");
-    assert!(std::fs::read_to_string(report.join("index.html")).unwrap().contains("walked"));
+    assert!(
+        std::fs::read_to_string(report.join("index.html"))
+            .unwrap()
+            .contains("walked")
+    );
     let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     assert!(t["traceEvents"].is_array());
     assert!(out.join("kept/heap.json").is_file());
@@ -161,8 +168,11 @@ fn a_killed_run_leaves_no_earlier_results_behind() {
     let dir = tempdir("outputs-stale");
     let (json, junit) = (dir.join("audit.json"), dir.join("junit.xml"));
     let quick = dir.join("quick.rhai");
-    std::fs::write(&quick, "let t = target();\ncheck(\"walked\", t.heap().size > 0, \"\");\n")
-        .unwrap();
+    std::fs::write(
+        &quick,
+        "let t = target();\ncheck(\"walked\", t.heap().size > 0, \"\");\n",
+    )
+    .unwrap();
     let args = |script: &Path| {
         vec![
             "audit".to_string(),
@@ -181,7 +191,11 @@ fn a_killed_run_leaves_no_earlier_results_behind() {
     assert!(passed.contains("failures=\"0\" errors=\"0\""), "{passed}");
 
     let slow = dir.join("slow.rhai");
-    std::fs::write(&slow, "let t = target();\nloop { t.phase(\"inference_run\"); }\n").unwrap();
+    std::fs::write(
+        &slow,
+        "let t = target();\nloop { t.phase(\"inference_run\"); }\n",
+    )
+    .unwrap();
     let mut cmd = memlife();
     cmd.args(args(&slow))
         .stdin(std::process::Stdio::null())
@@ -194,7 +208,10 @@ fn a_killed_run_leaves_no_earlier_results_behind() {
             start.elapsed() < std::time::Duration::from_secs(20),
             "the second run left the first run's passing JUnit in place"
         );
-        assert!(guard.0.try_wait().unwrap().is_none(), "the endless audit ended");
+        assert!(
+            guard.0.try_wait().unwrap().is_none(),
+            "the endless audit ended"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // Kill it the hard way (no cleanup runs), as a crash or an OOM kill would.
@@ -205,7 +222,11 @@ fn a_killed_run_leaves_no_earlier_results_behind() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["exit_code"], 2, "{report}");
-    assert_eq!(report["checks"].as_array().map(Vec::len), Some(0), "{report}");
+    assert_eq!(
+        report["checks"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -13,12 +13,15 @@
 //! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of DESIGN.md §3.
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
 //! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
+//! - [`render`]: a heap state as the text table, block list, summary line and JSON every
+//!   command and monitor command prints.
 //! - [`walkers`]: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
 //!   `dlmalloc`, `tlsf` the ESP-IDF heap with its several regions, see [`HeapRegion`]).
 
 pub mod detect;
 pub mod error;
 pub mod image;
+pub mod render;
 pub mod state;
 pub mod walkers;
 

@@ -154,7 +154,7 @@ impl Bridge {
             .last_audit
             .as_deref()
             .context("no audit has run in this session: `monitor audit FILE` first")?;
-        let page = memlife_report::write_html_report(report, Path::new(dir))?;
+        let page = memlife_render::write_html_report(report, Path::new(dir))?;
         Ok(format!("report written to {}\n", page.display()))
     }
 }

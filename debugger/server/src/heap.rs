@@ -6,15 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use memlife_core::{LinkStats, Register, Target};
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker, WalkContext};
-
-use crate::render;
-
-/// The pc and the function that holds it.
-pub fn where_stopped(target: &mut dyn Target, symbols: &Symbols) -> Option<(u64, Option<String>)> {
-    let pc = target.read_register(Register::ProgramCounter).ok()?;
-    Some((pc, symbols.function_at(pc).map(|s| s.name.clone())))
-}
+use memlife_heap::{HeapState, HeapWalker, WalkContext, render};
 
 /// Walks the heap of a halted target, with busy detection from the pc, and what it cost.
 pub fn walk(
@@ -23,9 +15,11 @@ pub fn walk(
     walker: &dyn HeapWalker,
 ) -> Result<(HeapState, LinkStats)> {
     let (mallocs, frees) = walker.entry_points();
-    let inside_allocator = where_stopped(target, symbols)
-        .and_then(|(_, f)| f)
-        .and_then(|f| mallocs.iter().chain(frees).copied().find(|n| *n == f));
+    let inside_allocator = target
+        .read_register(Register::ProgramCounter)
+        .ok()
+        .and_then(|pc| symbols.function_at(pc))
+        .and_then(|f| mallocs.iter().chain(frees).copied().find(|n| *n == f.name));
     let before = target.link_stats();
     let state = walker
         .walk(target.as_memory(), WalkContext { inside_allocator })
@@ -46,13 +40,8 @@ pub fn walk_rendered(
     walker: &dyn HeapWalker,
 ) -> Result<(HeapState, serde_json::Value, String)> {
     let (state, link) = walk(target, symbols, walker)?;
-    let ctx = render::Context {
-        target: target.describe(),
-        at: None,
-        pc: where_stopped(target, symbols),
-        link,
-    };
-    let json = render::json(&state, &ctx);
+    let ctx = render::Context::of(target, symbols, link);
+    let json = render::json(&state, Some(&ctx));
     let text = render::text(&state, &ctx);
     Ok((state, json, text))
 }

@@ -12,15 +12,14 @@
 //!   (short backend waits, Ctrl-C polling, transparent dump-on breakpoints).
 //! - [`monitor`]: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
 //! - [`audit`]: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
-//! - [`heap`]: walking a halted target and writing JSON dumps atomically.
-//! - [`render`]: the text table and JSON of a heap state, shared with `memlife heap`.
+//! - [`heap`]: walking a halted target and writing JSON dumps atomically; the views of a heap are
+//!   `memlife_heap::render`'s, as for `memlife heap`.
 
 pub mod arch;
 pub mod audit;
 pub mod bridge;
 pub mod heap;
 pub mod monitor;
-pub mod render;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;

@@ -70,21 +70,7 @@ impl Bridge {
         match words.as_slice() {
             [] | ["help"] => Ok(HELP.to_string()),
             ["heap"] => Ok(self.walk()?.2),
-            ["heap", "blocks"] => {
-                let (state, _, _) = self.walk()?;
-                let mut out = format!("  {:<12} {:>8}  state\n", "address", "size");
-                for b in &state.blocks {
-                    let what = if b.unclaimed {
-                        "unclaimed"
-                    } else if b.free {
-                        "free"
-                    } else {
-                        "used"
-                    };
-                    out.push_str(&format!("  {:#010x}   {:>8}  {what}\n", b.addr, b.size));
-                }
-                Ok(out)
-            }
+            ["heap", "blocks"] => Ok(memlife_heap::render::blocks(&self.walk()?.0)),
             ["heap", "json"] => {
                 let (_, json, _) = self.walk()?;
                 Ok(format!("{}\n", serde_json::to_string_pretty(&json)?))

@@ -63,4 +63,5 @@ pub fn walker(
     Ok(memlife_heap::detect(symbols, forced, &walker_opts, mem)?)
 }
 
-pub use memlife_server::heap::{walk, where_stopped};
+// The walk with busy detection; its home is the heap crate's walk of a halted target.
+pub use memlife_server::heap::walk;

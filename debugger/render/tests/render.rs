@@ -10,7 +10,7 @@ use memlife_audit::model::{
 use memlife_audit::report::{RunFacts, summarize};
 use memlife_audit::{AuditReport, PeakMethod};
 use memlife_heap::HeapStatus;
-use memlife_report::timeline::Timeline;
+use memlife_render::timeline::Timeline;
 
 const SIZE: u64 = 98_304;
 
@@ -138,7 +138,7 @@ fn sampled() -> AuditReport {
 
 #[test]
 fn hostile_strings_are_escaped_everywhere() {
-    let page = memlife_report::render_html(&sampled()).unwrap();
+    let page = memlife_render::render_html(&sampled()).unwrap();
     assert!(!page.contains("<script"), "a check message became markup");
     assert!(page.contains("lost &lt;script&gt;alert(1)&lt;/script&gt; &amp; more"));
     assert!(page.contains("<td>leak &lt;b&gt;</td>"));
@@ -162,7 +162,7 @@ fn a_sampled_run_gets_a_step_per_span_boundary() {
     let steps: Vec<u64> = t.points.iter().map(|p| p.0).collect();
     assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
     // The stair chart names the largest step by its label; the peak is the load's.
-    let page = memlife_report::render_html(&r).unwrap();
+    let page = memlife_render::render_html(&r).unwrap();
     assert!(page.contains("largest step: conv_b +9.3 KiB"));
     assert!(page.contains("peak 60.5 KiB in model_load (+60.5 KiB above entry)"));
 }
@@ -216,11 +216,11 @@ fn long_runs_are_decimated_keeping_the_extremes() {
     assert!(d.contains(&(t.step_of(17_777).unwrap(), 90_000)));
     assert!(d.contains(&(t.step_of(3_333).unwrap(), 5)));
     assert!(d.windows(2).all(|w| w[0].0 < w[1].0));
-    let page = memlife_report::render_html(&r).unwrap();
+    let page = memlife_render::render_html(&r).unwrap();
     assert!(page.len() < 2_000_000, "page of {} bytes", page.len());
     assert!(page.contains("peak 87.9 KiB in inference_run"));
     // The trace keeps every event.
-    let trace = memlife_report::trace_json(&r);
+    let trace = memlife_render::trace_json(&r);
     let events = trace["traceEvents"].as_array().unwrap();
     assert_eq!(events.iter().filter(|e| e["ph"] == "i").count() as u64, n);
 }
@@ -228,11 +228,11 @@ fn long_runs_are_decimated_keeping_the_extremes() {
 #[test]
 fn an_audit_without_phases_still_renders() {
     let r = report(vec![], vec![], "");
-    let page = memlife_report::render_html(&r).unwrap();
+    let page = memlife_render::render_html(&r).unwrap();
     assert!(page.contains("no phases or allocations were recorded"));
     assert!(page.contains("no build phase with spans was recorded"));
     assert!(page.contains("no release phase was recorded"));
-    let trace = memlife_report::trace_json(&r);
+    let trace = memlife_render::trace_json(&r);
     assert_eq!(trace["displayTimeUnit"], "ms");
 }
 
@@ -320,7 +320,7 @@ fn the_heap_strip_holds_blocks_past_the_nominal_size() {
         (0x1800, 0x800, true),
         (0x3000, 0x800, false),
     ]);
-    let svg = memlife_report::heap_map_svg(&HeapMap::new("x".into(), &s, None, |_| None));
+    let svg = memlife_render::heap_map_svg(&HeapMap::new("x".into(), &s, None, |_| None));
     for rect in svg.split("<rect class=\"block").skip(1) {
         let attr = |name: &str| -> f64 {
             rect.split(&format!(" {name}=\""))

@@ -1,14 +1,16 @@
-//! memlife's reports for people: the audit as one self-contained HTML page, a heap map as SVG,
-//! and the run as a Chrome trace event (Perfetto) JSON file.
+//! Renders what an audit recorded ([`AuditReport`]) for people and tools: one self-contained
+//! HTML page, a heap map as SVG, the run as a Chrome trace event (Perfetto) JSON file, and the
+//! checks as JUnit XML. (The report itself, and its JSON, is `memlife_audit::report`; one heap as
+//! text or JSON is `memlife_heap::render`.)
 //!
-//! Everything here works from what the audit recorded ([`AuditReport`]): no target access, so
-//! the CLI (`memlife audit --report DIR --trace FILE`, `memlife heap --svg FILE`) and the GDB
-//! server (`monitor report DIR`) render the same pages.
+//! Nothing here touches a target, so the CLI (`memlife audit --report DIR --trace FILE --junit
+//! FILE`, `memlife heap --svg FILE`) and the GDB server (`monitor report DIR`) render the same
+//! pages.
 //!
 //! ```no_run
-//! # fn demo(report: &memlife_audit::AuditReport) -> Result<(), memlife_report::ReportError> {
-//! memlife_report::write_html_report(report, std::path::Path::new("out/report"))?;
-//! memlife_report::write_trace(report, std::path::Path::new("out/run.trace.json"))?;
+//! # fn demo(report: &memlife_audit::AuditReport) -> Result<(), memlife_render::ReportError> {
+//! memlife_render::write_html_report(report, std::path::Path::new("out/report"))?;
+//! memlife_render::write_trace(report, std::path::Path::new("out/run.trace.json"))?;
 //! # Ok(()) }
 //! ```
 //!
@@ -23,7 +25,8 @@
 //! - [`heapmap`]: the heap strip, drawn to scale.
 //! - [`html`]: the page.
 //! - [`trace`]: the Perfetto / `chrome://tracing` JSON.
-//! - [`escape`]: escaping for HTML and SVG text and attributes.
+//! - [`junit`]: the checks as JUnit XML.
+//! - [`escape`]: escaping for HTML, SVG and XML text and attributes.
 
 #![warn(missing_docs)]
 
@@ -31,6 +34,7 @@ pub mod charts;
 pub mod escape;
 pub mod heapmap;
 pub mod html;
+pub mod junit;
 pub mod timeline;
 pub mod trace;
 
@@ -40,6 +44,7 @@ use memlife_audit::AuditReport;
 
 pub use heapmap::heap_map_svg;
 pub use html::render_html;
+pub use junit::{junit, write_junit};
 pub use trace::trace_json;
 
 /// What can go wrong while rendering or writing a report.
