@@ -7,7 +7,6 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow};
 use memlife_audit::model::Verdict;
 use memlife_audit::report::{RunContext, now_rfc3339};
 use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod};
@@ -15,6 +14,7 @@ use memlife_core::{Memory, Registers, Target, TargetError};
 use memlife_heap::WalkerOptions;
 
 use crate::bridge::Bridge;
+use crate::error::{Context, Result};
 
 /// How long the script may wait for any one breakpoint.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -65,8 +65,7 @@ impl Target for Lent {
 impl Bridge {
     /// Runs the script at `path`; returns the script's output and its checks.
     pub(crate) fn audit(&mut self, path: &str) -> Result<String> {
-        let source =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read script {path}"))?;
+        let source = std::fs::read_to_string(path).context(format!("cannot read script {path}"))?;
         self.ensure_halted().context("halting the target")?;
         let walker = memlife_heap::detect(
             &self.symbols,
@@ -98,7 +97,7 @@ impl Bridge {
             Ok(d) => d,
             Err((e, target)) => {
                 self.target = target;
-                return Err(anyhow!(e).context("preparing the audit"));
+                return Err(e).context("preparing the audit");
             }
         };
         let printed = Rc::new(RefCell::new(String::new()));

@@ -5,7 +5,6 @@ use std::net::TcpStream;
 use std::rc::Rc;
 use std::time::Duration;
 
-use anyhow::anyhow;
 use gdbstub::common::Signal;
 use gdbstub::conn::{Connection, ConnectionExt};
 use gdbstub::stub::SingleThreadStopReason;
@@ -28,6 +27,7 @@ use memlife_dwarf::Symbols;
 use memlife_heap::HeapWalker;
 
 use crate::arch::{CortexM, CortexMRegs, XPSR_REGNUM};
+use crate::error::{Context, ServeError};
 
 /// How long one wait on the backend lasts before the connection is polled for Ctrl-C.
 const POLL: Duration = Duration::from_millis(10);
@@ -66,9 +66,12 @@ pub struct Bridge {
     pub(crate) shutdown: bool,
 }
 
-fn fatal_or_not(e: memlife_core::TargetError) -> GdbTargetError<anyhow::Error> {
+fn fatal_or_not(e: memlife_core::TargetError) -> GdbTargetError<ServeError> {
     match e.kind() {
-        ErrorKind::Transport | ErrorKind::Gone => GdbTargetError::Fatal(anyhow!(e)),
+        ErrorKind::Transport | ErrorKind::Gone => GdbTargetError::Fatal(ServeError::Target {
+            context: "the target failed".into(),
+            source: e,
+        }),
         _ => {
             tracing::debug!("non-fatal target error: {e}");
             GdbTargetError::NonFatal
@@ -270,9 +273,9 @@ impl Bridge {
 
 impl gdbstub::target::Target for Bridge {
     type Arch = CortexM;
-    type Error = anyhow::Error;
+    type Error = ServeError;
 
-    fn base_ops(&mut self) -> BaseOps<'_, CortexM, anyhow::Error> {
+    fn base_ops(&mut self) -> BaseOps<'_, CortexM, ServeError> {
         BaseOps::SingleThread(self)
     }
 
@@ -338,15 +341,15 @@ impl SingleThreadBase for Bridge {
 }
 
 impl SingleThreadResume for Bridge {
-    fn resume(&mut self, _signal: Option<Signal>) -> Result<(), anyhow::Error> {
+    fn resume(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
         self.pending = None;
         self.stepping = false;
         let c = self
             .target
             .control()
-            .ok_or_else(|| anyhow!("this target has no run control (an offline snapshot?)"))?;
+            .context("this target has no run control (an offline snapshot?)")?;
         if c.is_halted() {
-            c.resume()?;
+            c.resume().context("resuming the target")?;
         }
         Ok(())
     }
@@ -357,13 +360,13 @@ impl SingleThreadResume for Bridge {
 }
 
 impl SingleThreadSingleStep for Bridge {
-    fn step(&mut self, _signal: Option<Signal>) -> Result<(), anyhow::Error> {
-        self.ensure_halted()?;
+    fn step(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
+        self.ensure_halted().context("halting the target")?;
         let c = self
             .target
             .control()
-            .ok_or_else(|| anyhow!("this target has no run control (an offline snapshot?)"))?;
-        let stop = c.step()?;
+            .context("this target has no run control (an offline snapshot?)")?;
+        let stop = c.step().context("stepping the target")?;
         self.pending = Some(stop);
         self.stepping = true;
         Ok(())
@@ -470,7 +473,7 @@ impl BlockingEventLoop for EventLoop {
         conn: &mut TcpStream,
     ) -> Result<
         Event<SingleThreadStopReason<u32>>,
-        WaitForStopReasonError<anyhow::Error, <TcpStream as Connection>::Error>,
+        WaitForStopReasonError<ServeError, <TcpStream as Connection>::Error>,
     > {
         loop {
             if let Some(stop) = target.pending.take() {
@@ -478,17 +481,19 @@ impl BlockingEventLoop for EventLoop {
             }
             // Ctrl-C in memlife's own terminal ends the session (gdb's Ctrl-C arrives as data).
             if interrupt::requested() {
-                return Err(WaitForStopReasonError::Target(anyhow!(
-                    TargetError::Interrupted
-                )));
+                return Err(WaitForStopReasonError::Target(ServeError::Target {
+                    context: "waiting for the target to stop".into(),
+                    source: TargetError::Interrupted,
+                }));
             }
             let stop = match target.target.control() {
                 Some(c) => c
                     .wait_for_stop(POLL)
-                    .map_err(|e| WaitForStopReasonError::Target(anyhow!(e)))?,
+                    .context("waiting for the target to stop")
+                    .map_err(WaitForStopReasonError::Target)?,
                 None => {
-                    return Err(WaitForStopReasonError::Target(anyhow!(
-                        "this target has no run control"
+                    return Err(WaitForStopReasonError::Target(ServeError::Command(
+                        "this target has no run control".into(),
                     )));
                 }
             };
@@ -496,7 +501,12 @@ impl BlockingEventLoop for EventLoop {
                 match target.on_backend_stop(reason) {
                     Ok(Some(report)) => return Ok(Event::TargetStopped(report)),
                     Ok(None) => continue,
-                    Err(e) => return Err(WaitForStopReasonError::Target(anyhow!(e))),
+                    Err(e) => {
+                        return Err(WaitForStopReasonError::Target(ServeError::Target {
+                            context: "continuing after a dump".into(),
+                            source: e,
+                        }));
+                    }
                 }
             }
             if conn
@@ -512,7 +522,7 @@ impl BlockingEventLoop for EventLoop {
 
     fn on_interrupt(
         target: &mut Bridge,
-    ) -> Result<Option<SingleThreadStopReason<u32>>, anyhow::Error> {
+    ) -> Result<Option<SingleThreadStopReason<u32>>, ServeError> {
         target.stepping = false;
         let Some(c) = target.target.control() else {
             return Ok(Some(SingleThreadStopReason::Signal(Signal::SIGINT)));
@@ -520,7 +530,7 @@ impl BlockingEventLoop for EventLoop {
         let reason = if c.is_halted() {
             StopReason::Halted
         } else {
-            c.halt()?
+            c.halt().context("halting the target")?
         };
         Ok(Some(target.translate(reason)))
     }

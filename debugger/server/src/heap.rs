@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use memlife_core::{LinkStats, Register, Target};
 use memlife_dwarf::Symbols;
 use memlife_heap::{HeapState, HeapWalker, WalkContext, render};
+
+use crate::error::{Context, Result};
 
 /// Walks the heap of a halted target, with busy detection from the pc, and what it cost.
 pub fn walk(
@@ -48,8 +49,7 @@ pub fn walk_rendered(
 
 /// Writes `value` as pretty JSON to `path` atomically (see [`memlife_core::output`]).
 pub fn write_json_atomically(path: &Path, value: &serde_json::Value) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
-    text.push('\n');
+    let text = format!("{value:#}\n");
     memlife_core::output::write_atomic(path, text.as_bytes())?;
     Ok(())
 }

@@ -12,12 +12,14 @@
 //!   (short backend waits, Ctrl-C polling, transparent dump-on breakpoints).
 //! - [`monitor`]: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
 //! - [`audit`]: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
+//! - [`error`]: [`ServeError`], with its causes as sources.
 //! - [`heap`]: walking a halted target and writing JSON dumps atomically; the views of a heap are
 //!   `memlife_heap::render`'s, as for `memlife heap`.
 
 pub mod arch;
 pub mod audit;
 pub mod bridge;
+pub mod error;
 pub mod heap;
 pub mod monitor;
 
@@ -25,12 +27,14 @@ use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use gdbstub::stub::{DisconnectReason, GdbStub};
 use memlife_core::{Target, interrupt};
 use memlife_dwarf::Symbols;
 
 pub use bridge::Bridge;
+pub use error::{Result, ServeError};
+
+use crate::error::Context;
 
 /// How often an idle server (no client) looks at the listener and the backend.
 const IDLE_POLL: Duration = Duration::from_millis(50);
@@ -109,10 +113,9 @@ fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
             Err(e) if e.is_target_error() => {
                 let e = e.into_target_error();
                 bridge.on_detach(true);
-                return Err(anyhow::anyhow!(
-                    "the target failed: {}",
-                    e.map_or_else(|| "unknown error".to_string(), |e| format!("{e:#}"))
-                ));
+                return Err(e.unwrap_or_else(|| {
+                    ServeError::Command("the target failed without saying why".into())
+                }));
             }
             Err(e) => {
                 eprintln!("memlife serve: gdb client {peer} went away ({e}); the target runs on");

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd};
 use memlife_core::BreakpointKind;
 use memlife_heap::{HeapWalker, WalkerOptions};
 
 use crate::bridge::{Bridge, DumpOn};
+use crate::error::{Context, Result, ServeError};
 
 /// `monitor help`.
 pub const HELP: &str = "\
@@ -73,7 +73,7 @@ impl Bridge {
             ["heap", "blocks"] => Ok(memlife_heap::render::blocks(&self.walk()?.0)),
             ["heap", "json"] => {
                 let (_, json, _) = self.walk()?;
-                Ok(format!("{}\n", serde_json::to_string_pretty(&json)?))
+                Ok(format!("{json:#}\n"))
             }
             ["allocator"] => {
                 self.ensure_halted().context("halting the target")?;
@@ -127,21 +127,22 @@ impl Bridge {
                 self.shutdown = true;
                 Ok("memlife serve ends when this gdb session ends\n".into())
             }
-            _ => bail!("unknown monitor command `{line}`; `monitor help` lists them"),
+            _ => Err(ServeError::Command(format!(
+                "unknown monitor command `{line}`; `monitor help` lists them"
+            ))),
         }
     }
 
     fn dump_on_symbol(&mut self, symbol: &str, path: String) -> Result<String> {
-        let (addr, _) = self
-            .symbols
-            .function(symbol)
-            .with_context(|| format!("function `{symbol}` is not in the ELF's symbol table"))?;
+        let (addr, _) = self.symbols.function(symbol).context(format!(
+            "function `{symbol}` is not in the ELF's symbol table"
+        ))?;
         if !self.dump_on.iter().any(|d| d.addr == addr) {
             self.target
                 .breakpoints()
                 .context("this target cannot set breakpoints (an offline snapshot?)")?
                 .add_breakpoint(addr, BreakpointKind::Software)
-                .with_context(|| format!("setting a breakpoint at {symbol} ({addr:#010x})"))?;
+                .context(format!("setting a breakpoint at {symbol} ({addr:#010x})"))?;
         }
         self.dump_on.retain(|d| d.symbol != symbol);
         self.dump_on.push(DumpOn {
@@ -157,7 +158,9 @@ impl Bridge {
 
     fn dump_off_symbol(&mut self, symbol: &str) -> Result<String> {
         let Some(i) = self.dump_on.iter().position(|d| d.symbol == symbol) else {
-            bail!("no dump-on is set for `{symbol}`");
+            return Err(ServeError::Command(format!(
+                "no dump-on is set for `{symbol}`"
+            )));
         };
         let d = self.dump_on.remove(i);
         let still_needed = self.dump_on.iter().any(|o| o.addr == d.addr)
@@ -182,7 +185,7 @@ impl MonitorCmd for Bridge {
         &mut self,
         cmd: &[u8],
         mut out: ConsoleOutput<'_>,
-    ) -> Result<(), anyhow::Error> {
+    ) -> Result<(), ServeError> {
         let line = String::from_utf8_lossy(cmd);
         match self.monitor(&line) {
             Ok(text) => out.write_raw(text.as_bytes()),
