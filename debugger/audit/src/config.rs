@@ -23,6 +23,7 @@ use serde::Deserialize;
 
 /// How the peak inside a phase is found (DESIGN.md §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum PeakMethod {
     /// Breakpoints on malloc/free: every event, exact curve, allocation sites.

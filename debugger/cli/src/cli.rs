@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use memlife_audit::PeakMethod;
 
 /// Heap lifecycle debugger for on-device ML firmware.
 ///
@@ -76,8 +77,8 @@ pub struct AuditArgs {
     /// Peak method: trace (breakpoints on malloc/free: exact, with allocation sites), sample
     /// (phase and span boundaries only) or watermark (the allocator's low-water mark; writes
     /// target RAM and restores it).
-    #[arg(long, value_name = "METHOD", value_parser = ["trace", "sample", "watermark"])]
-    pub method: Option<String>,
+    #[arg(long, value_name = "METHOD", value_enum)]
+    pub method: Option<PeakMethod>,
     /// A phase alias for scripts (repeatable), over memlife.toml's [phases]: `load=my_load_fn`.
     #[arg(long = "phase", value_name = "ALIAS=FUNCTION", value_parser = parse_pair)]
     pub phases: Vec<(String, String)>,
@@ -108,8 +109,8 @@ pub struct AuditArgs {
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
     /// What to leave a live target doing at the end: running (default) or halted.
-    #[arg(long, value_name = "STATE", default_value = "running", value_parser = ["running", "halted"])]
-    pub leave: String,
+    #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
+    pub leave: Leave,
 }
 
 /// `memlife symbols`.
@@ -123,6 +124,15 @@ pub struct SymbolsArgs {
     pub json: bool,
     #[command(flatten)]
     pub heap: HeapOptions,
+}
+
+/// What a live target is left doing when memlife lets go of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Leave {
+    /// Detach: the firmware runs on.
+    Running,
+    /// Stay halted where memlife stopped it.
+    Halted,
 }
 
 /// How to reach the target (one of them).
@@ -201,8 +211,8 @@ pub struct StopArgs {
     pub timeout: f64,
     /// What to leave the live target doing at the end: running (default) or halted.
     /// A QEMU started with --qemu is always stopped.
-    #[arg(long, value_name = "STATE", default_value = "running", value_parser = ["running", "halted"])]
-    pub leave: String,
+    #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
+    pub leave: Leave,
 }
 
 /// Allocator choices that symbols cannot make.
@@ -309,6 +319,34 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn leave_and_method_are_typed() {
+        let cli = Cli::try_parse_from([
+            "memlife",
+            "audit",
+            "s.rhai",
+            "--method",
+            "watermark",
+            "--leave",
+            "halted",
+        ])
+        .unwrap();
+        let Command::Audit(args) = cli.command else {
+            panic!("not audit")
+        };
+        assert_eq!(args.method, Some(PeakMethod::Watermark));
+        assert_eq!(args.leave, Leave::Halted);
+        let default = Cli::try_parse_from(["memlife", "audit", "s.rhai"]).unwrap();
+        let Command::Audit(args) = default.command else {
+            panic!("not audit")
+        };
+        assert_eq!((args.method, args.leave), (None, Leave::Running));
+        let bad = Cli::try_parse_from(["memlife", "audit", "s.rhai", "--method", "guess"]);
+        let text = bad.unwrap_err().to_string();
+        assert!(text.contains("trace") && text.contains("sample"), "{text}");
+        assert!(Cli::try_parse_from(["memlife", "heap", "--elf", "x", "--leave", "off"]).is_err());
+    }
 
     #[test]
     fn flags_are_consistent() {

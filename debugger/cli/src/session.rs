@@ -12,7 +12,7 @@ use memlife_core::{Snapshot, Target};
 use memlife_probe::{ProbeOptions, ProbeTarget};
 use memlife_rsp::{GdbRemote, QemuProcess};
 
-use crate::cli::TargetArgs;
+use crate::cli::{Leave, TargetArgs};
 
 /// An open target.
 pub struct Session {
@@ -25,8 +25,8 @@ pub struct Session {
 
 impl Session {
     /// Opens the target the flags name. `elf` is what QEMU boots.
-    pub fn open(args: &TargetArgs, elf: &Path, leave: &str) -> Result<Session> {
-        let leave_halted = leave == "halted";
+    pub fn open(args: &TargetArgs, elf: &Path, leave: Leave) -> Result<Session> {
+        let leave_halted = leave == Leave::Halted;
         let (target, qemu): (Box<dyn Target>, Option<QemuProcess>) = if let Some(addr) = &args.gdb {
             let remote = GdbRemote::connect(addr)
                 .with_context(|| format!("cannot connect to the GDB server at {addr}"))?;
@@ -94,7 +94,7 @@ impl Session {
             return Ok(());
         };
         if let Some(bps) = target.breakpoints() {
-            for (addr, kind) in bps.breakpoints() {
+            for (addr, kind) in bps.inserted() {
                 let _ = bps.remove_breakpoint(addr, kind);
             }
         }

@@ -42,8 +42,13 @@ pub enum TargetError {
         len: usize,
     },
     /// The target did not answer in time.
-    #[error("target did not answer within {0:?} ({1})")]
-    Timeout(Duration, &'static str),
+    #[error("target did not answer within {after:?} ({waiting_for})")]
+    Timeout {
+        /// How long memlife waited.
+        after: Duration,
+        /// What it waited for (`reply`, `single step`, `QEMU opening its gdb port`).
+        waiting_for: &'static str,
+    },
     /// The core must be halted first.
     #[error("the core is running; halt it first")]
     NotHalted,
@@ -98,7 +103,7 @@ impl TargetError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             TargetError::Unmapped { .. } => ErrorKind::Unmapped,
-            TargetError::Timeout(..) => ErrorKind::Timeout,
+            TargetError::Timeout { .. } => ErrorKind::Timeout,
             TargetError::NotHalted => ErrorKind::NotHalted,
             TargetError::Unsupported(_) => ErrorKind::Unsupported,
             TargetError::Transport { .. } | TargetError::Protocol(_) => ErrorKind::Transport,
@@ -107,6 +112,11 @@ impl TargetError {
             TargetError::Interrupted => ErrorKind::Interrupted,
             TargetError::Exhausted { .. } | TargetError::Rejected(_) => ErrorKind::Unsupported,
         }
+    }
+
+    /// The target did not answer `waiting_for` within `after`.
+    pub fn timeout(after: Duration, waiting_for: &'static str) -> Self {
+        TargetError::Timeout { after, waiting_for }
     }
 
     /// Wraps the link's error (I/O, a probe driver's) with what was being done.

@@ -12,22 +12,22 @@
 //! tables are built by `addr2line` on first use.
 //!
 //! # Layout
-//! - [`error`]: [`SymbolError`], why loading failed.
-//! - [`elf`]: the one parse of the file: symbol table ([`ElfSymbol`]), function index, sections,
+//! - `error`: [`SymbolError`], why loading failed.
+//! - `elf`: the one parse of the file: symbol table ([`ElfSymbol`]), function index, sections,
 //!   the processor ([`Machine`]).
-//! - [`types`]: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
-//! - [`vars`]: variables ([`Variable`]) collected from every compile unit, with their scope.
-//! - [`source`]: pc → function, file and line through `addr2line`.
+//! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
+//! - `vars`: variables ([`Variable`]) collected from every compile unit, with their scope.
+//! - `source`: pc → function, file and line through `addr2line`.
 //! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
 //! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
 
-pub mod elf;
-pub mod error;
-pub mod source;
-pub mod types;
+mod elf;
+mod error;
+mod source;
+mod types;
 pub mod unwind;
 pub mod value;
-pub mod vars;
+mod vars;
 
 use std::path::Path;
 

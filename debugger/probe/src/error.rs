@@ -95,7 +95,7 @@ pub fn target_error(context: &str, e: probe_rs::Error) -> TargetError {
     match e {
         // probe-rs gives no duration; its halt and memory timeouts are a few hundred ms.
         probe_rs::Error::Timeout => {
-            TargetError::Timeout(std::time::Duration::from_millis(500), "a probe-rs request")
+            TargetError::timeout(std::time::Duration::from_millis(500), "a probe-rs request")
         }
         other => TargetError::transport(context, other),
     }

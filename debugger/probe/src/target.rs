@@ -509,7 +509,7 @@ impl Breakpoints for ProbeTarget {
         Ok(())
     }
 
-    fn breakpoints(&self) -> Vec<(u64, BreakpointKind)> {
+    fn inserted(&self) -> Vec<(u64, BreakpointKind)> {
         self.breakpoints.list()
     }
 }

@@ -21,22 +21,22 @@
 //! # Layout
 //! - [`timeline`]: one time axis for phases, spans and allocator events (there is no target
 //!   clock: a step per recorded event or boundary).
-//! - [`charts`]: the water-level curve, the build stair chart, per-layer deltas, the leak trend.
+//! - `charts`: the water-level curve, the build stair chart, per-layer deltas, the leak trend.
 //! - [`heapmap`]: the heap strip, drawn to scale.
-//! - [`html`]: the page.
-//! - [`trace`]: the Perfetto / `chrome://tracing` JSON.
-//! - [`junit`]: the checks as JUnit XML.
-//! - [`escape`]: escaping for HTML, SVG and XML text and attributes.
+//! - `html`: the page.
+//! - `trace`: the Perfetto / `chrome://tracing` JSON.
+//! - `junit`: the checks as JUnit XML.
+//! - `escape`: escaping for HTML, SVG and XML text and attributes.
 
 #![warn(missing_docs)]
 
-pub mod charts;
-pub mod escape;
+mod charts;
+mod escape;
 pub mod heapmap;
-pub mod html;
-pub mod junit;
+mod html;
+mod junit;
 pub mod timeline;
-pub mod trace;
+mod trace;
 
 use std::path::{Path, PathBuf};
 

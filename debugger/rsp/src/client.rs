@@ -384,7 +384,7 @@ impl GdbRemote {
         self.note(r)?;
         let r = self.conn.recv(timeout, "a reply");
         match self.note(r)? {
-            None => Err(TargetError::Timeout(timeout, "reply")),
+            None => Err(TargetError::timeout(timeout, "reply")),
             Some(d) => Ok(Reply::parse(d)),
         }
     }
@@ -432,7 +432,7 @@ impl GdbRemote {
                         "unexpected reply to a write: {other:?}"
                     )));
                 }
-                None => return Err(TargetError::Timeout(timeout, "write reply")),
+                None => return Err(TargetError::timeout(timeout, "write reply")),
             }
         }
         Ok(())
@@ -449,7 +449,7 @@ impl GdbRemote {
         let timeout = self.timeout;
         let r = self.conn.recv(timeout, "a reply");
         match self.note(r)? {
-            None => Err(TargetError::Timeout(timeout, "reply")),
+            None => Err(TargetError::timeout(timeout, "reply")),
             Some(d) => Ok(Reply::parse(d)),
         }
     }
@@ -459,7 +459,7 @@ impl GdbRemote {
         let timeout = self.timeout;
         let r = self.conn.recv(timeout, "a reply");
         match self.note(r)? {
-            None => Err(TargetError::Timeout(timeout, what)),
+            None => Err(TargetError::timeout(timeout, what)),
             Some(d) => Ok(d),
         }
     }
@@ -540,7 +540,7 @@ impl GdbRemote {
             let left = deadline.saturating_duration_since(Instant::now());
             let r = self.conn.recv(left, "monitor output");
             let Some(d) = self.note(r)? else {
-                return Err(TargetError::Timeout(timeout, "monitor command"));
+                return Err(TargetError::timeout(timeout, "monitor command"));
             };
             if d.len() > 1 && d[0] == b'O' && d != b"OK" {
                 output.extend_from_slice(&from_hex(&d[1..])?);
@@ -594,7 +594,7 @@ impl GdbRemote {
         self.state = RunState::Gone("killed".into());
         match r {
             // The server may close the socket before acking.
-            Ok(()) | Err(TargetError::Gone(_) | TargetError::Timeout(..)) => Ok(()),
+            Ok(()) | Err(TargetError::Gone(_) | TargetError::Timeout { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     }
@@ -633,7 +633,7 @@ impl GdbRemote {
                 let r = self.conn.recv(timeout, "a memory reply");
                 let reply = match self.note(r)? {
                     Some(d) => Reply::parse(d),
-                    None => return Err(TargetError::Timeout(timeout, "memory reply")),
+                    None => return Err(TargetError::timeout(timeout, "memory reply")),
                 };
                 let result = match reply {
                     Reply::Data(d) => match from_hex(&d) {
@@ -1046,7 +1046,7 @@ impl GdbRemote {
         let timeout = self.timeout;
         let reason = self
             .wait_stop(timeout)?
-            .ok_or(TargetError::Timeout(timeout, "single step"))?;
+            .ok_or(TargetError::timeout(timeout, "single step"))?;
         if self.halted() {
             for &(a, k) in lift {
                 self.insert_breakpoint(a, k)?;
@@ -1089,7 +1089,7 @@ impl GdbRemote {
         self.pending = Pending::Interrupt;
         let timeout = self.timeout;
         self.wait_stop(timeout)?
-            .ok_or(TargetError::Timeout(timeout, "halt"))
+            .ok_or(TargetError::timeout(timeout, "halt"))
     }
 
     pub(crate) fn do_halt(&mut self) -> Result<StopReason> {

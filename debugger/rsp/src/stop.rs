@@ -9,8 +9,6 @@ use crate::packet::{PacketError, from_hex, parse_hex_u64};
 
 /// GDB's SIGINT: what a server reports after an interrupt.
 pub const SIGINT: u8 = 2;
-/// GDB's SIGTRAP: breakpoints, watchpoints and steps.
-pub const SIGTRAP: u8 = 5;
 
 /// A parsed stop reply or notification.
 #[derive(Debug, Clone, PartialEq, Eq)]

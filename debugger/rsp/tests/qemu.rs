@@ -130,7 +130,7 @@ fn breakpoints_step_off_and_progress() {
         );
     }
     assert!(started.elapsed() < WAIT);
-    assert_eq!(t.breakpoints(), vec![(release, BreakpointKind::Software)]);
+    assert_eq!(t.inserted(), vec![(release, BreakpointKind::Software)]);
 
     // Single steps move the pc off the breakpoint.
     assert_eq!(t.step().unwrap(), StopReason::Step);

@@ -7,21 +7,21 @@
 //! the backend stays connected until the server ends.
 //!
 //! # Layout
-//! - [`arch`]: the Cortex-M architecture gdbstub lacks (m-profile registers, target.xml).
-//! - [`bridge`]: the gdbstub target over a `memlife_core::Target`, and the blocking event loop
+//! - `arch`: the Cortex-M architecture gdbstub lacks (m-profile registers, target.xml).
+//! - `bridge`: the gdbstub target over a `memlife_core::Target`, and the blocking event loop
 //!   (short backend waits, Ctrl-C polling, transparent dump-on breakpoints).
-//! - [`monitor`]: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
-//! - [`audit`]: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
+//! - `monitor`: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
+//! - `audit`: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
 //! - [`error`]: [`ServeError`], with its causes as sources.
 //! - [`heap`]: walking a halted target and writing JSON dumps atomically; the views of a heap are
 //!   `memlife_heap::render`'s, as for `memlife heap`.
 
-pub mod arch;
-pub mod audit;
-pub mod bridge;
+mod arch;
+mod audit;
+mod bridge;
 pub mod error;
 pub mod heap;
-pub mod monitor;
+mod monitor;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;

@@ -76,10 +76,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         .or_else(|| cfg.elf.clone())
         .context("no firmware given: use --elf FILE or `elf = ...` in memlife.toml")?;
     let targets = target_args(&args, &cfg)?;
-    let method: PeakMethod = match args.method.as_deref() {
-        Some(m) => m.parse().map_err(anyhow::Error::msg)?,
-        None => cfg.trace.method.unwrap_or(PeakMethod::Trace),
-    };
+    let method = args
+        .method
+        .or(cfg.trace.method)
+        .unwrap_or(PeakMethod::Trace);
     let mut run = RunContext {
         date: now_rfc3339(),
         started,
@@ -138,7 +138,7 @@ fn audit(
     let source = std::fs::read_to_string(&args.script)
         .with_context(|| format!("cannot read script {}", args.script.display()))?;
     let symbols = Rc::new(super::load_symbols(elf)?);
-    let mut session = Session::open(targets, elf, &args.leave)?;
+    let mut session = Session::open(targets, elf, args.leave)?;
     let mut heap_opts = args.heap.clone();
     if heap_opts.allocator.is_none() {
         heap_opts.allocator = cfg.allocator.clone();

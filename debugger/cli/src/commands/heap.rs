@@ -11,7 +11,7 @@ use crate::session::Session;
 
 pub fn run(args: HeapArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
-    let mut session = Session::open(&args.target, &args.elf, &args.stop.leave)?;
+    let mut session = Session::open(&args.target, &args.elf, args.stop.leave)?;
     let target = session.target()?;
     crate::runto::stop_where_asked(target, &symbols, &args.stop)?;
     let walker = super::walker(&symbols, &args.heap, Some(&mut *target))?;

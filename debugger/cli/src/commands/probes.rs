@@ -13,7 +13,7 @@ pub fn run() -> Result<ExitCode> {
             out,
             "no debug probes found (on Linux, a probe that is plugged in but not listed usually \
              lacks udev rules; see README \"Real boards\"){}",
-            memlife_probe::list::usb_hint()
+            memlife_probe::usb_hint()
         )?;
     } else {
         for p in &probes {
