@@ -1,0 +1,150 @@
+//! One request and its reply, and the writes held back to travel with the next one.
+
+use memlife_core::{Result, TargetError};
+
+use super::{GdbRemote, RunState};
+use crate::packet::{Reply, to_hex};
+
+impl GdbRemote {
+    pub(super) fn check_alive(&self) -> Result<()> {
+        match &self.state {
+            RunState::Exited(code) => Err(TargetError::Exited(*code)),
+            RunState::Gone(why) => Err(TargetError::Gone(why.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn check_halted(&self) -> Result<()> {
+        self.check_alive()?;
+        if self.state == RunState::Running {
+            return Err(TargetError::NotHalted);
+        }
+        Ok(())
+    }
+
+    /// Remembers a dead link so later calls fail the same way.
+    pub(super) fn note<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(TargetError::Gone(why)) = &r {
+            self.state = RunState::Gone(why.clone());
+        }
+        r
+    }
+
+    /// Sends a request and waits for its reply (with the read timeout). Writes held back are
+    /// sent first, in the same TCP segment.
+    pub(super) fn request(&mut self, data: &[u8]) -> Result<Reply> {
+        if self.has_pending_writes() {
+            let replies = self.send_with_writes(data)?;
+            return Ok(replies);
+        }
+        let timeout = self.timeout;
+        let r = self.conn.send(data, timeout);
+        self.note(r)?;
+        let r = self.conn.recv(timeout, "a reply");
+        match self.note(r)? {
+            None => Err(TargetError::timeout(timeout, "reply")),
+            Some(d) => Ok(Reply::parse(d)),
+        }
+    }
+
+    pub(super) fn has_pending_writes(&self) -> bool {
+        self.regs_dirty || !self.pending_writes.is_empty()
+    }
+
+    /// The held-back writes as packets: memory first, then the register image.
+    pub(super) fn take_pending_writes(&mut self) -> Vec<Vec<u8>> {
+        let mut packets = std::mem::take(&mut self.pending_writes);
+        if std::mem::take(&mut self.regs_dirty) {
+            if let Some(g) = &self.regs_cache {
+                packets.push(format!("G{}", to_hex(g)).into_bytes());
+            }
+        }
+        packets
+    }
+
+    /// Checks the `OK` replies of `count` pipelined writes.
+    pub(super) fn check_write_replies(&mut self, count: usize) -> Result<()> {
+        self.check_write_replies_with(count, true)
+    }
+
+    /// As [`Self::check_write_replies`], without sending `+` for them (QEMU, target running).
+    pub(super) fn check_write_replies_unacked(&mut self, count: usize) -> Result<()> {
+        self.check_write_replies_with(count, false)
+    }
+
+    pub(super) fn check_write_replies_with(&mut self, count: usize, ack: bool) -> Result<()> {
+        let timeout = self.timeout;
+        for _ in 0..count {
+            let r = self.conn.recv_with_ack(timeout, "a write reply", ack);
+            match self.note(r)?.map(Reply::parse) {
+                Some(Reply::Ok) => {}
+                Some(Reply::Error(code)) => {
+                    self.regs_cache = None;
+                    return Err(TargetError::Refused {
+                        request: "a held-back write",
+                        code,
+                    });
+                }
+                Some(other) => {
+                    return Err(TargetError::Protocol(format!(
+                        "unexpected reply to a write: {other:?}"
+                    )));
+                }
+                None => return Err(TargetError::timeout(timeout, "write reply")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the held-back writes and `data` in one go; returns `data`'s reply.
+    pub(super) fn send_with_writes(&mut self, data: &[u8]) -> Result<Reply> {
+        let mut packets = self.take_pending_writes();
+        let writes = packets.len();
+        packets.push(data.to_vec());
+        let r = self.conn.send_many(&packets);
+        self.note(r)?;
+        self.check_write_replies(writes)?;
+        let timeout = self.timeout;
+        let r = self.conn.recv(timeout, "a reply");
+        match self.note(r)? {
+            None => Err(TargetError::timeout(timeout, "reply")),
+            Some(d) => Ok(Reply::parse(d)),
+        }
+    }
+
+    /// Reads one more packet (after a request whose reply was not the answer), as data.
+    pub(super) fn read_data(&mut self, what: &'static str) -> Result<Vec<u8>> {
+        let timeout = self.timeout;
+        let r = self.conn.recv(timeout, "a reply");
+        match self.note(r)? {
+            None => Err(TargetError::timeout(timeout, what)),
+            Some(d) => Ok(d),
+        }
+    }
+
+    /// A request whose reply must carry data.
+    pub(super) fn request_data(&mut self, data: &[u8], what: &'static str) -> Result<Vec<u8>> {
+        match self.request(data)? {
+            Reply::Data(d) => Ok(d),
+            Reply::Ok => Err(TargetError::Protocol(format!("unexpected OK to {what}"))),
+            Reply::Unsupported => Err(TargetError::Unsupported(what)),
+            Reply::Error(code) => Err(TargetError::Refused {
+                request: what,
+                code,
+            }),
+        }
+    }
+
+    /// A request whose reply must be `OK`.
+    pub(super) fn request_ok(&mut self, data: &[u8], what: &'static str) -> Result<()> {
+        match self.request(data)? {
+            Reply::Ok => Ok(()),
+            Reply::Unsupported => Err(TargetError::Unsupported(what)),
+            Reply::Error(code) => Err(TargetError::Refused {
+                request: what,
+                code,
+            }),
+            Reply::Data(_) => Err(TargetError::Protocol(format!("unexpected reply to {what}"))),
+        }
+    }
+}
