@@ -34,7 +34,7 @@
 //! # Layout
 //! - [`packet`]: framing (`$data#cs`), escaping, run-length decoding, replies, hex helpers.
 //! - `conn`: the socket under the client: acks, retransmission, deadlines, buffering.
-//! - `stop`: parsing stop replies (`S`, `T`, `W`, `X`) and console output (`O`).
+//! - `packets`: one module per packet kind: the request as sent and its reply as read.
 //! - `tdesc`: target descriptions (`target.xml` with includes) and the `g` layout.
 //! - `client`: [`GdbRemote`]: handshake, memory, registers, breakpoints, run control.
 //! - `target`: the `memlife-core` trait implementations on [`GdbRemote`].
@@ -45,8 +45,8 @@
 mod client;
 mod conn;
 pub mod packet;
+mod packets;
 mod qemu;
-mod stop;
 mod target;
 mod tdesc;
 

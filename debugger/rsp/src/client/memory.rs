@@ -4,7 +4,8 @@
 use memlife_core::{Result, TargetError};
 
 use super::{DEFAULT_PACKET_SIZE, GdbRemote};
-use crate::packet::{self, Reply, from_hex, to_hex};
+use crate::packet::{self, Reply};
+use crate::packets::memory::{ReadMemory, WRITE_OVERHEAD, WriteMemory};
 
 /// Memory bytes per `m` when the server gives no `PacketSize`.
 const DEFAULT_MAX_READ: usize = 4096;
@@ -20,10 +21,11 @@ pub(crate) fn max_read_size(packet_size: Option<usize>) -> usize {
     }
 }
 
-/// Memory bytes per `M` request: `M` + address + `,` + length + `:` take at most 27 characters.
+/// Memory bytes per `M` request: the data is two hex digits per byte after
+/// [`WRITE_OVERHEAD`], plus the frame's `$`, `#` and checksum.
 pub(crate) fn max_write_size(packet_size: Option<usize>) -> usize {
     let ps = packet_size.unwrap_or(DEFAULT_PACKET_SIZE);
-    (ps.saturating_sub(4 + 27) / 2).clamp(1, packet::MAX_FRAME / 2)
+    (ps.saturating_sub(4 + WRITE_OVERHEAD) / 2).clamp(1, packet::MAX_FRAME / 2)
 }
 
 /// Splits `[addr, addr + len)` into requests of at most `max` bytes.
@@ -55,7 +57,7 @@ impl GdbRemote {
             packets.extend(
                 batch
                     .iter()
-                    .map(|&(_, a, n)| format!("m{a:x},{n:x}").into_bytes()),
+                    .map(|&(_, addr, len)| ReadMemory { addr, len }.encode()),
             );
             let r = self.conn.send_many(&packets);
             self.note(r)?;
@@ -69,18 +71,7 @@ impl GdbRemote {
                     Some(d) => Reply::parse(d),
                     None => return Err(TargetError::timeout(timeout, "memory reply")),
                 };
-                let result = match reply {
-                    Reply::Data(d) => match from_hex(&d) {
-                        Ok(bytes) if bytes.len() == n => Ok(bytes),
-                        Ok(bytes) if !bytes.is_empty() && bytes.len() < n => Ok(bytes),
-                        Ok(_) => Err(TargetError::Unmapped { addr: a, len: n }),
-                        Err(e) => Err(e.into()),
-                    },
-                    Reply::Error(_) => Err(TargetError::Unmapped { addr: a, len: n }),
-                    Reply::Unsupported | Reply::Ok => {
-                        Err(TargetError::Protocol(format!("no data for m{a:x},{n:x}")))
-                    }
-                };
+                let result = ReadMemory { addr: a, len: n }.parse_reply(reply);
                 match result {
                     Ok(bytes) => {
                         self.stats.bytes += bytes.len() as u64;
@@ -124,24 +115,10 @@ impl GdbRemote {
         while done < buf.len() {
             let a = addr.wrapping_add(done as u64);
             let n = max.min(buf.len() - done);
-            let req = format!("m{a:x},{n:x}");
+            let read = ReadMemory { addr: a, len: n };
             self.stats.reads += 1;
-            let bytes = match self.request(req.as_bytes())? {
-                Reply::Data(d) => from_hex(&d)?,
-                Reply::Error(_) => return Err(TargetError::Unmapped { addr: a, len: n }),
-                Reply::Unsupported | Reply::Ok => {
-                    return Err(TargetError::Protocol(format!("no data for m{a:x},{n:x}")));
-                }
-            };
-            if bytes.is_empty() {
-                return Err(TargetError::Unmapped { addr: a, len: n });
-            }
-            if bytes.len() > n {
-                return Err(TargetError::Protocol(format!(
-                    "m{a:x},{n:x} returned {} bytes",
-                    bytes.len()
-                )));
-            }
+            let reply = self.request(&read.encode())?;
+            let bytes = read.parse_reply(reply)?;
             // A short read is allowed: the rest is asked for again (and then usually fails).
             buf[done..done + bytes.len()].copy_from_slice(&bytes);
             done += bytes.len();
@@ -159,20 +136,17 @@ impl GdbRemote {
             // A small write (an emulated push) is held back and sent with the next request or
             // run command; an error surfaces there.
             self.pending_writes
-                .push(format!("M{addr:x},{:x}:{}", data.len(), to_hex(data)).into_bytes());
+                .push(WriteMemory { addr, data }.encode());
             return Ok(());
         }
         for (a, n) in split_range(addr, data.len(), max_write_size(self.features.packet_size)) {
             let off = a.wrapping_sub(addr) as usize;
-            let req = format!("M{a:x},{n:x}:{}", to_hex(&data[off..off + n]));
-            match self.request(req.as_bytes())? {
-                Reply::Ok => {}
-                Reply::Error(_) => return Err(TargetError::Unmapped { addr: a, len: n }),
-                Reply::Unsupported => return Err(TargetError::Unsupported("memory writes")),
-                Reply::Data(_) => {
-                    return Err(TargetError::Protocol("unexpected reply to M".into()));
-                }
-            }
+            let write = WriteMemory {
+                addr: a,
+                data: &data[off..off + n],
+            };
+            let reply = self.request(&write.encode())?;
+            write.parse_reply(reply)?;
         }
         // Memory-mapped registers may have changed.
         self.regs_cache = None;

@@ -34,11 +34,11 @@ use std::time::{Duration, Instant};
 use memlife_core::{BreakpointKind, LinkStats, Result, StopReason, TargetError, WatchKind};
 
 use crate::conn::Conn;
-use crate::packet::{Reply, from_hex, to_hex};
+use crate::packets::{self, monitor::Monitor, monitor::MonitorReply};
 use crate::tdesc::RegisterLayout;
 use memory::max_read_size;
 
-pub use handshake::Features;
+pub use crate::packets::supported::Features;
 
 /// Packet size assumed when the server does not say (QEMU's).
 const DEFAULT_PACKET_SIZE: usize = 0x1000;
@@ -231,9 +231,9 @@ impl GdbRemote {
     /// Runs a monitor command (`qRcmd`) and returns its console output.
     pub fn monitor(&mut self, cmd: &str) -> Result<String> {
         self.check_halted()?;
-        let req = format!("qRcmd,{}", to_hex(cmd.as_bytes()));
+        let request = Monitor { command: cmd };
         let timeout = self.timeout;
-        let r = self.conn.send(req.as_bytes(), timeout);
+        let r = self.conn.send(&request.encode(), timeout);
         self.note(r)?;
         let mut output = Vec::new();
         let deadline = Instant::now() + timeout;
@@ -243,21 +243,10 @@ impl GdbRemote {
             let Some(d) = self.note(r)? else {
                 return Err(TargetError::timeout(timeout, "monitor command"));
             };
-            if d.len() > 1 && d[0] == b'O' && d != b"OK" {
-                output.extend_from_slice(&from_hex(&d[1..])?);
-                continue;
-            }
-            match Reply::parse(d) {
-                Reply::Ok => break,
-                Reply::Unsupported => return Err(TargetError::Unsupported("monitor commands")),
-                Reply::Error(code) => {
-                    return Err(TargetError::Refused {
-                        request: "qRcmd",
-                        code,
-                    });
-                }
-                Reply::Data(d) => {
-                    output.extend_from_slice(&from_hex(&d)?);
+            match request.parse_reply(d)? {
+                MonitorReply::Output(text) => output.extend_from_slice(&text),
+                MonitorReply::Done(text) => {
+                    output.extend_from_slice(&text);
                     break;
                 }
             }
@@ -272,13 +261,7 @@ impl GdbRemote {
         if self.state == RunState::Running {
             self.interrupt_and_wait()?;
         }
-        // With multiprocess extensions the process must be named; QEMU's only process is 1.
-        let packet: &[u8] = if self.features().multiprocess {
-            b"D;1"
-        } else {
-            b"D"
-        };
-        let r = self.request_ok(packet, "detach");
+        let r = self.request_ok(packets::detach(self.features.multiprocess), "detach");
         self.state = RunState::Gone("detached".into());
         r
     }
@@ -291,7 +274,7 @@ impl GdbRemote {
             let _ = self.interrupt_and_wait();
         }
         let timeout = self.timeout;
-        let r = self.conn.send(b"k", timeout);
+        let r = self.conn.send(packets::KILL, timeout);
         self.state = RunState::Gone("killed".into());
         match r {
             // The server may close the socket before acking.

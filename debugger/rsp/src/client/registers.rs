@@ -3,41 +3,38 @@
 use memlife_core::{Result, TargetError};
 
 use super::GdbRemote;
-use crate::packet::{Reply, from_hex, to_hex};
+use crate::packets::registers::{
+    READ_REGISTERS, ReadRegister, WriteRegister, Written, decode_le, encode_le,
+    parse_read_registers, parse_write_registers, write_registers,
+};
 use crate::tdesc::RegisterInfo;
 
 impl GdbRemote {
     pub(super) fn g_packet(&mut self) -> Result<&[u8]> {
         self.check_halted()?;
         if self.regs_cache.is_none() {
-            let d = self.request_data(b"g", "g")?;
-            self.regs_cache = Some(from_hex(&d)?);
+            let reply = self.request(READ_REGISTERS)?;
+            self.regs_cache = Some(parse_read_registers(reply)?);
         }
         Ok(self.regs_cache.as_deref().unwrap_or_default())
-    }
-
-    pub(super) fn decode_le(bytes: &[u8]) -> u64 {
-        bytes
-            .iter()
-            .take(8)
-            .rev()
-            .fold(0u64, |acc, &b| acc << 8 | u64::from(b))
     }
 
     pub(crate) fn read_reg_info(&mut self, info: &RegisterInfo) -> Result<u64> {
         let (offset, size) = (info.offset, info.size());
         let g = self.g_packet()?;
         if let Some(bytes) = g.get(offset..offset + size) {
-            return Ok(Self::decode_le(bytes));
+            return Ok(decode_le(bytes));
         }
         if !self.has_tdesc {
             return Err(TargetError::Unsupported(
                 "this register without a target description",
             ));
         }
-        let req = format!("p{:x}", info.regnum);
-        let d = self.request_data(req.as_bytes(), "p")?;
-        Ok(Self::decode_le(&from_hex(&d)?))
+        let read = ReadRegister {
+            regnum: info.regnum,
+        };
+        let reply = self.request(&read.encode())?;
+        Ok(decode_le(&read.parse_reply(reply)?))
     }
 
     pub(crate) fn register_info(&self, regnum: u16) -> Result<RegisterInfo> {
@@ -50,9 +47,7 @@ impl GdbRemote {
     pub(crate) fn write_reg_info(&mut self, info: &RegisterInfo, value: u64) -> Result<()> {
         self.check_halted()?;
         let size = info.size();
-        let bytes: Vec<u8> = (0..size)
-            .map(|i| if i < 8 { (value >> (8 * i)) as u8 } else { 0 })
-            .collect();
+        let bytes = encode_le(value, size);
         // A register inside the `g` image is changed there and sent as one `G` with the next
         // request or run command: several writes at a stop cost no round trip of their own.
         if self.has_tdesc || self.regs_cache.is_some() {
@@ -67,23 +62,24 @@ impl GdbRemote {
                 return Ok(());
             }
         }
-        let req = format!("P{:x}={}", info.regnum, to_hex(&bytes));
-        let r = self.request(req.as_bytes())?;
+        let write = WriteRegister {
+            regnum: info.regnum,
+            value: &bytes,
+        };
+        let reply = self.request(&write.encode())?;
         self.regs_cache = None;
-        match r {
-            Reply::Ok => Ok(()),
-            Reply::Error(code) => Err(TargetError::Refused { request: "P", code }),
-            Reply::Data(_) => Err(TargetError::Protocol("unexpected reply to P".into())),
-            Reply::Unsupported => {
+        match write.parse_reply(reply)? {
+            Written::Done => Ok(()),
+            Written::NoSinglePacket => {
                 // No P: rewrite the whole g block.
                 let mut g = self.g_packet()?.to_vec();
                 let slot = g
                     .get_mut(info.offset..info.offset + size)
                     .ok_or(TargetError::Unsupported("writing this register"))?;
                 slot.copy_from_slice(&bytes);
-                let req = format!("G{}", to_hex(&g));
                 self.regs_cache = None;
-                self.request_ok(req.as_bytes(), "G")
+                let reply = self.request(&write_registers(&g))?;
+                parse_write_registers(reply)
             }
         }
     }

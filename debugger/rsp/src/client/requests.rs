@@ -3,7 +3,8 @@
 use memlife_core::{Result, TargetError};
 
 use super::{GdbRemote, RunState};
-use crate::packet::{Reply, to_hex};
+use crate::packet::Reply;
+use crate::packets::{expect_data, expect_ok, registers};
 
 impl GdbRemote {
     pub(super) fn check_alive(&self) -> Result<()> {
@@ -56,7 +57,7 @@ impl GdbRemote {
         let mut packets = std::mem::take(&mut self.pending_writes);
         if std::mem::take(&mut self.regs_dirty) {
             if let Some(g) = &self.regs_cache {
-                packets.push(format!("G{}", to_hex(g)).into_bytes());
+                packets.push(registers::write_registers(g));
             }
         }
         packets
@@ -76,21 +77,13 @@ impl GdbRemote {
         let timeout = self.timeout;
         for _ in 0..count {
             let r = self.conn.recv_with_ack(timeout, "a write reply", ack);
-            match self.note(r)?.map(Reply::parse) {
-                Some(Reply::Ok) => {}
-                Some(Reply::Error(code)) => {
-                    self.regs_cache = None;
-                    return Err(TargetError::Refused {
-                        request: "a held-back write",
-                        code,
-                    });
-                }
-                Some(other) => {
-                    return Err(TargetError::Protocol(format!(
-                        "unexpected reply to a write: {other:?}"
-                    )));
-                }
-                None => return Err(TargetError::timeout(timeout, "write reply")),
+            let Some(reply) = self.note(r)?.map(Reply::parse) else {
+                return Err(TargetError::timeout(timeout, "write reply"));
+            };
+            if let Err(e) = expect_ok(reply, "a held-back write") {
+                // A refused register write leaves the cached image wrong.
+                self.regs_cache = None;
+                return Err(e);
             }
         }
         Ok(())
@@ -124,27 +117,11 @@ impl GdbRemote {
 
     /// A request whose reply must carry data.
     pub(super) fn request_data(&mut self, data: &[u8], what: &'static str) -> Result<Vec<u8>> {
-        match self.request(data)? {
-            Reply::Data(d) => Ok(d),
-            Reply::Ok => Err(TargetError::Protocol(format!("unexpected OK to {what}"))),
-            Reply::Unsupported => Err(TargetError::Unsupported(what)),
-            Reply::Error(code) => Err(TargetError::Refused {
-                request: what,
-                code,
-            }),
-        }
+        expect_data(self.request(data)?, what)
     }
 
     /// A request whose reply must be `OK`.
     pub(super) fn request_ok(&mut self, data: &[u8], what: &'static str) -> Result<()> {
-        match self.request(data)? {
-            Reply::Ok => Ok(()),
-            Reply::Unsupported => Err(TargetError::Unsupported(what)),
-            Reply::Error(code) => Err(TargetError::Refused {
-                request: what,
-                code,
-            }),
-            Reply::Data(_) => Err(TargetError::Protocol(format!("unexpected reply to {what}"))),
-        }
+        expect_ok(self.request(data)?, what)
     }
 }

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use memlife_core::{BreakpointKind, Result, StopReason, TargetError};
 
 use super::{GdbRemote, Pending, RunState};
-use crate::stop::{self, SIGINT, StopPacket};
+use crate::packets::registers::decode_le;
+use crate::packets::resume::{Resume, VContActions};
+use crate::packets::stop::{self, SIGINT, StopPacket};
 
 impl GdbRemote {
     pub(crate) fn halted(&self) -> bool {
@@ -15,12 +17,11 @@ impl GdbRemote {
 
     /// Sends continue or step without any stepping-off logic.
     pub(super) fn send_run(&mut self, step: bool) -> Result<()> {
-        let cmd: &[u8] = match (step, self.features.vcont_step, self.features.vcont_continue) {
-            (true, true, _) => b"vCont;s",
-            (true, false, _) => b"s",
-            (false, _, true) => b"vCont;c",
-            (false, _, false) => b"c",
+        let vcont = VContActions {
+            continue_: self.features.vcont_continue,
+            step: self.features.vcont_step,
         };
+        let cmd = if step { Resume::Step } else { Resume::Continue }.encode(vcont);
         let timeout = self.timeout;
         if self.has_pending_writes() && self.features.qemu && !self.conn.ack_pending_allowed() {
             // QEMU (system emulation) does not wait for the `+` of its replies, and any byte it
@@ -233,7 +234,7 @@ impl GdbRemote {
                         StopReason::Halted
                     } else {
                         let pc = match s.registers.iter().find(|(n, _)| *n == 15) {
-                            Some((_, bytes)) => Self::decode_le(bytes),
+                            Some((_, bytes)) => decode_le(bytes),
                             None => self.pc()?,
                         };
                         if self.breakpoints.iter().any(|&(a, _)| a == pc) || s.swbreak || s.hwbreak
