@@ -5,6 +5,7 @@
 //! [target]
 //! qemu = "netduinoplus2"          # or gdb = "127.0.0.1:3333", or chip = "STM32F405RGTx"
 //! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
+//! # with gdb or qemu: reset = "reset halt"   (the server's monitor command; chosen if absent)
 //! [phases]                        # aliases scripts use with t.phase("load")
 //! load = "model_load"
 //! [spans]                         # nested calls recorded inside a phase
@@ -65,6 +66,9 @@ pub struct TargetConfig {
     /// With `chip`: hold reset while attaching.
     #[serde(default)]
     pub connect_under_reset: bool,
+    /// With `gdb` or `qemu`: the monitor command that resets the target and halts it, instead of
+    /// the one memlife chooses for the server (`system_reset`, `reset halt`, `reset`).
+    pub reset: Option<String>,
 }
 
 /// Tracing settings.

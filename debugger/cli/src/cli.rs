@@ -157,6 +157,10 @@ pub struct TargetArgs {
     pub chip: Option<String>,
     #[command(flatten)]
     pub probe: ProbeArgs,
+    /// The GDB server's reset command (`[target] reset` in memlife.toml), when it is not the
+    /// one memlife would choose.
+    #[arg(skip)]
+    pub reset: Option<String>,
 }
 
 /// Options of `--chip` (probe-rs).

@@ -28,15 +28,17 @@ impl Session {
     pub fn open(args: &TargetArgs, elf: &Path, leave: Leave) -> Result<Session> {
         let leave_halted = leave == Leave::Halted;
         let (target, qemu): (Box<dyn Target>, Option<QemuProcess>) = if let Some(addr) = &args.gdb {
-            let remote = GdbRemote::connect(addr)
+            let mut remote = GdbRemote::connect(addr)
                 .with_context(|| format!("cannot connect to the GDB server at {addr}"))?;
+            remote.set_reset_command(args.reset.clone());
             (Box::new(remote), None)
         } else if let Some(machine) = &args.qemu {
             let qemu = QemuProcess::start(machine, elf, &[])
                 .with_context(|| format!("cannot start qemu-system-arm -M {machine}"))?;
-            let remote = qemu
+            let mut remote = qemu
                 .connect()
                 .with_context(|| format!("cannot connect to QEMU's gdbstub at {}", qemu.addr()))?;
+            remote.set_reset_command(args.reset.clone());
             (Box::new(remote), Some(qemu))
         } else if let Some(chip) = &args.chip {
             let opts = ProbeOptions {

@@ -50,6 +50,6 @@ mod qemu;
 mod target;
 mod tdesc;
 
-pub use client::{ConnectOptions, Features, GdbRemote};
+pub use client::{ConnectOptions, Features, GdbRemote, Server};
 pub use qemu::QemuProcess;
 pub use tdesc::{RegisterInfo, RegisterLayout};

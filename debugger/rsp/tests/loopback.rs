@@ -412,3 +412,120 @@ fn a_server_that_stops_again_at_its_breakpoint_gets_it_lifted() {
     drop(t);
     server.join().unwrap();
 }
+
+fn rcmd(command: &str) -> Vec<u8> {
+    pkt(&format!(
+        "qRcmd,{}",
+        memlife_rsp::packet::to_hex(command.as_bytes())
+    ))
+}
+
+/// Console output of a monitor command, as an `O` packet.
+fn console(text: &str) -> String {
+    format!("O{}", memlife_rsp::packet::to_hex(text.as_bytes()))
+}
+
+/// A server that is not QEMU and would refuse QEMU's `system_reset`: memlife asks its `monitor
+/// help`, recognises OpenOCD's reset syntax and sends `reset halt`, and keeps that word.
+#[test]
+fn reset_uses_the_servers_own_word() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(rcmd("help")),
+        Send(ack_pkt(&console(
+            "halt [milliseconds]\nreset [run|halt|init]\n      Reset all targets.\n",
+        ))),
+        Expect(b"+".to_vec()),
+        Send(pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(rcmd("reset halt")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        // The second reset needs no help.
+        Expect(rcmd("reset halt")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    t.reset(true).unwrap();
+    assert_eq!(t.reset_command(), Some("reset halt"));
+    t.reset(true).unwrap();
+    assert!(t.is_halted());
+    drop(t);
+    server.join().unwrap();
+}
+
+/// A server whose help says nothing memlife knows: the reset words are tried in turn until one
+/// is accepted.
+#[test]
+fn reset_falls_back_to_the_word_a_server_accepts() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(rcmd("help")),
+        Send(ack_pkt("")),
+        Expect(b"+".to_vec()),
+        Expect(rcmd("reset halt")),
+        Send(ack_pkt("E01")),
+        Expect(b"+".to_vec()),
+        Expect(rcmd("reset")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    t.reset(true).unwrap();
+    assert_eq!(t.reset_command(), Some("reset"));
+    drop(t);
+    server.join().unwrap();
+}
+
+/// `[target] reset = "..."` wins: the configured word is sent, nothing is asked.
+#[test]
+fn a_configured_reset_word_is_sent_as_is() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(rcmd("reset init")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    t.set_reset_command(Some("reset init".into()));
+    t.reset(true).unwrap();
+    drop(t);
+    server.join().unwrap();
+}
+
+/// Nothing accepted: the last refusal is the error, and memlife does not guess further.
+#[test]
+fn a_server_that_refuses_every_reset_word_is_an_error() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(rcmd("help")),
+        Send(ack_pkt("E01")),
+        Expect(b"+".to_vec()),
+    ]);
+    for word in ["reset halt", "reset", "system_reset"] {
+        script.extend([
+            Expect(rcmd(word)),
+            Send(ack_pkt("E02")),
+            Expect(b"+".to_vec()),
+        ]);
+    }
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    let err = t.reset(true).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TargetError::Refused {
+                request: "qRcmd",
+                code: 2
+            }
+        ),
+        "{err:?}"
+    );
+    drop(t);
+    server.join().unwrap();
+}

@@ -39,10 +39,13 @@ fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
 /// Flags win over memlife.toml.
 fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
     let t = &args.target;
-    if t.is_given() {
-        return Ok(t.clone());
-    }
     let c = &cfg.target;
+    if t.is_given() {
+        return Ok(TargetArgs {
+            reset: c.reset.clone(),
+            ..t.clone()
+        });
+    }
     let probe = c
         .probe
         .as_deref()
@@ -62,6 +65,7 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
             speed: c.speed,
             connect_under_reset: c.connect_under_reset,
         },
+        reset: c.reset.clone(),
     })
 }
 
@@ -218,4 +222,44 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
         report.run.seconds
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn audit_args(args: &[&str]) -> AuditArgs {
+        match Cli::try_parse_from(args).unwrap().command {
+            Command::Audit(a) => a,
+            _ => panic!("not audit"),
+        }
+    }
+
+    fn config(text: &str) -> AuditConfig {
+        let dir = std::env::temp_dir().join(format!("memlife-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("memlife.toml");
+        std::fs::write(&path, text).unwrap();
+        let cfg = AuditConfig::load(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        cfg
+    }
+
+    #[test]
+    fn the_configured_reset_command_reaches_the_target_with_or_without_target_flags() {
+        let cfg = config("[target]\ngdb = \"127.0.0.1:3333\"\nreset = \"reset init\"\n");
+        let from_file = target_args(&audit_args(&["memlife", "audit", "s.rhai"]), &cfg).unwrap();
+        assert_eq!(from_file.gdb.as_deref(), Some("127.0.0.1:3333"));
+        assert_eq!(from_file.reset.as_deref(), Some("reset init"));
+        let flagged = audit_args(&["memlife", "audit", "s.rhai", "--gdb", "h:1"]);
+        let from_flags = target_args(&flagged, &cfg).unwrap();
+        assert_eq!(from_flags.gdb.as_deref(), Some("h:1"));
+        assert_eq!(from_flags.reset.as_deref(), Some("reset init"));
+        let none = target_args(&flagged, &config("")).unwrap();
+        assert_eq!(none.reset, None);
+    }
 }

@@ -19,12 +19,14 @@
 //! - `registers`: the `g` image, `p`/`P`, the register layout.
 //! - `breakpoints`: `Z`/`z` breakpoints and watchpoints.
 //! - `run`: continue, step (off a breakpoint), interrupt, reset, waiting for stop replies.
+//! - `reset`: which monitor command resets the target, by the server memlife talks to.
 
 mod breakpoints;
 mod handshake;
 mod memory;
 mod registers;
 mod requests;
+mod reset;
 mod run;
 
 use std::collections::BTreeSet;
@@ -39,6 +41,7 @@ use crate::tdesc::RegisterLayout;
 use memory::max_read_size;
 
 pub use crate::packets::supported::Features;
+pub use reset::Server;
 
 /// Packet size assumed when the server does not say (QEMU's).
 const DEFAULT_PACKET_SIZE: usize = 0x1000;
@@ -102,6 +105,8 @@ pub struct GdbRemote {
     /// Memory writes not yet sent (`M` packets), in order.
     pending_writes: Vec<Vec<u8>>,
     stats: LinkStats,
+    /// The monitor command that resets the target: configured, or found at the first reset.
+    reset_command: Option<String>,
 }
 
 /// `BreakpointKind` has no `Ord`; this mirrors it for the set.
@@ -186,6 +191,7 @@ impl GdbRemote {
             regs_dirty: false,
             pending_writes: Vec::new(),
             stats: LinkStats::default(),
+            reset_command: None,
         };
         client.handshake()?;
         Ok(client)

@@ -173,7 +173,7 @@ impl GdbRemote {
             self.interrupt_and_wait()?;
         }
         self.early_stop = None;
-        self.monitor("system_reset")?;
+        self.reset_halted()?;
         self.regs_cache = None;
         self.last_stop = Some(StopReason::Halted);
         if !halt {
