@@ -319,12 +319,12 @@ impl SingleThreadBase for Bridge {
         Ok(())
     }
 
+    /// A read that runs past the end of readable memory gives gdb the bytes before it (gdb asks
+    /// for the rest and then names the first address it cannot read).
     fn read_addrs(&mut self, start_addr: u32, data: &mut [u8]) -> TargetResult<usize, Self> {
         self.ensure_halted().map_err(fatal_or_not)?;
-        self.target
-            .read(u64::from(start_addr), data)
-            .map_err(fatal_or_not)?;
-        Ok(data.len())
+        memlife_core::memory::read_available(self.target.as_memory(), u64::from(start_addr), data)
+            .map_err(fatal_or_not)
     }
 
     fn write_addrs(&mut self, start_addr: u32, data: &[u8]) -> TargetResult<(), Self> {
