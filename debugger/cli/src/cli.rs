@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use memlife_audit::PeakMethod;
 
+use crate::boards::ProbeSelector;
+
 /// Heap lifecycle debugger for on-device ML firmware.
 ///
 /// memlife halts firmware at breakpoints, rebuilds the heap allocator's state from target RAM
@@ -168,8 +170,8 @@ pub struct TargetArgs {
 #[group(skip)]
 pub struct ProbeArgs {
     /// With --chip: which debug probe, when several are attached (`memlife probes` lists them).
-    #[arg(long, value_name = "VID:PID[:SERIAL]", requires = "chip", value_parser = memlife_probe::ProbeSelector::parse)]
-    pub probe: Option<memlife_probe::ProbeSelector>,
+    #[arg(long, value_name = "VID:PID[:SERIAL]", requires = "chip", value_parser = ProbeSelector::parse)]
+    pub probe: Option<ProbeSelector>,
     /// With --chip: the SWD/JTAG clock in kHz (default: the probe's).
     #[arg(long, value_name = "KHZ", requires = "chip", value_parser = clap::value_parser!(u32).range(1..))]
     pub speed: Option<u32>,
@@ -396,6 +398,7 @@ mod tests {
         assert!(hit_without_at.is_err());
     }
 
+    #[cfg(feature = "probe")]
     #[test]
     fn chip_takes_probe_options_and_excludes_other_targets() {
         let cli = Cli::try_parse_from([

@@ -4,7 +4,9 @@
 //! error into one line on stderr and exit code 2 (0 = all good, 1 = a check failed).
 //!
 //! # Layout
-//! - [`cli`]: the clap definitions (the contract of DESIGN.md §3).
+//! - [`cli`]: the clap definitions.
+//! - [`boards`]: real boards through probe-rs (cargo feature `probe`, on by default), the only
+//!   code that differs without it.
 //! - [`session`]: opening a target (`--gdb`, `--qemu`, `--snapshot`) and cleaning up after it.
 //! - [`runto`]: running to the N-th entry of a function with a timeout.
 //! - [`outputs`]: the audit's output files: stale ones replaced at the start, each written on
@@ -12,6 +14,7 @@
 //! - [`progress`]: the audit's progress spinner or plain lines.
 //! - [`commands`]: one module per subcommand (`serve` runs the GDB server of `memlife-server`).
 
+mod boards;
 mod cli;
 mod commands;
 mod outputs;

@@ -9,7 +9,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use memlife_core::{Snapshot, Target};
-use memlife_probe::{ProbeOptions, ProbeTarget};
 use memlife_rsp::{GdbRemote, QemuProcess};
 
 use crate::cli::{Leave, TargetArgs};
@@ -41,13 +40,7 @@ impl Session {
             remote.set_reset_command(args.reset.clone());
             (Box::new(remote), Some(qemu))
         } else if let Some(chip) = &args.chip {
-            let opts = ProbeOptions {
-                chip: chip.clone(),
-                probe: args.probe.probe.clone(),
-                speed_khz: args.probe.speed,
-                connect_under_reset: args.probe.connect_under_reset,
-            };
-            (Box::new(ProbeTarget::open(&opts)?), None)
+            (crate::boards::open(chip, &args.probe)?, None)
         } else if let Some(path) = &args.snapshot {
             let snap = Snapshot::load(path)
                 .with_context(|| format!("cannot read snapshot {}", path.display()))?;

@@ -1,11 +1,18 @@
 //! `memlife probes`: the debug probes probe-rs sees, with the `--probe` value of each.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
+#[cfg(not(feature = "probe"))]
 pub fn run() -> Result<ExitCode> {
+    anyhow::bail!(crate::boards::NOT_BUILT)
+}
+
+#[cfg(feature = "probe")]
+pub fn run() -> Result<ExitCode> {
+    use std::io::Write;
+
     let probes = memlife_probe::list_probes();
     let mut out = std::io::stdout().lock();
     if probes.is_empty() {

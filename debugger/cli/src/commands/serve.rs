@@ -16,14 +16,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         );
     }
     if let Some(chip) = &args.target.chip {
-        // The GDB server describes Cortex-M registers to gdb; anything else would be garbage.
-        let info = memlife_probe::resolve_chip(&memlife_probe::registry(), chip)?;
-        if !info.core_type().is_some_and(|t| t.is_cortex_m()) {
-            bail!(
-                "memlife serve speaks Cortex-M to gdb, and {} is not a Cortex-M chip; use memlife heap, snapshot or audit with it",
-                info.name
-            );
-        }
+        crate::boards::require_cortex_m(chip)?;
     }
     let symbols = super::load_symbols(&args.elf)?;
     let listener = TcpListener::bind(args.listen)
