@@ -184,10 +184,10 @@ impl AuditConfig {
             path: path.display().to_string(),
             message: e.to_string().trim().replace('\n', " "),
         })?;
-        if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent()) {
-            if elf.is_relative() {
-                cfg.elf = Some(dir.join(elf));
-            }
+        if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent())
+            && elf.is_relative()
+        {
+            cfg.elf = Some(dir.join(elf));
         }
         Ok(cfg)
     }

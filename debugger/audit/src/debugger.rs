@@ -690,13 +690,12 @@ impl Debugger {
             function,
             remaining,
         } = goal
+            && (*remaining == 0 || result.is_err())
         {
-            if *remaining == 0 || result.is_err() {
-                let role = EntryRole::Goal {
-                    function: function.clone(),
-                };
-                self.remove_entry(*addr, &role);
-            }
+            let role = EntryRole::Goal {
+                function: function.clone(),
+            };
+            self.remove_entry(*addr, &role);
         }
         result
     }
@@ -829,12 +828,12 @@ impl Debugger {
                     if let Goal::Entry {
                         addr, remaining, ..
                     } = goal
+                        && *addr == regs.pc
+                        && *remaining > 0
                     {
-                        if *addr == regs.pc && *remaining > 0 {
-                            *remaining -= 1;
-                            if *remaining == 0 {
-                                reached = true;
-                            }
+                        *remaining -= 1;
+                        if *remaining == 0 {
+                            reached = true;
                         }
                     }
                 }
@@ -1222,10 +1221,10 @@ impl Debugger {
         let Some(p) = self.phase.take() else {
             return Err(AuditError::Config("no phase is running".into()));
         };
-        if let Some(span_fn) = self.config.spans.get(&p.function).cloned() {
-            if let Ok((addr, _)) = self.function(&span_fn) {
-                self.remove_entry(addr, &EntryRole::Span { function: span_fn });
-            }
+        if let Some(span_fn) = self.config.spans.get(&p.function).cloned()
+            && let Ok((addr, _)) = self.function(&span_fn)
+        {
+            self.remove_entry(addr, &EntryRole::Span { function: span_fn });
         }
         self.returns.retain(|r| !matches!(r.role, ReturnRole::Span));
         self.sticky_span.clear();

@@ -138,10 +138,11 @@ impl ElfImage {
             let alloc = bits & object::elf::SHF_ALLOC.0 != 0;
             let write = bits & object::elf::SHF_WRITE.0 != 0;
             let exec = bits & object::elf::SHF_EXECINSTR.0 != 0;
-            if alloc && exec {
-                if let Some(data) = contents(&section) {
-                    code.push((section.address(), data));
-                }
+            if alloc
+                && exec
+                && let Some(data) = contents(&section)
+            {
+                code.push((section.address(), data));
             }
             if alloc && write && section.size() > 0 {
                 writable_sections.push((

@@ -151,11 +151,11 @@ impl Symbols {
 
     /// Address and size of a static, from DWARF or else from the ELF symbol table.
     pub fn static_location(&self, name: &str, prefer_cu: &[&str]) -> Option<(u64, Option<u64>)> {
-        if let Some(v) = self.variable(name, prefer_cu) {
-            if let Some(addr) = v.address {
-                let size = v.type_id.and_then(|t| self.types.size_of(t));
-                return Some((addr, size));
-            }
+        if let Some(v) = self.variable(name, prefer_cu)
+            && let Some(addr) = v.address
+        {
+            let size = v.type_id.and_then(|t| self.types.size_of(t));
+            return Some((addr, size));
         }
         self.elf_symbol(name)
             .filter(|s| s.kind == SymbolKind::Data || s.kind == SymbolKind::Other)
@@ -206,14 +206,14 @@ impl Symbols {
             .as_ref()
             .map(|s| s.locate(pc))
             .unwrap_or_default();
-        if frames.is_empty() {
-            if let Some(sym) = self.function_at(pc) {
-                frames.push(SourceLocation {
-                    function: Some(sym.name.clone()),
-                    file: None,
-                    line: None,
-                });
-            }
+        if frames.is_empty()
+            && let Some(sym) = self.function_at(pc)
+        {
+            frames.push(SourceLocation {
+                function: Some(sym.name.clone()),
+                file: None,
+                line: None,
+            });
         }
         frames
     }

@@ -509,11 +509,10 @@ impl Decoder<'_> {
                 // An anonymous struct or union: its members belong to the parent.
                 if let Some((_, Type::Struct { members: inner, .. })) =
                     m.type_id.and_then(|t| self.types.resolve(t))
+                    && depth < MAX_DEPTH
                 {
-                    if depth < MAX_DEPTH {
-                        self.members(inner, at, depth + 1, fields);
-                        continue;
-                    }
+                    self.members(inner, at, depth + 1, fields);
+                    continue;
                 }
                 self.value(m.type_id, at, depth + 1)
             } else {

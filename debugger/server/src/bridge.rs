@@ -106,10 +106,10 @@ impl Bridge {
 
     /// Halts a running backend (gdb expects a stopped target to look at).
     pub(crate) fn ensure_halted(&mut self) -> memlife_core::Result<()> {
-        if let Some(c) = self.target.control() {
-            if !c.is_halted() {
-                c.halt()?;
-            }
+        if let Some(c) = self.target.control()
+            && !c.is_halted()
+        {
+            c.halt()?;
         }
         Ok(())
     }
@@ -133,18 +133,17 @@ impl Bridge {
         // A client that vanished while the core ran: the backend takes no breakpoint changes
         // while it runs, so stop it for the cleanup and let it go again afterwards.
         let leftovers = !self.gdb_breakpoints.is_empty() || !self.gdb_watchpoints.is_empty();
-        if leftovers && self.is_running() {
-            if let Err(e) = self.ensure_halted() {
-                tracing::warn!("halting the target to remove the client's breakpoints: {e}");
-            }
+        if leftovers
+            && self.is_running()
+            && let Err(e) = self.ensure_halted()
+        {
+            tracing::warn!("halting the target to remove the client's breakpoints: {e}");
         }
         for (addr, kind) in std::mem::take(&mut self.gdb_breakpoints) {
             let memlife_needs =
                 kind == BreakpointKind::Software && self.dump_on.iter().any(|d| d.addr == addr);
-            if !memlife_needs {
-                if let Some(b) = self.target.breakpoints() {
-                    let _ = b.remove_breakpoint(addr, kind);
-                }
+            if !memlife_needs && let Some(b) = self.target.breakpoints() {
+                let _ = b.remove_breakpoint(addr, kind);
             }
         }
         for (addr, len, kind) in std::mem::take(&mut self.gdb_watchpoints) {
@@ -154,14 +153,12 @@ impl Bridge {
         }
         self.pending = None;
         self.stepping = false;
-        if resume {
-            if let Some(c) = self.target.control() {
-                if c.is_halted() {
-                    if let Err(e) = c.resume() {
-                        tracing::warn!("resuming the target after the client left: {e}");
-                    }
-                }
-            }
+        if resume
+            && let Some(c) = self.target.control()
+            && c.is_halted()
+            && let Err(e) = c.resume()
+        {
+            tracing::warn!("resuming the target after the client left: {e}");
         }
     }
 
@@ -175,15 +172,15 @@ impl Bridge {
         &mut self,
         reason: StopReason,
     ) -> memlife_core::Result<Option<SingleThreadStopReason<u32>>> {
-        if let StopReason::Breakpoint(pc) = reason {
-            if self.dump_on.iter().any(|d| d.addr == pc) {
-                self.dump_at(pc);
-                if !self.gdb_has_breakpoint(pc) && !self.stepping {
-                    if let Some(c) = self.target.control() {
-                        c.resume()?;
-                    }
-                    return Ok(None);
+        if let StopReason::Breakpoint(pc) = reason
+            && self.dump_on.iter().any(|d| d.addr == pc)
+        {
+            self.dump_at(pc);
+            if !self.gdb_has_breakpoint(pc) && !self.stepping {
+                if let Some(c) = self.target.control() {
+                    c.resume()?;
                 }
+                return Ok(None);
             }
         }
         Ok(Some(self.translate(reason)))

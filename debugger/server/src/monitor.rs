@@ -167,11 +167,9 @@ impl Bridge {
             || self
                 .gdb_breakpoints
                 .contains(&(d.addr, BreakpointKind::Software));
-        if !still_needed {
-            if let Some(b) = self.target.breakpoints() {
-                b.remove_breakpoint(d.addr, BreakpointKind::Software)
-                    .context("removing memlife's breakpoint")?;
-            }
+        if !still_needed && let Some(b) = self.target.breakpoints() {
+            b.remove_breakpoint(d.addr, BreakpointKind::Software)
+                .context("removing memlife's breakpoint")?;
         }
         Ok(format!(
             "no more dumps at {symbol} ({} written)\n",

@@ -37,10 +37,10 @@ pub fn run(args: SnapshotArgs) -> Result<ExitCode> {
     if let (Ok(sp), Some(top)) = (
         target.read_register(Register::StackPointer),
         symbols.elf_symbol("_estack").map(|s| s.address),
-    ) {
-        if top > sp && top - sp < (1 << 20) {
-            ranges.push((sp, top - sp));
-        }
+    ) && top > sp
+        && top - sp < (1 << 20)
+    {
+        ranges.push((sp, top - sp));
     }
     ranges.extend(&args.region);
     let mut snap = Snapshot {

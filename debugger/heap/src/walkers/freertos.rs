@@ -395,7 +395,7 @@ impl HeapWalker for FreeRtosWalker {
                 };
                 let size = raw & !msb;
                 let used = raw & msb != 0;
-                if size == 0 || size % ALIGN != 0 || b + size > end {
+                if size == 0 || !size.is_multiple_of(ALIGN) || b + size > end {
                     st.anomaly(
                         AnomalyKind::SizeOverflow,
                         Some(b),
@@ -535,19 +535,25 @@ impl HeapWalker for FreeRtosWalker {
             );
         }
         let used_blocks = st.blocks.iter().filter(|b| !b.free).count() as u64;
-        if let (Some(a), Some(f)) = (allocs, frees) {
-            if a.wrapping_sub(f) != used_blocks {
-                st.anomaly(
+        if let (Some(a), Some(f)) = (allocs, frees)
+            && a.wrapping_sub(f) != used_blocks
+        {
+            st.anomaly(
                     AnomalyKind::CounterMismatch,
                     None,
                     format!("{a} allocations - {f} frees = {} live, but the walk found {used_blocks} allocated blocks", a.wrapping_sub(f)),
                 );
-            }
         }
-        if let Some(m) = st.min_ever_free {
-            if m > free_counter {
-                st.anomaly(AnomalyKind::CounterMismatch, None, format!("xMinimumEverFreeBytesRemaining {m} exceeds xFreeBytesRemaining {free_counter}"));
-            }
+        if let Some(m) = st.min_ever_free
+            && m > free_counter
+        {
+            st.anomaly(
+                AnomalyKind::CounterMismatch,
+                None,
+                format!(
+                    "xMinimumEverFreeBytesRemaining {m} exceeds xFreeBytesRemaining {free_counter}"
+                ),
+            );
         }
         st.finish(ctx, busy_lock);
         Ok(st)

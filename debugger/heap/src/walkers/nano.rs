@@ -442,7 +442,7 @@ mod tests {
                 seed ^= seed >> 17;
                 seed ^= seed << 5;
                 let off = (seed as usize % 0x7fc) & !3;
-                let v = if seed % 3 == 0 {
+                let v = if seed.is_multiple_of(3) {
                     BASE as u32 + seed % 0x800
                 } else {
                     seed.rotate_left(7)

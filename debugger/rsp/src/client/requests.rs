@@ -55,10 +55,10 @@ impl GdbRemote {
     /// The held-back writes as packets: memory first, then the register image.
     pub(super) fn take_pending_writes(&mut self) -> Vec<Vec<u8>> {
         let mut packets = std::mem::take(&mut self.pending_writes);
-        if std::mem::take(&mut self.regs_dirty) {
-            if let Some(g) = &self.regs_cache {
-                packets.push(registers::write_registers(g));
-            }
+        if std::mem::take(&mut self.regs_dirty)
+            && let Some(g) = &self.regs_cache
+        {
+            packets.push(registers::write_registers(g));
         }
         packets
     }
