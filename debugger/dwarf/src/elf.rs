@@ -395,16 +395,9 @@ mod tests {
 
     #[test]
     fn agrees_with_a_linear_scan_on_random_tables() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for _ in 0..200 {
-            let symbols: Vec<ElfSymbol> = (0..next() % 12)
-                .map(|i| func(&format!("f{i}"), next() % 0x200, next() % 0x40))
+        memlife_testkit::fuzz::cases(0x5eed, 200, |rng| {
+            let symbols: Vec<ElfSymbol> = (0..rng.below(12))
+                .map(|i| func(&format!("f{i}"), rng.below(0x200), rng.below(0x40)))
                 .collect();
             let index = FunctionIndex::new(&symbols);
             for pc in 0..0x260 {
@@ -414,6 +407,6 @@ mod tests {
                     "{symbols:?} pc {pc:#x}"
                 );
             }
-        }
+        });
     }
 }

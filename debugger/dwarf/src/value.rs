@@ -951,19 +951,7 @@ mod tests {
 
     #[test]
     fn c_strings() {
-        struct Mem(Vec<u8>);
-        impl Memory for Mem {
-            fn read(&mut self, addr: u64, buf: &mut [u8]) -> memlife_core::Result<()> {
-                let a = addr as usize;
-                let src = self.0.get(a..a + buf.len()).ok_or(TargetError::Unmapped {
-                    addr,
-                    len: buf.len(),
-                })?;
-                buf.copy_from_slice(src);
-                Ok(())
-            }
-        }
-        let mut m = Mem(b"\0conv1\0abcdefgh".to_vec());
+        let mut m = memlife_testkit::ram::at(0, b"\0conv1\0abcdefgh".to_vec());
         assert_eq!(read_c_string(&mut m, 1, 32).as_deref(), Some("conv1"));
         // Runs to the end of memory without a NUL: the bytes up to the failure are not a string.
         assert_eq!(read_c_string(&mut m, 7, 32), None);

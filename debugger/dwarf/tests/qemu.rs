@@ -1,7 +1,7 @@
 //! CFI unwinding and typed reads against the bundled firmware running on
 //! `qemu-system-arm -M netduinoplus2`, driven through `memlife-rsp`.
 //!
-//! Needs `firmware/build/heap4-healthy.elf` (`make -C firmware`) and `qemu-system-arm`.
+//! Needs `qemu-system-arm`; `firmware/build/heap4-healthy.elf` is built on first use.
 //! `MEMLIFE_DWARF_TEST_ELF` points the tests at another heap4 ELF with the same functions and
 //! globals. Each test starts its own QEMU on its own free port; the guard kills it on drop.
 
@@ -20,17 +20,7 @@ const WAIT: Duration = Duration::from_secs(10);
 const RAM: std::ops::Range<u64> = 0x2000_0000..0x2003_0000;
 
 fn firmware() -> PathBuf {
-    if let Some(p) = std::env::var_os("MEMLIFE_DWARF_TEST_ELF") {
-        return PathBuf::from(p);
-    }
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/heap4-healthy.elf");
-    assert!(
-        path.is_file(),
-        "{} is missing: build the firmware first with `make -C firmware`",
-        path.display()
-    );
-    path
+    memlife_testkit::firmware::elf_or_env("MEMLIFE_DWARF_TEST_ELF", "heap4", "healthy")
 }
 
 fn start() -> (QemuProcess, GdbRemote, Symbols) {

@@ -3,84 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use memlife_core::{
     BreakpointKind, Breakpoints, Control, Memory, Register, Registers, StopReason, Target,
     TargetError, WatchKind, Watchpoints,
 };
-use memlife_rsp::packet::encode;
 use memlife_rsp::{ConnectOptions, GdbRemote};
-
-/// One step of a fake server's script.
-enum Step {
-    /// The client must send exactly these bytes next.
-    Expect(Vec<u8>),
-    /// The server sends these bytes.
-    Send(Vec<u8>),
-    /// The server closes the connection.
-    Close,
-    /// The server reads whatever comes and never answers, for this long.
-    Silence(Duration),
-}
-use Step::*;
-
-fn pkt(s: &str) -> Vec<u8> {
-    encode(s.as_bytes())
-}
-
-fn ack_pkt(s: &str) -> Vec<u8> {
-    let mut v = b"+".to_vec();
-    v.extend(pkt(s));
-    v
-}
-
-/// Starts a server that plays `script` to the first client; joining it returns the script's
-/// verdict (a mismatch panics in the server thread and fails the join).
-fn serve(script: Vec<Step>) -> (String, JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let handle = std::thread::spawn(move || {
-        let (mut sock, _) = listener.accept().unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        for (i, step) in script.into_iter().enumerate() {
-            match step {
-                Expect(want) => {
-                    let mut got = vec![0u8; want.len()];
-                    sock.read_exact(&mut got).unwrap_or_else(|e| {
-                        panic!(
-                            "step {i}: waiting for {:?}: {e}",
-                            String::from_utf8_lossy(&want)
-                        )
-                    });
-                    assert_eq!(
-                        String::from_utf8_lossy(&got),
-                        String::from_utf8_lossy(&want),
-                        "step {i}"
-                    );
-                }
-                Send(bytes) => sock.write_all(&bytes).unwrap(),
-                Close => return,
-                Silence(d) => {
-                    let end = Instant::now() + d;
-                    let mut sink = [0u8; 256];
-                    sock.set_read_timeout(Some(Duration::from_millis(20)))
-                        .unwrap();
-                    while Instant::now() < end {
-                        let _ = sock.read(&mut sink);
-                    }
-                }
-            }
-        }
-        // Keep the socket open until the client is done.
-        let mut rest = Vec::new();
-        let _ = sock.read_to_end(&mut rest);
-    });
-    (addr, handle)
-}
+use memlife_testkit::rsp::Step::*;
+use memlife_testkit::rsp::{Step, ack_pkt, pkt, pkt_raw, serve};
 
 const QSUP: &str = "qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;xmlRegisters=arm";
 
@@ -247,12 +178,6 @@ fn no_ack_mode_when_offered_and_split_reads() {
     assert!(matches!(t.resume(), Err(TargetError::Exited(3))));
     drop(t);
     server.join().unwrap();
-}
-
-/// Frames an already-encoded payload (for run-length replies `encode` would escape).
-fn pkt_raw(raw: &str) -> Vec<u8> {
-    let cs = raw.bytes().fold(0u8, |a, b| a.wrapping_add(b));
-    format!("${raw}#{cs:02x}").into_bytes()
 }
 
 #[test]
