@@ -218,8 +218,11 @@ fn halt_reset_and_drop() {
     t.reset(true).unwrap();
     assert!(t.is_halted());
     assert_eq!(t.read_register(Register::ProgramCounter).unwrap(), reset_pc);
-    let out = t.monitor("info registers").unwrap_or_default();
-    let _ = out;
+    // QEMU was recognised during the handshake: its own reset word, no `monitor help`.
+    assert_eq!(t.reset_command(), Some("system_reset"));
+    // Monitor commands bring back QEMU's console output.
+    let out = t.monitor("info registers").unwrap();
+    assert!(out.contains(&format!("R15={reset_pc:08x}")), "{out}");
     t.reset(false).unwrap();
     assert!(!t.is_halted());
     assert_eq!(t.halt().unwrap(), StopReason::Halted);
