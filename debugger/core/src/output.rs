@@ -123,6 +123,27 @@ fn temp_name(name: &Path) -> PathBuf {
     PathBuf::from(tmp)
 }
 
+/// Creates a temporary file with `create` under the first of `names` that is free: a name that
+/// exists (another writer's file, or something planted) is passed over, not opened.
+fn create_exclusive<F>(
+    mut names: impl FnMut() -> PathBuf,
+    mut create: impl FnMut(&Path) -> std::io::Result<F>,
+) -> std::io::Result<(F, PathBuf)> {
+    let mut attempt = 0;
+    loop {
+        let tmp = names();
+        match create(&tmp) {
+            Ok(file) => return Ok((file, tmp)),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AlreadyExists && attempt + 1 < TEMP_ATTEMPTS =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 fn symlink_refused(dir: &Path) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::PermissionDenied,
@@ -142,7 +163,7 @@ mod imp {
     use rustix::fs::{AtFlags, Mode, OFlags};
     use rustix::io::Errno;
 
-    use super::{TEMP_ATTEMPTS, symlink_refused, temp_name};
+    use super::{create_exclusive, symlink_refused, temp_name};
 
     /// Opens `base` (following what the caller gave), then each of `dirs` below it without
     /// following links, creating what is missing, and writes `name` there.
@@ -191,19 +212,13 @@ mod imp {
         dir: &OwnedFd,
         name: &Path,
         bytes: &[u8],
-        mut temp_names: impl FnMut() -> PathBuf,
+        temp_names: impl FnMut() -> PathBuf,
     ) -> std::io::Result<()> {
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let mut attempt = 0;
-        let (fd, tmp): (OwnedFd, PathBuf) = loop {
-            let tmp = temp_names();
-            match rustix::fs::openat(dir, &tmp, flags, Mode::from_raw_mode(0o666)) {
-                Ok(fd) => break (fd, tmp),
-                Err(Errno::EXIST) if attempt + 1 < TEMP_ATTEMPTS => attempt += 1,
-                Err(e) => return Err(e.into()),
-            }
-        };
+        let (fd, tmp) = create_exclusive(temp_names, |tmp| {
+            rustix::fs::openat(dir, tmp, flags, Mode::from_raw_mode(0o666)).map_err(Into::into)
+        })?;
         let written = std::fs::File::from(fd)
             .write_all(bytes)
             .and_then(|()| rustix::fs::renameat(dir, &tmp, dir, name).map_err(Into::into));
@@ -219,7 +234,7 @@ mod imp {
 mod imp {
     use std::path::Path;
 
-    use super::{TEMP_ATTEMPTS, symlink_refused, temp_name};
+    use super::{create_exclusive, symlink_refused, temp_name};
 
     pub(super) fn write_in(
         base: &Path,
@@ -237,24 +252,15 @@ mod imp {
                 Err(e) => return Err(e),
             }
         }
-        let mut attempt = 0;
-        let (mut file, tmp) = loop {
-            let tmp = dir.join(temp_name(name));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)
-            {
-                Ok(f) => break (f, tmp),
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::AlreadyExists
-                        && attempt + 1 < TEMP_ATTEMPTS =>
-                {
-                    attempt += 1
-                }
-                Err(e) => return Err(e),
-            }
-        };
+        let (mut file, tmp) = create_exclusive(
+            || dir.join(temp_name(name)),
+            |tmp| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(tmp)
+            },
+        )?;
         let written = std::io::Write::write_all(&mut file, bytes)
             .and_then(|()| std::fs::rename(&tmp, dir.join(name)));
         if written.is_err() {

@@ -104,33 +104,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn junit_escapes_and_counts() {
-        let checks = summarize(&[
-            call("leak", Verdict::Fail, "a <b> & \"c\""),
-            call("peak", Verdict::Pass, ""),
-        ]);
-        let report = AuditReport {
+    /// A report of `calls` for `script`, stopped by `error` when given.
+    fn report(script: &str, calls: &[CheckResult], error: Option<ScriptError>) -> AuditReport {
+        let checks = summarize(calls);
+        let exit_code = AuditReport::exit_code_for(&checks, error.as_ref());
+        AuditReport {
             run: RunFacts {
-                script: "scripts/leak.rhai".into(),
+                script: script.into(),
                 ..Default::default()
             },
             method: PeakMethod::Trace,
             checks,
-            check_calls: vec![],
+            check_calls: calls.to_vec(),
             phases: vec![],
             events: vec![],
             dumps: vec![],
             phase_aliases: BTreeMap::new(),
             labels: BTreeMap::new(),
             heap_map: None,
-            error: Some(ScriptError {
+            error,
+            exit_code,
+        }
+    }
+
+    #[test]
+    fn junit_escapes_and_counts() {
+        let report = report(
+            "scripts/leak.rhai",
+            &[
+                call("leak", Verdict::Fail, "a <b> & \"c\""),
+                call("peak", Verdict::Pass, ""),
+            ],
+            Some(ScriptError {
                 message: "boom".into(),
                 line: Some(4),
                 column: Some(2),
             }),
-            exit_code: 2,
-        };
+        );
         let x = junit(&report);
         assert!(
             x.contains("<testsuite name=\"memlife.leak\" tests=\"3\" failures=\"1\" errors=\"1\""),
@@ -146,21 +156,11 @@ mod tests {
 
     #[test]
     fn control_characters_from_the_target_stay_valid_xml() {
-        let checks = summarize(&[call("names", Verdict::Fail, "op \u{1}\u{1b}[2J name")]);
-        let report = AuditReport {
-            run: RunFacts::default(),
-            method: PeakMethod::Trace,
-            checks,
-            check_calls: vec![],
-            phases: vec![],
-            events: vec![],
-            dumps: vec![],
-            phase_aliases: BTreeMap::new(),
-            labels: BTreeMap::new(),
-            heap_map: None,
-            error: None,
-            exit_code: 1,
-        };
+        let report = report(
+            "s.rhai",
+            &[call("names", Verdict::Fail, "op \u{1}\u{1b}[2J name")],
+            None,
+        );
         let x = junit(&report);
         assert!(!x.chars().any(|c| c.is_control() && c != '\n'), "{x:?}");
         assert!(

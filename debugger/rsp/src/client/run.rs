@@ -33,13 +33,7 @@ impl GdbRemote {
             let r = self.conn.send_many(&packets);
             self.note(r)?;
             // The target runs from here, whatever the write replies say.
-            self.regs_cache = None;
-            self.state = RunState::Running;
-            self.pending = if step {
-                Pending::Step
-            } else {
-                Pending::Continue
-            };
+            self.set_running(step);
             return self.check_write_replies_unacked(writes);
         }
         if self.has_pending_writes() {
@@ -54,6 +48,12 @@ impl GdbRemote {
         }
         let r = self.conn.send(cmd, timeout);
         self.note(r)?;
+        self.set_running(step);
+        Ok(())
+    }
+
+    /// The core runs after a step or continue was sent: cached registers are stale.
+    fn set_running(&mut self, step: bool) {
         self.regs_cache = None;
         self.state = RunState::Running;
         self.pending = if step {
@@ -61,7 +61,6 @@ impl GdbRemote {
         } else {
             Pending::Continue
         };
-        Ok(())
     }
 
     /// One instruction with the breakpoints at the pc (and, after a watchpoint hit, the

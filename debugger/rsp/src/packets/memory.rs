@@ -93,15 +93,12 @@ impl WriteMemory<'_> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::packets::data;
 
     const READ: ReadMemory = ReadMemory {
         addr: 0x2000_0000,
         len: 4,
     };
-
-    fn data(s: &str) -> Reply {
-        Reply::Data(s.as_bytes().to_vec())
-    }
 
     #[test]
     fn read_memory() {

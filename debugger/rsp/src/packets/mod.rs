@@ -63,6 +63,12 @@ pub(crate) fn unexpected(what: &str, data: &[u8]) -> TargetError {
     ))
 }
 
+/// A data reply, for tests.
+#[cfg(test)]
+pub(crate) fn data(text: &str) -> Reply {
+    Reply::Data(text.as_bytes().to_vec())
+}
+
 /// `?`: why the target is halted (answered with a stop reply).
 pub const STATUS: &[u8] = b"?";
 /// `QStartNoAckMode`: no `+`/`-` from here on (answered `OK`).

@@ -106,10 +106,7 @@ mod tests {
     use memlife_core::TargetError;
 
     use super::*;
-
-    fn data(s: &str) -> Reply {
-        Reply::Data(s.as_bytes().to_vec())
-    }
+    use crate::packets::data;
 
     #[test]
     fn read_all_registers() {

@@ -74,10 +74,7 @@ impl Resume {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    fn data(s: &str) -> Reply {
-        Reply::Data(s.as_bytes().to_vec())
-    }
+    use crate::packets::data;
 
     #[test]
     fn qemu_vcont_actions() {
