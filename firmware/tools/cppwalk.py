@@ -112,6 +112,26 @@ class PhaseEntry(gdb.Breakpoint):
         return False
 
 
+class NodeEntry(gdb.Breakpoint):
+    """A per-node function (PrepareNode(int), Invoke(int)): the node index is
+    the second argument, r1 (r0 is `this`)."""
+
+    def __init__(self, spec, label):
+        super().__init__("*0x%x" % int(entry_of(spec)), internal=True)
+        self.label = label
+
+    def stop(self):
+        node = int(gdb.parse_and_eval("(int)$r1"))
+        T.events.append(("node-enter", self.label, stat(), node))
+        label = self.label
+
+        def returned():
+            T.events.append(("node-ret", label, stat(), node))
+
+        Returns.watch(returned)
+        return False
+
+
 class MallocEntry(gdb.Breakpoint):
     def __init__(self):
         super().__init__("*0x%x" % int(entry_of("_malloc_r")), internal=True)
@@ -152,6 +172,8 @@ class CppSummary(gdb.Command):
     def invoke(self, arg, from_tty):
         n = int(arg or 2)
         bps = [PhaseEntry(spec, label) for spec, label in CPP_PHASES]
+        bps += [NodeEntry("tinyml::Interpreter::PrepareNode(int)", "prepare"),
+                NodeEntry("tinyml::Interpreter::Invoke(int)", "eval")]
         bps += [MallocEntry(), FreeEntry()]
         stop = gdb.Breakpoint("app::Setup", internal=True)
         stop.ignore_count = n
@@ -187,12 +209,23 @@ class CppSummary(gdb.Command):
             for p in r["phases"]:
                 if p["ret"] is None:
                     p["min"] = min(p["min"], f)
+            if kind == "node-enter":
+                r.setdefault("nodes", []).append({"label": label, "node": extra, "enter": f,
+                                                  "min": f, "ret": None})
+            elif kind == "node-ret":
+                for nd in reversed(r.get("nodes", [])):
+                    if nd["label"] == label and nd["node"] == extra and nd["ret"] is None:
+                        nd["ret"] = f
+                        break
+            for nd in r.get("nodes", []):
+                if nd["ret"] is None:
+                    nd["min"] = min(nd["min"], f)
             if kind == "malloc":
                 size, _ptr, site = extra
                 a = r["allocs"].setdefault(label, [0, 0, {}])
                 a[0] += 1
                 a[1] += size
-                a[2][site] = a[2].get(site, 0) + 1
+                a[2].setdefault(site, []).append(size)
             elif kind == "free":
                 r["frees"][label] = r["frees"].get(label, 0) + 1
         for cyc in sorted(rows):
@@ -212,14 +245,27 @@ class CppSummary(gdb.Command):
                     p["enter"] - p["min"], r["baseline"] - p["min"]))
                 if p["label"] == "teardown" and ret is not None:
                     print("             after teardown: " + fmt(p["after"]))
+            nodes = r.get("nodes", [])
+            prep = [nd for nd in nodes if nd["label"] == "prepare" and nd["ret"] is not None]
+            if prep:
+                print("  PrepareNode(i) resident step: " + ", ".join(
+                    "%d:%d" % (nd["node"], nd["enter"] - nd["ret"]) for nd in prep))
+            evals = [nd for nd in nodes if nd["label"] == "eval" and nd["ret"] is not None]
+            if evals:
+                first = evals[:len(prep) or len(evals)]
+                print("  Invoke(i) transient in invoke#1: " + ", ".join(
+                    "%d:%d" % (nd["node"], nd["enter"] - nd["min"]) for nd in first))
+                kept = [nd for nd in evals if nd["ret"] != nd["enter"]]
+                print("  Invoke(i) calls whose free bytes differ at return: " + (", ".join(
+                    "node %d: %+d" % (nd["node"], nd["ret"] - nd["enter"]) for nd in kept) or "none"))
             for label in ["setup", "open", "allocate", "invoke", "teardown", "outside"]:
                 if label not in r["allocs"] and label not in r["frees"]:
                     continue
                 a = r["allocs"].get(label, [0, 0, {}])
                 print("  in %-9s %3d allocations (%6d B requested), %3d frees" % (
                     label, a[0], a[1], r["frees"].get(label, 0)))
-                for site, count in sorted(a[2].items(), key=lambda x: -x[1]):
-                    print("      %3d x %s" % (count, site))
+                for site, sizes in sorted(a[2].items(), key=lambda x: -len(x[1])):
+                    print("      %3d x %s: %s B" % (len(sizes), site, " ".join(map(str, sizes))))
         print("live blocks at the end, by the cycle that allocated them:")
         for ptr, (size, site, cyc, phase) in sorted(T.live.items(), key=lambda x: (x[1][2], x[0])):
             print("  cycle %d %-9s 0x%08x %5d B  %s" % (cyc, phase, ptr, size, site))
