@@ -39,6 +39,9 @@ uint32_t Crc32(uint32_t crc, const int8_t* data, size_t n)
 // Built by startup's constructor pass; RegisterBuiltinOps fills it once.
 tinyml::OpResolver g_resolver;
 ResultLog g_history;
+// The session of the running cycle (nullptr between cycles), for a debugger:
+// g_session->interpreter->nodes_[i].op->name is the name of layer i.
+Session* g_session;
 
 __attribute__((noinline)) void RunCycle(const tinyml::ModelImage& image, uint32_t cycle,
                                         CycleResult* result)
@@ -47,6 +50,7 @@ __attribute__((noinline)) void RunCycle(const tinyml::ModelImage& image, uint32_
     if (defects::kFragmentation) g_history.Clear();
     Session* session = Setup(image, g_resolver);
     if (session == nullptr) board::Fail("app::Setup: bad model image", board::kExitEngine);
+    g_session = session;
     tinyml::Interpreter& interpreter = *session->interpreter;
     if (interpreter.AllocateTensors() != tinyml::Status::kOk) {
         board::Fail("AllocateTensors", board::kExitEngine);
@@ -74,6 +78,7 @@ __attribute__((noinline)) void RunCycle(const tinyml::ModelImage& image, uint32_
         }
         delete[] window;
     }
+    g_session = nullptr;
     Teardown(session);
 }
 

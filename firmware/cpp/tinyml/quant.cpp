@@ -4,7 +4,8 @@
 
 namespace tinyml {
 
-void QuantizeMultiplier(float real, int32_t* multiplier, int* shift)
+// noinline: the overload below would absorb it; each stays a function of its own.
+__attribute__((noinline)) void QuantizeMultiplier(float real, int32_t* multiplier, int* shift)
 {
     if (!(real > 0.0f)) {
         *multiplier = 0;
