@@ -336,3 +336,30 @@ fn the_heap_strip_holds_blocks_past_the_nominal_size() {
     }
     assert!(svg.contains("0x00003800"));
 }
+
+/// What every output holds while an audit runs (and after one that was killed): it renders in
+/// every format and says the audit has not finished.
+#[test]
+fn an_unfinished_audit_renders_everywhere_and_says_so() {
+    let ctx = memlife_audit::report::RunContext {
+        date: "2026-05-01T10:00:00Z".into(),
+        started: std::time::Instant::now(),
+        elf: "fw.elf".into(),
+        target: "qemu-system-arm -M netduinoplus2".into(),
+        board: Some("netduinoplus2".into()),
+        script: "scripts/lifecycle.rhai".into(),
+        method: PeakMethod::Trace,
+        phase_aliases: BTreeMap::new(),
+    };
+    let report = AuditReport::unfinished(&ctx);
+    let page = memlife_render::render_html(&report).unwrap();
+    assert!(page.contains("has not finished"), "{page}");
+    assert!(page.contains("ERROR"), "{page}");
+    let junit = memlife_render::junit(&report);
+    assert!(
+        junit.contains("errors=\"1\"") && junit.contains("has not finished"),
+        "{junit}"
+    );
+    let trace = memlife_render::trace_json(&report);
+    assert!(trace["traceEvents"].is_array(), "{trace}");
+}
