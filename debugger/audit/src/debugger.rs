@@ -24,7 +24,7 @@ use memlife_core::{
     BreakpointKind, Memory, Register, StopReason, Target, TargetError, Wait, interrupt,
 };
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker, WalkContext};
+use memlife_heap::{HeapState, HeapWalker};
 
 use crate::config::{AuditConfig, PeakMethod};
 use crate::error::AuditError;
@@ -508,18 +508,9 @@ impl Debugger {
 
     /// Walks the heap now (the target must be halted).
     pub fn walk(&mut self) -> Result<HeapState, AuditError> {
-        let pc = self.target.read_register(Register::ProgramCounter).ok();
-        let (mallocs, frees) = self.walker.entry_points();
-        let inside = pc
-            .and_then(|pc| self.symbols.function_at(pc))
-            .and_then(|s| mallocs.iter().chain(frees).copied().find(|n| *n == s.name));
-        let state = self.walker.walk(
-            self.target.as_memory(),
-            WalkContext {
-                inside_allocator: inside,
-            },
-        )?;
-        Ok(state)
+        let walked =
+            memlife_heap::walk_halted(self.walker.as_ref(), &self.symbols, self.target.as_mut())?;
+        Ok(walked.state)
     }
 
     /// Resets the target and halts it at the reset vector. Trace state starts over.

@@ -12,18 +12,21 @@
 //! # Layout
 //! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of DESIGN.md §3.
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
+//! - [`halted`]: [`walk_halted`], the walk of a halted core with busy detection from its pc.
 //! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
 //! - [`walkers`]: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
 //!   `dlmalloc`, `tlsf` the ESP-IDF heap with its several regions, see [`HeapRegion`]).
 
 pub mod detect;
 pub mod error;
+pub mod halted;
 pub mod image;
 pub mod state;
 pub mod walkers;
 
 pub use detect::{AllocatorKind, WalkerOptions, detect};
 pub use error::HeapError;
+pub use halted::{HaltedWalk, allocator_function_at, walk_at, walk_halted};
 pub use state::{Anomaly, AnomalyKind, Block, HeapRegion, HeapState, HeapStatus};
 
 use memlife_core::Memory;

@@ -354,3 +354,36 @@ fn tlsf_corruptions_are_reported() {
     }
     assert!(w.walk(&mut s, WalkContext::default()).is_err());
 }
+
+#[test]
+fn a_core_halted_inside_the_allocator_makes_the_walk_busy() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let symbols = Symbols::load(&dir.join("heap4-fragmentation.elf")).unwrap();
+    let (w, mut snap) = fixture("heap4-fragmentation");
+    let (malloc, _) = symbols.function("pvPortMalloc").unwrap();
+    let set_pc = |snap: &mut Snapshot, pc: u64| {
+        snap.registers.retain(|(n, _)| n != "pc");
+        snap.registers.push(("pc".into(), pc));
+    };
+    // Two instructions into pvPortMalloc: busy, and the reason names the function.
+    set_pc(&mut snap, (malloc & !1) + 4);
+    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    assert_eq!(walked.state.status, HeapStatus::Busy);
+    assert_eq!(
+        walked.state.busy_reason.as_deref(),
+        Some("halted inside pvPortMalloc")
+    );
+    // Halted in the application (a phase function): the same memory is a healthy heap.
+    let (phase, _) = symbols.function("model_release").unwrap();
+    set_pc(&mut snap, phase & !1);
+    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    assert_eq!(walked.state.status, HeapStatus::Ok);
+    // Without a pc (a snapshot without registers) nothing says busy either.
+    snap.registers.clear();
+    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    assert_eq!(walked.state.status, HeapStatus::Ok);
+    assert_eq!(
+        memlife_heap::allocator_function_at(w.as_ref(), &symbols, (malloc & !1) + 4),
+        Some("pvPortMalloc")
+    );
+}
