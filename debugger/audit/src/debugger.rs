@@ -24,7 +24,7 @@ use memlife_core::{
     BreakpointKind, Memory, Register, StopReason, Target, TargetError, Wait, interrupt,
 };
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker};
+use memlife_heap::{BlockRef, EntryRole, HeapState, HeapWalker, LowWaterMark};
 
 use crate::config::{AuditConfig, PeakMethod};
 use crate::error::AuditError;
@@ -44,7 +44,7 @@ struct Regs {
 
 /// What an entry breakpoint is for (several can share an address).
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum EntryRole {
+enum BreakRole {
     /// An allocator's entry: the size is read here, the pointer at the caller's return address
     /// (used when the allocator's own return instructions cannot be found).
     Malloc {
@@ -172,9 +172,6 @@ pub struct Progress {
 /// Called after every stop with the progress so far.
 pub type Observer = Box<dyn FnMut(&Progress)>;
 
-/// Allocator entry points with the argument register that holds the size or the pointer.
-type TracePoints = &'static [(&'static str, usize)];
-
 /// The debugger an audit drives.
 pub struct Debugger {
     target: Box<dyn Target>,
@@ -183,7 +180,7 @@ pub struct Debugger {
     config: AuditConfig,
     method: PeakMethod,
     timeout: Duration,
-    entries: BTreeMap<u64, Vec<EntryRole>>,
+    entries: BTreeMap<u64, Vec<BreakRole>>,
     returns: Vec<ReturnWatch>,
     /// Return addresses of allocator calls, kept armed while tracing.
     sticky_malloc: BTreeSet<u64>,
@@ -234,19 +231,6 @@ impl std::fmt::Debug for Debugger {
     }
 }
 
-/// Allocator entry points and the argument holding the size or pointer.
-fn trace_points(allocator: &str) -> (TracePoints, TracePoints) {
-    if allocator.starts_with("freertos") {
-        (&[("pvPortMalloc", 0)], &[("vPortFree", 0)])
-    } else if allocator.starts_with("esp-idf") {
-        // heap_caps_malloc(size, caps) / heap_caps_free(ptr): the public entry every ESP-IDF
-        // allocation goes through (malloc and pvPortMalloc end there too).
-        (&[("heap_caps_malloc", 0)], &[("heap_caps_free", 0)])
-    } else {
-        (&[("_malloc_r", 1)], &[("_free_r", 1)])
-    }
-}
-
 impl Debugger {
     /// Takes over a halted live target. Tracing breakpoints are set now when the method is trace.
     /// On failure the target is handed back with the error, so the caller can still leave it as
@@ -275,8 +259,7 @@ impl Debugger {
         timeout: Duration,
     ) -> Debugger {
         let mut skip: Vec<String> = config.trace.skip.clone();
-        let (mallocs, frees) = walker.entry_points();
-        skip.extend(mallocs.iter().chain(frees).map(|s| s.to_string()));
+        skip.extend(walker.entry_points().iter().map(|e| e.function.to_string()));
         Debugger {
             target,
             symbols,
@@ -331,10 +314,11 @@ impl Debugger {
             return Err(AuditError::NeedsLiveTarget(dbg.target.describe()));
         }
         if method == PeakMethod::Watermark && dbg.watermark_addrs().is_none() {
-            let why = if dbg.walker.name().starts_with("esp-idf") {
-                "keeps one per heap (minimum_free_bytes), and their minima need not coincide"
-            } else {
-                "keeps none"
+            let why = match dbg.walker.low_water_mark() {
+                LowWaterMark::PerHeap { counter } => {
+                    format!("keeps one per heap ({counter}), and their minima need not coincide")
+                }
+                _ => "keeps none".to_string(),
             };
             return Err(AuditError::Config(format!(
                 "the watermark method needs the allocator's low-water mark; {} {why} (use trace or sample)",
@@ -365,21 +349,24 @@ impl Debugger {
                 self.method
             )));
         }
-        let (mallocs, frees) = trace_points(self.walker.name());
+        let entries = self.walker.entry_points();
         let mut found = false;
-        for &(name, arg) in mallocs {
+        for (name, arg) in entries.iter().filter_map(|e| match e.role {
+            EntryRole::Malloc { size_arg } => Some((e.function, usize::from(size_arg))),
+            _ => None,
+        }) {
             if let Some((addr, size)) = self.symbols.function(name) {
                 let exits = self
                     .symbols
                     .code(addr, size as usize)
                     .map(|code| crate::thumb::return_instructions(code, addr))
                     .unwrap_or_default();
-                let roles: Vec<(u64, EntryRole)> = if exits.is_empty() {
-                    vec![(addr, EntryRole::Malloc { size_arg: arg })]
+                let roles: Vec<(u64, BreakRole)> = if exits.is_empty() {
+                    vec![(addr, BreakRole::Malloc { size_arg: arg })]
                 } else {
                     exits
                         .into_iter()
-                        .map(|a| (a, EntryRole::MallocExit))
+                        .map(|a| (a, BreakRole::MallocExit))
                         .collect()
                 };
                 for (a, role) in roles {
@@ -392,9 +379,12 @@ impl Debugger {
                 found = true;
             }
         }
-        for &(name, arg) in frees {
+        for (name, arg) in entries.iter().filter_map(|e| match e.role {
+            EntryRole::Free { ptr_arg } => Some((e.function, usize::from(ptr_arg))),
+            _ => None,
+        }) {
             if let Some((addr, _)) = self.symbols.function(name) {
-                let role = EntryRole::Free { ptr_arg: arg };
+                let role = BreakRole::Free { ptr_arg: arg };
                 if on {
                     self.add_entry(addr, role);
                 } else {
@@ -405,7 +395,12 @@ impl Debugger {
         if !found {
             return Err(AuditError::Config(format!(
                 "tracing needs the allocator's malloc entry ({}) in the ELF; use --method sample",
-                mallocs.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
+                entries
+                    .iter()
+                    .filter(|e| matches!(e.role, EntryRole::Malloc { .. }))
+                    .map(|e| e.function)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         if !on {
@@ -534,7 +529,7 @@ impl Debugger {
         let (addr, _) = self.function(symbol)?;
         self.add_entry(
             addr,
-            EntryRole::Hook {
+            BreakRole::Hook {
                 symbol: symbol.to_string(),
             },
         );
@@ -548,14 +543,14 @@ impl Debugger {
             .ok_or_else(|| AuditError::NoSuchFunction(name.to_string()))
     }
 
-    fn add_entry(&mut self, addr: u64, role: EntryRole) {
+    fn add_entry(&mut self, addr: u64, role: BreakRole) {
         let roles = self.entries.entry(addr).or_default();
         if !roles.contains(&role) {
             roles.push(role);
         }
     }
 
-    fn remove_entry(&mut self, addr: u64, role: &EntryRole) {
+    fn remove_entry(&mut self, addr: u64, role: &BreakRole) {
         if let Some(roles) = self.entries.get_mut(&addr) {
             roles.retain(|r| r != role);
             if roles.is_empty() {
@@ -673,7 +668,7 @@ impl Debugger {
         }
         if let Goal::Entry { addr, function, .. } = goal {
             let (addr, function) = (*addr, function.clone());
-            self.add_entry(addr, EntryRole::Goal { function });
+            self.add_entry(addr, BreakRole::Goal { function });
         }
         let result = self.run_loop(goal);
         if let Goal::Entry {
@@ -683,7 +678,7 @@ impl Debugger {
         } = goal
         {
             if *remaining == 0 || result.is_err() {
-                let role = EntryRole::Goal {
+                let role = BreakRole::Goal {
                     function: function.clone(),
                 };
                 self.remove_entry(*addr, &role);
@@ -790,7 +785,7 @@ impl Debugger {
         let roles = self.entries.get(&regs.pc).cloned().unwrap_or_default();
         for role in roles {
             match role {
-                EntryRole::Malloc { size_arg } => {
+                BreakRole::Malloc { size_arg } => {
                     let backtrace = self.backtrace(regs);
                     self.sticky_malloc.insert(regs.lr & !1);
                     self.returns.push(ReturnWatch {
@@ -802,20 +797,20 @@ impl Debugger {
                         }),
                     });
                 }
-                EntryRole::MallocExit => {
+                BreakRole::MallocExit => {
                     let ptr = regs.args[0];
                     if ptr != 0 {
                         self.malloc_exited(ptr, regs)?;
                     }
                 }
-                EntryRole::Free { ptr_arg } => {
+                BreakRole::Free { ptr_arg } => {
                     let ptr = regs.args[ptr_arg];
                     if ptr != 0 {
                         self.freed(ptr, regs)?;
                     }
                 }
-                EntryRole::Span { function } => self.open_span(&function, regs)?,
-                EntryRole::Goal { function } => {
+                BreakRole::Span { function } => self.open_span(&function, regs)?,
+                BreakRole::Goal { function } => {
                     *self.calls.entry(function.clone()).or_default() += 1;
                     if let Goal::Entry {
                         addr, remaining, ..
@@ -829,7 +824,7 @@ impl Debugger {
                         }
                     }
                 }
-                EntryRole::Hook { symbol } => hook = Some(symbol),
+                BreakRole::Hook { symbol } => hook = Some(symbol),
             }
         }
         Ok((reached, hook))
@@ -904,9 +899,9 @@ impl Debugger {
 
     /// At an allocator's return instruction: the block is in r0, the caller in the backtrace.
     fn malloc_exited(&mut self, ptr: u64, regs: &Regs) -> Result<(), AuditError> {
-        let header = ptr.saturating_sub(8);
-        let (backtrace, _) = self.backtrace_with(regs, &[(header, 8)]);
-        let Some((addr, size)) = self.block_at(ptr)? else {
+        let header: Vec<(u64, usize)> = self.walker.header_range(ptr).into_iter().collect();
+        let (backtrace, _) = self.backtrace_with(regs, &header);
+        let Some(BlockRef { addr, size }) = self.block_at(ptr)? else {
             tracing::warn!("malloc returned {ptr:#010x}, which has no valid block header");
             return Ok(());
         };
@@ -922,7 +917,7 @@ impl Debugger {
     }
 
     /// The block of a user pointer, reading through what this stop already read.
-    fn block_at(&mut self, ptr: u64) -> Result<Option<(u64, u64)>, AuditError> {
+    fn block_at(&mut self, ptr: u64) -> Result<Option<BlockRef>, AuditError> {
         let cache = std::mem::take(&mut self.stop_cache);
         let mut mem = crate::unwind::Prefetch::from_parts(self.target.as_memory(), cache);
         let block = self.walker.block_of(&mut mem, ptr);
@@ -934,7 +929,8 @@ impl Debugger {
         if ptr == 0 {
             return Ok(());
         }
-        let Some((addr, size)) = self.walker.block_of(self.target.as_memory(), ptr)? else {
+        let Some(BlockRef { addr, size }) = self.walker.block_of(self.target.as_memory(), ptr)?
+        else {
             tracing::warn!("malloc returned {ptr:#010x}, which has no valid block header");
             return Ok(());
         };
@@ -950,15 +946,17 @@ impl Debugger {
 
     fn freed(&mut self, ptr: u64, regs: &Regs) -> Result<(), AuditError> {
         // A block the trace saw allocated needs no header read: its size is known.
-        let known = self
-            .live_ptrs
-            .get(&ptr)
-            .and_then(|addr| self.live.get(addr).map(|l| (*addr, l.size)));
+        let known = self.live_ptrs.get(&ptr).and_then(|addr| {
+            self.live.get(addr).map(|l| BlockRef {
+                addr: *addr,
+                size: l.size,
+            })
+        });
         let block = match known {
             Some(b) => Some(b),
             None => self.block_at(ptr)?,
         };
-        let Some((addr, size)) = block else {
+        let Some(BlockRef { addr, size }) = block else {
             tracing::warn!("free({ptr:#010x}) of something that is not an allocated block");
             return Ok(());
         };
@@ -1093,13 +1091,12 @@ impl Debugger {
         Ok(())
     }
 
+    /// The allocator's free-bytes and minimum-ever counters, when it keeps one pair for the heap.
     fn watermark_addrs(&self) -> Option<(u64, u64)> {
-        let resolved = self.walker.resolved();
-        let find = |n: &str| resolved.iter().find(|r| r.0 == n).map(|r| r.1);
-        Some((
-            find("xFreeBytesRemaining")?,
-            find("xMinimumEverFreeBytesRemaining")?,
-        ))
+        match self.walker.low_water_mark() {
+            LowWaterMark::Counters { free, minimum } => Some((free, minimum)),
+            _ => None,
+        }
     }
 
     fn restore_watermark(
@@ -1175,7 +1172,7 @@ impl Debugger {
         };
         if let Some(span_fn) = self.config.spans.get(&run.function).cloned() {
             let (addr, _) = self.function(&span_fn)?;
-            self.add_entry(addr, EntryRole::Span { function: span_fn });
+            self.add_entry(addr, BreakRole::Span { function: span_fn });
         }
         self.returns.push(ReturnWatch {
             addr: regs.lr & !1,
@@ -1215,7 +1212,7 @@ impl Debugger {
         };
         if let Some(span_fn) = self.config.spans.get(&p.function).cloned() {
             if let Ok((addr, _)) = self.function(&span_fn) {
-                self.remove_entry(addr, &EntryRole::Span { function: span_fn });
+                self.remove_entry(addr, &BreakRole::Span { function: span_fn });
             }
         }
         self.returns.retain(|r| !matches!(r.role, ReturnRole::Span));

@@ -27,11 +27,10 @@ pub fn allocator_function_at(
     pc: u64,
 ) -> Option<&'static str> {
     let function = symbols.function_at(pc)?;
-    let (mallocs, frees) = walker.entry_points();
-    mallocs
+    walker
+        .entry_points()
         .iter()
-        .chain(frees)
-        .copied()
+        .map(|e| e.function)
         .find(|name| *name == function.name)
 }
 

@@ -137,9 +137,9 @@ fn heap4_counter_mismatch_is_reported() {
     let counter = w
         .resolved()
         .into_iter()
-        .find(|r| r.0 == "xFreeBytesRemaining")
+        .find(|r| r.name == "xFreeBytesRemaining")
         .unwrap()
-        .1;
+        .address;
     poke(&mut snap, counter, 12345);
     let st = walk(w.as_ref(), &mut snap);
     assert!(
@@ -236,11 +236,11 @@ fn tlsf_fragmented_heaps_as_captured() {
     let layout = w
         .resolved()
         .into_iter()
-        .find(|r| r.0 == "control_t (layout)")
+        .find(|r| r.name == "control_t (layout)")
         .unwrap();
-    assert_eq!(layout.2, 36);
+    assert_eq!(layout.size, 36);
     assert_eq!(
-        layout.3,
+        layout.type_name,
         "dynamic; from DWARF: heap_t_, multi_heap_info, block_header_t, control_t"
     );
     assert_eq!(
@@ -386,4 +386,72 @@ fn a_core_halted_inside_the_allocator_makes_the_walk_busy() {
         memlife_heap::allocator_function_at(w.as_ref(), &symbols, (malloc & !1) + 4),
         Some("pvPortMalloc")
     );
+}
+
+/// Serves reads from a snapshot and records their ranges.
+struct Recording<'a> {
+    snap: &'a mut Snapshot,
+    reads: Vec<(u64, usize)>,
+}
+
+impl memlife_core::Memory for Recording<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> memlife_core::Result<()> {
+        self.reads.push((addr, buf.len()));
+        self.snap.read(addr, buf)
+    }
+}
+
+#[test]
+fn user_pointers_map_back_to_their_blocks_through_the_declared_header() {
+    /// A fixture and where its allocator puts the user pointer of a block.
+    type Case = (&'static str, fn(u64) -> u64);
+    let cases: [Case; 3] = [
+        ("heap4-fragmentation", |block| block + 8),
+        ("nano-fragmentation", |chunk| (chunk + 4 + 7) & !7),
+        ("tlsf-fragmentation", |block| block + 8),
+    ];
+    for (name, user_ptr) in cases {
+        let (w, mut snap) = fixture(name);
+        let st = walk(w.as_ref(), &mut snap);
+        let used: Vec<_> = st
+            .blocks
+            .iter()
+            .filter(|b| !b.free && !b.unclaimed)
+            .collect();
+        assert!(used.len() > 5, "{name}");
+        for b in used {
+            let ptr = user_ptr(b.addr);
+            let (hdr, len) = w.header_range(ptr).unwrap();
+            let mut mem = Recording {
+                snap: &mut snap,
+                reads: Vec::new(),
+            };
+            let got = w.block_of(&mut mem, ptr).unwrap();
+            assert_eq!(
+                got,
+                Some(memlife_heap::BlockRef {
+                    addr: b.addr,
+                    size: b.size
+                }),
+                "{name}: {ptr:#x}"
+            );
+            // The first read is the declared header: a caller that prefetched it pays nothing.
+            let (first, first_len) = mem.reads[0];
+            assert!(
+                first >= hdr && first + first_len as u64 <= hdr + len as u64,
+                "{name}: read {first:#x}+{first_len} outside the header {hdr:#x}+{len}"
+            );
+        }
+        // Exactly one traced entry of each kind, and every traced one is in the list once.
+        let roles: Vec<_> = w.entry_points().iter().map(|e| e.role).collect();
+        let mallocs = roles
+            .iter()
+            .filter(|r| matches!(r, memlife_heap::EntryRole::Malloc { .. }))
+            .count();
+        let frees = roles
+            .iter()
+            .filter(|r| matches!(r, memlife_heap::EntryRole::Free { .. }))
+            .count();
+        assert_eq!((mallocs, frees), (1, 1), "{name}");
+    }
 }

@@ -16,7 +16,7 @@
 mod arena;
 mod checks;
 mod protector;
-pub mod regions;
+mod regions;
 
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
@@ -24,14 +24,20 @@ use memlife_dwarf::Symbols;
 use super::{optional_static, require_static, resolved_statics};
 use crate::image::MemImage;
 use crate::state::{Block, HeapState, HeapStatus};
-use crate::{HeapError, HeapWalker, WalkContext};
+use crate::{
+    BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol, WalkContext,
+};
 use arena::Arena;
 use protector::Protector;
 pub use regions::Variant;
 
 const CU: &[&str] = &["heap_4.c", "heap4.c", "heap_5.c", "heap5.c"];
-const MALLOCS: &[&str] = &["pvPortMalloc", "pvPortCalloc", "pvPortRealloc"];
-const FREES: &[&str] = &["vPortFree"];
+const ENTRY_POINTS: &[EntryPoint] = &[
+    EntryPoint::malloc("pvPortMalloc", 0),
+    EntryPoint::other_alloc("pvPortCalloc"),
+    EntryPoint::other_alloc("pvPortRealloc"),
+    EntryPoint::free("vPortFree", 0),
+];
 /// heap_4/5 align to 8 on every Cortex-M and Xtensa port.
 const ALIGN: u64 = 8;
 
@@ -50,7 +56,7 @@ pub struct FreeRtosWalker {
     frees: Option<u64>,
     canary: Option<u64>,
     suspended: Option<u64>,
-    resolved: Vec<(String, u64, u64, String)>,
+    resolved: Vec<ResolvedSymbol>,
 }
 
 /// The allocator's counters and the scheduler lock, as read for one walk.
@@ -180,15 +186,15 @@ impl FreeRtosWalker {
             ],
             CU,
         );
-        walker.resolved.push((
-            "xHeapStructSize (constant)".into(),
-            0,
-            walker.struct_size,
-            format!(
+        walker.resolved.push(ResolvedSymbol {
+            name: "xHeapStructSize (constant)".into(),
+            address: 0,
+            size: walker.struct_size,
+            type_name: format!(
                 "BlockLink_t: pxNextFreeBlock@{} xBlockSize@{}",
                 off_next, off_size
             ),
-        ));
+        });
         Ok(walker)
     }
 }
@@ -201,16 +207,31 @@ impl HeapWalker for FreeRtosWalker {
         }
     }
 
-    fn entry_points(&self) -> (&'static [&'static str], &'static [&'static str]) {
-        (MALLOCS, FREES)
+    fn entry_points(&self) -> &'static [EntryPoint] {
+        ENTRY_POINTS
     }
 
-    fn resolved(&self) -> Vec<(String, u64, u64, String)> {
+    fn resolved(&self) -> Vec<ResolvedSymbol> {
         self.resolved.clone()
     }
 
-    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<(u64, u64)>, HeapError> {
-        let Some(block) = ptr.checked_sub(self.struct_size) else {
+    fn low_water_mark(&self) -> LowWaterMark {
+        match self.min_ever {
+            Some(minimum) => LowWaterMark::Counters {
+                free: self.free_bytes,
+                minimum,
+            },
+            None => LowWaterMark::None,
+        }
+    }
+
+    /// The `BlockLink_t` header sits `xHeapStructSize` bytes before the user pointer.
+    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
+        Some((ptr.checked_sub(self.struct_size)?, 8))
+    }
+
+    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
+        let Some((block, _)) = self.header_range(ptr) else {
             return Ok(None);
         };
         let mut hdr = [0u8; 8];
@@ -219,8 +240,8 @@ impl HeapWalker for FreeRtosWalker {
         let raw = hdr.get(off..off + 4).map_or(0, |b| {
             u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         });
-        let size = raw & !(1u64 << 31);
-        Ok((raw & (1u64 << 31) != 0 && size > 0).then_some((block, size)))
+        let size = raw & !arena::ALLOCATED;
+        Ok((raw & arena::ALLOCATED != 0 && size > 0).then_some(BlockRef { addr: block, size }))
     }
 
     fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError> {

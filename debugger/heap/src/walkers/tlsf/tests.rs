@@ -455,7 +455,10 @@ fn block_of_gives_the_footprint_of_used_blocks_only() {
     let (used, size, _) = a.blocks[0];
     assert_eq!(
         w.block_of(&mut snap, used + 8).unwrap(),
-        Some((used, size + 4))
+        Some(BlockRef {
+            addr: used,
+            size: size + 4
+        })
     );
     let (free, _, _) = a.blocks[1];
     assert_eq!(w.block_of(&mut snap, free + 8).unwrap(), None);
