@@ -28,7 +28,7 @@ use memlife_heap::{BlockRef, EntryRole, HeapState, HeapWalker, LowWaterMark};
 
 use crate::config::{AuditConfig, PeakMethod};
 use crate::error::AuditError;
-use crate::model::{HeapMap, PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent};
+use crate::model::{EventKind, HeapMap, PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent};
 
 /// GDB's number for xPSR in the M-profile target description.
 const XPSR: u16 = 25;
@@ -203,10 +203,10 @@ pub struct Debugger {
     tracing: bool,
     /// Memory read at the current stop (stack window, block header), reused until resume.
     stop_cache: Vec<(u64, Vec<u8>)>,
-    /// Resumes done by executing the breakpoint's instruction here, and by stepping.
-    pub emulated: u64,
+    /// Resumes done by executing the breakpoint's instruction here.
+    emulated: u64,
     /// Resumes that needed a single step.
-    pub stepped: u64,
+    stepped: u64,
     /// Whether breakpoint instructions are executed on the host (Thumb targets).
     emulate: bool,
     /// The initial stack pointer from the linker script (`_estack`...), bounding stack reads.
@@ -415,6 +415,16 @@ impl Debugger {
         }
         self.tracing = on;
         Ok(())
+    }
+
+    /// Resumes from a breakpoint done by executing its instruction on the host.
+    pub fn emulated(&self) -> u64 {
+        self.emulated
+    }
+
+    /// Resumes from a breakpoint that needed a single step on the target.
+    pub fn stepped(&self) -> u64 {
+        self.stepped
     }
 
     /// Whether allocations are being traced right now.
@@ -907,7 +917,7 @@ impl Debugger {
         };
         self.used += size;
         let site = self.site_of(&backtrace);
-        let seq = self.record_event("alloc", addr, size, None, site.clone());
+        let seq = self.record_event(EventKind::Alloc, addr, size, None, site.clone());
         self.live.insert(addr, LiveAlloc { size, seq, site });
         self.live_ptrs.insert(ptr, addr);
         if let Some(p) = self.phase.as_mut() {
@@ -936,7 +946,13 @@ impl Debugger {
         };
         self.used += size;
         let site = self.site_of(&pending.backtrace);
-        let seq = self.record_event("alloc", addr, size, Some(pending.request), site.clone());
+        let seq = self.record_event(
+            EventKind::Alloc,
+            addr,
+            size,
+            Some(pending.request),
+            site.clone(),
+        );
         self.live.insert(addr, LiveAlloc { size, seq, site });
         if let Some(p) = self.phase.as_mut() {
             p.allocs += 1;
@@ -964,7 +980,7 @@ impl Debugger {
         self.live.remove(&addr);
         self.live_ptrs.remove(&ptr);
         let site = self.site_of(&[regs.pc, regs.lr & !1]);
-        self.record_event("free", addr, size, None, site);
+        self.record_event(EventKind::Free, addr, size, None, site);
         if let Some(p) = self.phase.as_mut() {
             p.frees += 1;
         }
@@ -973,7 +989,7 @@ impl Debugger {
 
     fn record_event(
         &mut self,
-        kind: &'static str,
+        kind: EventKind,
         addr: u64,
         size: u64,
         request: Option<u64>,
@@ -1001,7 +1017,7 @@ impl Debugger {
                     span: span.clone(),
                     span_index: open.map(|s| s.index),
                     span_arg1: open.map(|s| s.args[1]),
-                    site: (kind == "alloc").then(|| site.clone()),
+                    site: (kind == EventKind::Alloc).then(|| site.clone()),
                 });
             }
         }

@@ -13,10 +13,10 @@
 //! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
 //! - [`model`]: the records (phases, spans, events, checks), serialisable.
 //! - [`script`]: the Rhai API and its sandbox.
-//! - [`values`]: typed variables, leak lists and diffs as script values.
+//! - `values`: typed variables, leak lists and diffs as script values.
 //! - [`report`]: the audit report as JSON and JUnit XML.
-//! - [`unwind`]: cheap backtraces at allocation sites.
-//! - [`thumb`]: resuming from breakpoints by executing one Thumb instruction on the host.
+//! - `unwind`: cheap backtraces at allocation sites.
+//! - `thumb`: resuming from breakpoints by executing one Thumb instruction on the host.
 //! - [`error`]: [`AuditError`], what ends an audit.
 
 pub mod config;
@@ -25,9 +25,9 @@ pub mod error;
 pub mod model;
 pub mod report;
 pub mod script;
-pub mod thumb;
-pub mod unwind;
-pub mod values;
+mod thumb;
+mod unwind;
+mod values;
 
 pub use config::{AuditConfig, PeakMethod};
 pub use debugger::Debugger;

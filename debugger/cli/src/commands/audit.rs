@@ -126,7 +126,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         memlife_audit::run_script(debugger, &source, &args.out, &cfg.budgets, printer);
     progress.finish();
     let stops = debugger.progress().stops;
-    let (emulated, stepped) = (debugger.emulated, debugger.stepped);
+    let (emulated, stepped) = (debugger.emulated(), debugger.stepped());
     let heap_size = debugger.heap_size();
     let allocator = debugger.allocator().to_string();
     let phases = debugger.records().to_vec();
