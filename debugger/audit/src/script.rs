@@ -21,7 +21,7 @@ use memlife_heap::HeapState;
 use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, Map, NativeCallContext, Position};
 
 use crate::debugger::{Debugger, Goal, Outcome};
-use crate::error::AuditError;
+use crate::error::{AuditError, Chain};
 use crate::model::{CheckResult, PhaseRecord, Verdict};
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
@@ -118,7 +118,7 @@ impl TargetHandle {
                 let mut d = self.dbg.borrow_mut();
                 step(&mut d)
             };
-            match r.map_err(|e| err(ctx, e))? {
+            match r.map_err(|e| err(ctx, Chain(&e)))? {
                 None | Some(Outcome::Reached) => return Ok(()),
                 Some(Outcome::Hook(symbol)) => {
                     let hook = self.state.borrow().hooks.get(&symbol).cloned();
@@ -349,7 +349,11 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
     engine.register_fn(
         "heap",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<HeapHandle> {
-            let state = t.dbg.borrow_mut().walk().map_err(|e| err(&ctx, e))?;
+            let state = t
+                .dbg
+                .borrow_mut()
+                .walk()
+                .map_err(|e| err(&ctx, Chain(&e)))?;
             Ok(HeapHandle(Rc::new(state)))
         },
     );
@@ -361,13 +365,13 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
                 .dbg
                 .borrow_mut()
                 .phase_begin(name)
-                .map_err(|e| err(&ctx, e))?;
+                .map_err(|e| err(&ctx, Chain(&e)))?;
             t.drive(&ctx, |d| d.phase_step(&mut run))?;
             let (rec, before, after) = t
                 .dbg
                 .borrow_mut()
                 .phase_finish()
-                .map_err(|e| err(&ctx, e))?;
+                .map_err(|e| err(&ctx, Chain(&e)))?;
             Ok(phase_map(&rec, before, after))
         },
     );
@@ -382,7 +386,11 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
             .ok()
             .filter(|h| *h > 0)
             .ok_or_else(|| err(ctx, "the hit count must be at least 1"))?;
-        let (addr, _) = t.dbg.borrow().function(function).map_err(|e| err(ctx, e))?;
+        let (addr, _) = t
+            .dbg
+            .borrow()
+            .function(function)
+            .map_err(|e| err(ctx, Chain(&e)))?;
         let mut goal = Goal::Entry {
             function: function.to_string(),
             addr,
@@ -402,13 +410,16 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         "reset",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<()> {
             t.no_run_control_in_hooks(&ctx)?;
-            t.dbg.borrow_mut().reset().map_err(|e| err(&ctx, e))
+            t.dbg.borrow_mut().reset().map_err(|e| err(&ctx, Chain(&e)))
         },
     );
     engine.register_fn(
         "trace",
         |ctx: NativeCallContext, t: &mut TargetHandle, on: bool| -> RhaiResult<()> {
-            t.dbg.borrow_mut().set_tracing(on).map_err(|e| err(&ctx, e))
+            t.dbg
+                .borrow_mut()
+                .set_tracing(on)
+                .map_err(|e| err(&ctx, Chain(&e)))
         },
     );
     engine.register_fn("phase_function", |t: &mut TargetHandle, alias: &str| {
@@ -426,7 +437,7 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
             t.dbg
                 .borrow_mut()
                 .add_hook(symbol)
-                .map_err(|e| err(&ctx, e))?;
+                .map_err(|e| err(&ctx, Chain(&e)))?;
             t.state.borrow_mut().hooks.insert(symbol.to_string(), f);
             Ok(())
         },
@@ -453,7 +464,7 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
                 .as_memory()
                 .read_u32(addr as u64)
                 .map(i64::from)
-                .map_err(|e| err(&ctx, e))
+                .map_err(|e| err(&ctx, Chain(&e)))
         },
     );
     engine.register_fn(
@@ -508,7 +519,8 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         |ctx: NativeCallContext, h: HeapHandle, path: &str| -> RhaiResult<String> {
             let state = script_state(&ctx)?;
             let out = output_path(&state.borrow().out_dir, path).map_err(|e| err(&ctx, e))?;
-            let json = serde_json::to_vec_pretty(&h.0.report()).map_err(|e| err(&ctx, e))?;
+            let json =
+                serde_json::to_vec_pretty(&h.0.report()).map_err(|e| err(&ctx, Chain(&e)))?;
             write_atomic(&out, &json)
                 .map_err(|e| err(&ctx, format!("writing {}: {e}", out.display())))?;
             state.borrow_mut().dumps.push(out.clone());

@@ -8,6 +8,7 @@ use memlife_heap::HeapState;
 use rhai::{Array, Dynamic, Map};
 
 use crate::debugger::Debugger;
+use crate::error::Chain;
 
 fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -39,7 +40,8 @@ pub fn to_dynamic(v: &Value) -> Dynamic {
 /// `t.var(name)`.
 pub fn read_var(d: &mut Debugger, name: &str) -> Result<Dynamic, String> {
     let symbols = d.symbols_rc();
-    let value = read_variable(&symbols, d.target().as_memory(), name).map_err(|e| e.to_string())?;
+    let value =
+        read_variable(&symbols, d.target().as_memory(), name).map_err(|e| Chain(&e).to_string())?;
     Ok(to_dynamic(&value))
 }
 
