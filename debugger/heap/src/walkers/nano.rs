@@ -448,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn random_garbage_never_panics() {
+    fn random_garbage_never_panics_or_hangs() {
         let mut seed = 0x9e37_79b9_u32;
         for round in 0..300 {
             let mut r = ram(&[(0x20, false), (0x40, true), (0x100, false), (0x18, true)]);
@@ -466,7 +466,12 @@ mod tests {
             }
             let mut snap = Snapshot::default();
             snap.add_region(BASE, r).unwrap();
-            let _ = walker().walk(&mut snap, WalkContext::default());
+            // Chunks are at least 8 bytes (size word and alignment); the RAM is 0x800 bytes.
+            crate::state::assert_walk_bounded(
+                walker().walk(&mut snap, WalkContext::default()),
+                0x800,
+                8,
+            );
         }
     }
 }

@@ -21,7 +21,6 @@ const MSB: u32 = 1 << 31;
 /// A synthetic heap_4: RAM from 0x20000000, globals first, the arena at 0x20000100.
 struct Fake {
     ram: Vec<u8>,
-    canary: u32,
 }
 
 impl Fake {
@@ -37,7 +36,6 @@ impl Fake {
     fn heap4(blocks: &[(u32, bool)], canary: u32) -> Fake {
         let mut f = Fake {
             ram: vec![0; 0x600],
-            canary,
         };
         let end = (UC_HEAP + HEAP_SIZE - 8) & !7;
         let mut all: Vec<(u64, u32, bool)> = Vec::new();
@@ -191,14 +189,37 @@ fn counters_are_cross_checked() {
 
 #[test]
 fn adjacent_free_blocks_are_not_coalesced() {
-    let mut f = Fake::heap4(
+    // The builder links both free blocks and counts them; the allocator would have merged them,
+    // so that is the one thing wrong with this heap.
+    let f = Fake::heap4(
         &[(0x40, true), (0x40, false), (0x40, false), (0x100, true)],
         0,
     );
-    // The builder links both; the allocator would have merged them.
     let st = f.walk(false);
-    assert!(kinds(&st).contains(&K::NotCoalesced), "{:?}", st.anomalies);
-    f.put(FREE, 0);
+    assert_eq!(kinds(&st), vec![K::NotCoalesced], "{:?}", st.anomalies);
+    assert_eq!(st.status, HeapStatus::Corrupt);
+    assert_eq!(st.anomalies[0].addr, Some(0x2000_0140));
+    assert!(
+        st.anomalies[0]
+            .message
+            .contains("0x20000140 and 0x20000180 are adjacent"),
+        "{}",
+        st.anomalies[0].message
+    );
+    // The same two free blocks with a used one between them are fine (the builder adds the
+    // rest of the arena as a last free block, after a used one here).
+    let f = Fake::heap4(
+        &[
+            (0x40, true),
+            (0x40, false),
+            (0x40, true),
+            (0x40, false),
+            (0x40, true),
+        ],
+        0,
+    );
+    let st = f.walk(false);
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
 }
 
 #[test]
@@ -226,15 +247,36 @@ fn inside_the_allocator_is_busy_not_corrupt() {
 
 #[test]
 fn before_the_first_malloc_the_heap_is_uninitialised() {
+    // Zeroed .bss: pxEnd is still NULL, no counter has moved.
     let f = Fake {
         ram: vec![0; 0x600],
-        canary: 0,
     };
     let st = f.walk(false);
     assert_eq!(st.status, HeapStatus::Uninitialised);
-    assert_eq!(st.total_free, 0x3f8);
-    assert_eq!(st.blocks.len(), 1);
-    assert_eq!(f.canary, 0);
+    assert!(st.anomalies.is_empty(), "{:?}", st.anomalies);
+    // What the first pvPortMalloc will set up: one free block from the aligned start of ucHeap
+    // to the end marker, xHeapStructSize bytes before the end of the array.
+    assert_eq!(
+        st.blocks,
+        vec![Block {
+            addr: UC_HEAP,
+            size: HEAP_SIZE - 8,
+            free: true,
+            unclaimed: false
+        }]
+    );
+    assert_eq!(st.free_list, vec![UC_HEAP]);
+    assert_eq!((st.heap_start, st.heap_size), (UC_HEAP, HEAP_SIZE - 8));
+    assert_eq!(
+        (st.total_free, st.used, st.used_blocks),
+        (HEAP_SIZE - 8, 0, 0)
+    );
+    // Once pxEnd is set the same memory is walked as an initialised (here damaged) heap.
+    let mut f = Fake {
+        ram: vec![0; 0x600],
+    };
+    f.put(PX_END, (UC_HEAP + HEAP_SIZE - 8) as u32);
+    assert_ne!(f.walk(false).status, HeapStatus::Uninitialised);
 }
 
 #[test]
@@ -270,7 +312,14 @@ fn random_garbage_never_panics_or_hangs() {
             };
             f.put(X_START + off, v);
         }
-        let _ = f.walk(round % 2 == 0);
+        let mut w = walker();
+        if round % 2 == 0 {
+            w.canary = Some(CANARY);
+        }
+        let mut snap = Snapshot::default();
+        snap.add_region(X_START, f.ram.clone()).unwrap();
+        // heap_4 blocks are at least 8 bytes (one header).
+        crate::state::assert_walk_bounded(w.walk(&mut snap, WalkContext::default()), HEAP_SIZE, 8);
     }
 }
 

@@ -500,7 +500,16 @@ fn random_garbage_never_panics_or_hangs() {
             (Gen::Fixed(fl), _) => Some(ControlLayout::fixed_default(fl)),
             _ => dynamic(),
         };
-        let _ = walker(control).walk(&mut r.snapshot(), WalkContext::default());
+        // A TLSF block is at least 16 bytes (12 of payload and its size word): no more blocks
+        // than the regions walked can hold.
+        let result = walker(control).walk(&mut r.snapshot(), WalkContext::default());
+        let walked: u64 = result.as_ref().map_or(0, |st| {
+            st.regions
+                .iter()
+                .map(|g| g.end.saturating_sub(g.start))
+                .sum()
+        });
+        crate::state::assert_walk_bounded(result, walked, 16);
     }
 }
 
