@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
 
+use memlife_core::cortex_m::{self, CoreRegisters, thumb};
 use memlife_core::{
     BreakpointKind, Memory, Register, StopReason, Target, TargetError, Wait, interrupt,
 };
@@ -29,9 +30,6 @@ use memlife_heap::{BlockRef, EntryRole, HeapState, HeapWalker, LowWaterMark};
 use crate::config::{AuditConfig, PeakMethod};
 use crate::error::AuditError;
 use crate::model::{EventKind, HeapMap, PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent};
-
-/// GDB's number for xPSR in the M-profile target description.
-const XPSR: u16 = 25;
 
 /// Registers read at every stop.
 #[derive(Debug, Clone, Copy)]
@@ -359,7 +357,7 @@ impl Debugger {
                 let exits = self
                     .symbols
                     .code(addr, size as usize)
-                    .map(|code| crate::thumb::return_instructions(code, addr))
+                    .map(|code| thumb::return_instructions(code, addr))
                     .unwrap_or_default();
                 let roles: Vec<(u64, BreakRole)> = if exits.is_empty() {
                     vec![(addr, BreakRole::Malloc { size_arg: arg })]
@@ -590,7 +588,7 @@ impl Debugger {
         Ok(())
     }
 
-    /// When halted on one of our breakpoints, executes its instruction here (see [`crate::thumb`])
+    /// When halted on one of our breakpoints, executes its instruction here (see [`cortex_m::thumb`])
     /// so that resuming needs no single step; the register and memory writes go out with the
     /// continue. Falls back to the backend's step for anything it does not know.
     fn execute_breakpoint_instruction(&mut self) -> Result<(), AuditError> {
@@ -612,19 +610,14 @@ impl Debugger {
             self.stepped += 1;
             return Ok(());
         };
-        let mut r = [0u32; 16];
-        for (n, slot) in r.iter_mut().enumerate() {
-            *slot = t.read_register(Register::Numbered(n as u16))? as u32;
-        }
-        let Ok(xpsr) = t.read_register(Register::Numbered(XPSR)) else {
+        let mut before = CoreRegisters::read_r0_to_r15(t)?;
+        // A server whose description has no xPSR cannot have its flags emulated: step.
+        let Ok(xpsr) = t.read_register(Register::Numbered(cortex_m::GDB_XPSR)) else {
             self.stepped += 1;
             return Ok(());
         };
-        let mut core = crate::thumb::Core {
-            r,
-            xpsr: xpsr as u32,
-        };
-        let before = core;
+        before.xpsr = xpsr as u32;
+        let mut core = before;
         let cache = std::mem::take(&mut self.stop_cache);
         let mut mem = crate::unwind::Prefetch::from_parts(t.as_memory(), cache);
         let mut stack = |a: u32| -> Option<u32> {
@@ -632,7 +625,7 @@ impl Debugger {
             mem.read(u64::from(a), &mut b).ok()?;
             Some(u32::from_le_bytes(b))
         };
-        let effect = crate::thumb::execute(&mut core, code, &mut stack);
+        let effect = thumb::execute(&mut core, code, &mut stack);
         let Some(effect) = effect else {
             self.stepped += 1;
             return Ok(());
@@ -646,14 +639,7 @@ impl Debugger {
                 w.write(u64::from(*addr), bytes)?;
             }
         }
-        for n in 0..16 {
-            if core.r[n] != before.r[n] {
-                t.write_register(Register::Numbered(n as u16), u64::from(core.r[n]))?;
-            }
-        }
-        if core.xpsr != before.xpsr {
-            t.write_register(Register::Numbered(XPSR), u64::from(core.xpsr))?;
-        }
+        core.write_changed(t, &before)?;
         self.emulated += 1;
         Ok(())
     }

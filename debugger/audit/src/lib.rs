@@ -16,7 +16,6 @@
 //! - `values`: typed variables, leak lists and diffs as script values.
 //! - [`report`]: the audit report as JSON and JUnit XML.
 //! - `unwind`: cheap backtraces at allocation sites.
-//! - `thumb`: resuming from breakpoints by executing one Thumb instruction on the host.
 //! - [`error`]: [`AuditError`], what ends an audit.
 
 pub mod config;
@@ -25,7 +24,6 @@ pub mod error;
 pub mod model;
 pub mod report;
 pub mod script;
-mod thumb;
 mod unwind;
 mod values;
 

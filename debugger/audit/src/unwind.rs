@@ -5,9 +5,9 @@
 //! unwinder's and the walker's reads are served from that copy; only frames deeper than the
 //! window cost extra reads.
 
+use memlife_core::cortex_m::CoreRegisters;
 use memlife_core::{Memory, Result, Target};
 use memlife_dwarf::Symbols;
-use memlife_dwarf::unwind::Registers32;
 
 /// Bytes of stack read at a traced allocation (the firmware's allocation paths are a few
 /// frames of a few dozen bytes each).
@@ -83,7 +83,7 @@ impl Memory for Prefetch<'_> {
 /// their physical frame), at most `max` frames.
 pub fn backtrace(
     symbols: &Symbols,
-    regs: &Registers32,
+    regs: &CoreRegisters,
     mem: &mut dyn Memory,
     max: usize,
 ) -> Vec<u64> {
@@ -99,6 +99,6 @@ pub fn backtrace(
 }
 
 /// r0..r15 of a halted target (served from the backend's register cache).
-pub fn registers(target: &mut dyn Target) -> Option<Registers32> {
-    Registers32::from_target(target).ok()
+pub fn registers(target: &mut dyn Target) -> Option<CoreRegisters> {
+    CoreRegisters::read_r0_to_r15(target).ok()
 }
