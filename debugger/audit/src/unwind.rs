@@ -55,15 +55,6 @@ impl<'a> Prefetch<'a> {
     pub fn into_ranges(self) -> Vec<(u64, Vec<u8>)> {
         self.ranges
     }
-
-    /// A 32-bit word, from the prefetched data only.
-    pub fn cached_u32(&self, addr: u64) -> Option<u32> {
-        self.ranges.iter().find_map(|(start, data)| {
-            let off = usize::try_from(addr.checked_sub(*start)?).ok()?;
-            let b = data.get(off..off + 4)?;
-            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        })
-    }
 }
 
 impl Memory for Prefetch<'_> {
