@@ -31,7 +31,7 @@ mod resume;
 mod run;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

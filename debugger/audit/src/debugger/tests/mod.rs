@@ -4,7 +4,7 @@
 //! mallocs, frees); the fake target stops only where the engine has a breakpoint.
 #![allow(clippy::unwrap_used)]
 
-mod fake;
+pub(crate) mod fake;
 
 use fake::{BLOCKS, FREERTOS_LIKE, Firmware, HEAP_SIZE, MIN, NO_EXITS, RAM, STACK};
 
