@@ -1,4 +1,5 @@
-//! Heap walkers: rebuild an allocator's state from target RAM.
+//! Heap walkers: rebuild an allocator's state from target RAM. The layout facts each walker
+//! relies on, with the upstream versions they hold for, are in docs/allocators/.
 //!
 //! A walker is built once from the ELF's symbols ([`detect()`]), which resolves every address,
 //! member offset and constant it needs; [`HeapWalker::walk`] then bulk-reads the allocator's
@@ -12,7 +13,7 @@
 //! # Layout
 //! - [`api`]: what a walker says about its allocator's API: [`EntryPoint`]s, [`BlockRef`],
 //!   [`LowWaterMark`], [`ResolvedSymbol`].
-//! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of DESIGN.md §3.
+//! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of docs/heap-json.md.
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
 //! - [`halted`]: [`walk_halted`], the walk of a halted core with busy detection from its pc.
 //! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.

@@ -1,4 +1,4 @@
-//! The result of a walk, with the metrics and JSON keys of DESIGN.md §3.
+//! The result of a walk, with the metrics and JSON keys of docs/heap-json.md.
 
 use serde::Serialize;
 
@@ -237,7 +237,7 @@ impl HeapState {
     }
 }
 
-/// A [`HeapState`] with the derived metrics added (the stable JSON object of DESIGN.md §3).
+/// A [`HeapState`] with the derived metrics added (the stable JSON object of docs/heap-json.md).
 #[derive(Debug, Serialize)]
 pub struct HeapReport<'a> {
     #[serde(flatten)]

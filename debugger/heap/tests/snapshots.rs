@@ -281,7 +281,7 @@ fn tlsf_fragmented_heaps_as_captured() {
     );
 }
 
-/// The address of a region's `multi_heap_info` field, by offset (ALLOCATORS.md §3.3).
+/// The address of a region's `multi_heap_info` field, by offset (docs/allocators/esp-idf-tlsf.md).
 fn tlsf_info(st: &HeapState, heap: usize, offset: u64) -> u64 {
     st.regions[heap].start + offset
 }

@@ -1,4 +1,4 @@
-//! newlib's full malloc, dlmalloc 2.6.x (ALLOCATORS.md §5).
+//! newlib's full malloc, dlmalloc 2.6.x (docs/allocators/newlib-dlmalloc.md).
 //!
 //! Chunks are `{ prev_size; size; fd; bk }` with `size & 1` = PREV_INUSE: whether a chunk is in use
 //! is recorded in the *next* chunk. The walk runs from `__malloc_sbrk_base` (aligned so the user

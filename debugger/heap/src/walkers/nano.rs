@@ -1,4 +1,4 @@
-//! newlib-nano malloc (ALLOCATORS.md §4).
+//! newlib-nano malloc (docs/allocators/newlib-nano.md).
 //!
 //! Chunks are `{ long size; chunk *next; }` with `size` the whole chunk including the 4-byte
 //! header. There is no in-use flag: a chunk is free exactly when it is on `__malloc_free_list`.

@@ -1,5 +1,5 @@
 //! ESP-IDF's heap: `registered_heaps`, one `multi_heap_info` and TLSF pool per region
-//! (ALLOCATORS.md §3).
+//! (docs/allocators/esp-idf-tlsf.md).
 //!
 //! The walk costs one read for `registered_heaps`, one per `heap_t_` list node (a handful), and
 //! one batch for every region read whole (each region holds its `multi_heap_info`, its TLSF

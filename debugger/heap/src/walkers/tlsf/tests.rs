@@ -1,4 +1,4 @@
-//! Synthetic ESP-IDF heaps, laid out by a small writer that follows ALLOCATORS.md §3, then
+//! Synthetic ESP-IDF heaps, laid out by a small writer that follows docs/allocators/esp-idf-tlsf.md, then
 //! damaged in the ways real heaps get damaged.
 #![allow(clippy::unwrap_used)]
 
@@ -229,7 +229,7 @@ fn dynamic() -> Option<ControlLayout> {
 
 #[test]
 fn params_follow_control_construct() {
-    // ALLOCATORS.md §3.4, verified on a 40000-byte region.
+    // The geometry of docs/allocators/esp-idf-tlsf.md for a 40000-byte region.
     let p = Params::constructed(0x1000, 40_000, 36);
     assert_eq!((p.fl_count, p.sl_count, p.tlsf_size), (11, 16, 784));
     assert_eq!((p.fl_shift, p.small_block_size), (6, 64));
