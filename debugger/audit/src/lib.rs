@@ -13,7 +13,7 @@
 //! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
 //! - [`model`]: the records (phases, spans, events, checks), serialisable.
 //! - [`script`]: the Rhai API and its sandbox.
-//! - `values`: typed variables, leak lists and diffs as script values.
+//! - `values`: heaps, phase records, typed variables, leak lists and diffs as script values.
 //! - [`report`]: the audit report as JSON and JUnit XML.
 //! - `unwind`: cheap backtraces at allocation sites.
 //! - [`error`]: [`AuditError`], what ends an audit.

@@ -5,7 +5,8 @@
 //! one batch for every region read whole (each region holds its `multi_heap_info`, its TLSF
 //! control structure and its pool); everything else is parsed on the host ([`pool`]).
 //!
-//! Both generations of TLSF control structure are handled ([`layout::ControlLayout`]): the
+//! Both generations of TLSF control structure are handled ([`layout::ControlLayout`], and
+//! [`params`] for the parameters each heap's structure holds): the
 //! dynamic one (a `size` member, parameters in bit fields, pointers to the bitmap and list
 //! arrays) and the older fixed one (arrays sized at build time, read from the DWARF array
 //! bounds). A heap whose spinlock (`heap_t_.heap_mux.owner`) is taken is reported busy.
@@ -15,6 +16,7 @@
 
 mod caps;
 mod layout;
+mod params;
 mod pool;
 
 use memlife_core::Memory;

@@ -5,7 +5,7 @@
 use memlife_core::Snapshot;
 
 use super::layout::{ControlLayout, Layouts};
-use super::pool::Params;
+use super::params::Params;
 use super::*;
 use crate::AnomalyKind as K;
 
