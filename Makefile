@@ -11,6 +11,8 @@ MEMLIFE := target/debug/memlife
 # command:Debian package (chromium: the report test opens the HTML report headless)
 TOOLS := arm-none-eabi-gcc:gcc-arm-none-eabi qemu-system-arm:qemu-system-arm gdb-multiarch:gdb-multiarch chromium:chromium
 NEWLIB_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libc_nano.a
+# libstdc++ for newlib (operator new/delete of the C++ firmware, firmware/cpp)
+LIBSTDCXX_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libstdc++_nano.a
 
 .PHONY: test demo check deps firmware firmware-run host-test rust-test clippy fmt-check build clean
 
@@ -32,6 +34,7 @@ deps:
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
 	[ -f $(NEWLIB_NANO) ] || missing="$$missing libnewlib-arm-none-eabi"; \
+	[ -f $(LIBSTDCXX_NANO) ] || missing="$$missing libstdc++-arm-none-eabi-newlib"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

@@ -5,6 +5,10 @@
 #define SEMIHOST_H
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* also linked into the C++ firmware (firmware/cpp) */
+#endif
+
 void sh_write0(const char *s);
 void sh_write_hex(uint32_t v);
 void sh_write_dec(uint32_t v);
@@ -12,4 +16,7 @@ __attribute__((noreturn)) void sh_exit_ok(void);
 /* Exit with a nonzero QEMU status (SYS_EXIT_EXTENDED subcode). */
 __attribute__((noreturn)) void sh_exit_fail(uint32_t code);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

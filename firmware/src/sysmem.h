@@ -2,6 +2,15 @@
 #ifndef SYSMEM_H
 #define SYSMEM_H
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" { /* also linked into the C++ firmware (firmware/cpp) */
+#endif
+
 /* Bytes sbrk can still hand out before reaching the heap limit. */
 uint32_t sysmem_headroom(void);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -17,7 +17,7 @@ for elf in "$@"; do
     echo "== $(basename "$elf" .elf)"
     timeout 120 gdb-multiarch -q -batch -nx "$elf" \
         -ex "target remote 127.0.0.1:$port" \
-        -ex "source $dir/heapwalk.py" \
+        -ex "source $dir/heapwalk.py" -ex "source $dir/cppwalk.py" \
         -ex "${CMD:-phase-summary} ${ITER:-2} $ops" 2>&1 | grep -v '^warning\|^$\|Temporary\|^Run till'
     kill "$qpid" 2>/dev/null
     wait "$qpid" 2>/dev/null
