@@ -4,7 +4,7 @@
 //! error into one line on stderr and exit code 2 (0 = all good, 1 = a check failed).
 //!
 //! # Layout
-//! - [`cli`]: the clap definitions (the contract of DESIGN.md §3).
+//! - [`cli`]: the clap definitions (the command line the README documents).
 //! - [`session`]: opening a target (`--gdb`, `--qemu`, `--snapshot`) and cleaning up after it.
 //! - [`runto`]: running to the N-th entry of a function with a timeout.
 //! - [`render`]: text tables and JSON for heap states (from `memlife-server`, shared with

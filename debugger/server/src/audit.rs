@@ -106,6 +106,11 @@ impl Bridge {
         let budgets = std::collections::BTreeMap::new();
         let (debugger, outcome) =
             memlife_audit::run_script(debugger, &source, out_dir, &budgets, print);
+        let Some(debugger) = debugger else {
+            return Err(anyhow!(
+                "internal error: the script engine did not give the target back"
+            ));
+        };
         for r in debugger.records() {
             self.phases.push(format!(
                 "{:<16} call {:<3} used {:>7} -> {:>7} (delta {:+}), peak {} ({} above before), {} allocs",
@@ -134,8 +139,8 @@ impl Bridge {
                 heap_size: debugger.heap_size(),
                 seconds: started.elapsed().as_secs_f64(),
                 stops,
-                emulated: debugger.emulated,
-                stepped: debugger.stepped,
+                emulated: debugger.emulated(),
+                stepped: debugger.stepped(),
             },
             method: PeakMethod::Trace,
             checks,

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use memlife_core::{LinkStats, Register, Target};
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker, WalkContext};
+use memlife_heap::{HeapState, HeapWalker};
 
 use crate::render;
 
@@ -22,21 +22,8 @@ pub fn walk(
     symbols: &Symbols,
     walker: &dyn HeapWalker,
 ) -> Result<(HeapState, LinkStats)> {
-    let (mallocs, frees) = walker.entry_points();
-    let inside_allocator = where_stopped(target, symbols)
-        .and_then(|(_, f)| f)
-        .and_then(|f| mallocs.iter().chain(frees).copied().find(|n| *n == f));
-    let before = target.link_stats();
-    let state = walker
-        .walk(target.as_memory(), WalkContext { inside_allocator })
-        .context("walking the heap")?;
-    let after = target.link_stats();
-    let link = LinkStats {
-        reads: after.reads - before.reads,
-        bytes: after.bytes - before.bytes,
-        max_read: after.max_read,
-    };
-    Ok((state, link))
+    let walked = memlife_heap::walk_halted(walker, symbols, target).context("walking the heap")?;
+    Ok((walked.state, walked.link))
 }
 
 /// Walks the heap and renders it with the context of where the target stands.

@@ -125,8 +125,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let (debugger, outcome) =
         memlife_audit::run_script(debugger, &source, &args.out, &cfg.budgets, printer);
     progress.finish();
+    let Some(debugger) = debugger else {
+        bail!("internal error: the script engine did not give the target back");
+    };
     let stops = debugger.progress().stops;
-    let (emulated, stepped) = (debugger.emulated, debugger.stepped);
+    let (emulated, stepped) = (debugger.emulated(), debugger.stepped());
     let heap_size = debugger.heap_size();
     let allocator = debugger.allocator().to_string();
     let phases = debugger.records().to_vec();
