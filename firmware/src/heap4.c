@@ -1,7 +1,7 @@
 /* heap4.c - first-fit allocator with FreeRTOS heap_4's data layout.
  *
- * Written from the layout facts only (ALLOCATORS.md section 2), not from the
- * FreeRTOS sources. What a heap walker relies on:
+ * Written from the layout facts only (docs/allocators/freertos-heap4-heap5.md),
+ * not from the FreeRTOS sources. What a heap walker relies on:
  *  - blocks are BlockLink_t headers followed by the payload; xBlockSize is the
  *    whole block size including the header, multiple of portBYTE_ALIGNMENT;
  *  - the MSB of xBlockSize marks an allocated block; an allocated block has

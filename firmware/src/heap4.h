@@ -2,7 +2,8 @@
  *
  * The debugger (memlife) walks this heap exactly as it would walk a FreeRTOS
  * heap_4 heap, so the names and the layout of the statics in heap4.c matter
- * more than the code: see firmware/README.md and ALLOCATORS.md section 2. */
+ * more than the code: see firmware/README.md and
+ * docs/allocators/freertos-heap4-heap5.md. */
 #ifndef HEAP4_H
 #define HEAP4_H
 

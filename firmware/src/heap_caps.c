@@ -1,5 +1,5 @@
 /* heap_caps.c - the registered heaps: registration at start-up and
- * allocation by capabilities (ALLOCATORS.md section 3.2).
+ * allocation by capabilities (docs/allocators/esp-idf-tlsf.md).
  *
  * A debugger finds every heap from the global registered_heaps: a singly
  * linked list of struct heap_t_ {caps, start, end, heap_mux, heap, next}.

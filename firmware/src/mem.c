@@ -111,7 +111,7 @@ uint32_t mem_free_bytes(void)
     return (uint32_t)heap_caps_get_free_size(MALLOC_CAP_8BIT);
 #else
     /* Walk nano's free list ourselves: mallinfo() would drag stdio in (its
-     * object file also holds malloc_stats). Layout: ALLOCATORS.md 4.2. */
+     * object file also holds malloc_stats). Layout: docs/allocators/newlib-nano.md. */
     struct nano_chunk {
         long size;
         struct nano_chunk *next;

@@ -1,7 +1,7 @@
 /* multi_heap.c - a heap on top of one TLSF pool: places the heap state at the
  * region start, keeps free_bytes / minimum_free_bytes, and takes the lock.
  *
- * Accounting as ESP-IDF keeps it (ALLOCATORS.md 3.3): at registration
+ * Accounting as ESP-IDF keeps it (docs/allocators/esp-idf-tlsf.md): at registration
  * free_bytes = pool_size - tlsf_size(); every malloc subtracts the block's
  * payload size plus its 4-byte size word and every free adds them back, so
  * free_bytes == sum(free block sizes) + 4 * (free blocks + 1) at all times. */

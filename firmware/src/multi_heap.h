@@ -3,7 +3,7 @@
  *
  * The heap's state (struct multi_heap_info, typedef heap_t in multi_heap.c)
  * sits at the start of its region, followed by the TLSF control structure
- * and the pool (ALLOCATORS.md section 3.3). */
+ * and the pool (docs/allocators/esp-idf-tlsf.md). */
 #ifndef MULTI_HEAP_H
 #define MULTI_HEAP_H
 

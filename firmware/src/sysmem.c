@@ -3,7 +3,7 @@
  * The break starts at the linker symbol _end (first byte after .bss) and may
  * grow up to _heap_limit = _end + 96 KiB (set in the linker script from
  * _Min_Heap_Size), so the nano heap is as large as heap4's ucHeap. A debugger
- * reads __sbrk_heap_end as the current break (ALLOCATORS.md section 4.3). */
+ * reads __sbrk_heap_end as the current break (docs/allocators/newlib-nano.md). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>

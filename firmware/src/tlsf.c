@@ -1,5 +1,5 @@
 /* tlsf.c - two-level segregated fit allocator, written from the layout facts
- * in ALLOCATORS.md section 3 (ESP-IDF's TLSF), not from any TLSF source.
+ * in docs/allocators/esp-idf-tlsf.md (ESP-IDF's TLSF), not from any TLSF source.
  *
  * Free blocks are kept in lists indexed by (fl, sl): fl = the power of two
  * below the size, sl = which of sl_index_count equal slices of that power the
@@ -178,7 +178,7 @@ struct geometry {
     size_t size;
 };
 
-/* The geometry ESP-IDF derives from the region size (ALLOCATORS.md 3.4):
+/* The geometry ESP-IDF derives from the region size (docs/allocators/esp-idf-tlsf.md):
  * more second-level lists for larger regions, fl up to the region's bit. */
 static struct geometry geometry_for(size_t bytes)
 {

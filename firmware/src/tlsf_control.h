@@ -3,7 +3,7 @@
  * A debugger (memlife) walks these structures through DWARF exactly as it
  * would walk an ESP-IDF v5.x heap, so the type names, member names, member
  * order and the bit encoding below matter more than the code in tlsf.c
- * (ALLOCATORS.md sections 3.4 and 3.5). Shared by tlsf.c and the host test.
+ * (docs/allocators/esp-idf-tlsf.md). Shared by tlsf.c and the host test.
  *
  * Two control_t layouts, chosen at build time:
  *  - default: the "dynamic" control of ESP-IDF v5.0.1+ (bitfields describe

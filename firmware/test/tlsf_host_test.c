@@ -4,7 +4,7 @@
  * Edge cases, then 20,000 random heap_caps_malloc/heap_caps_free operations
  * with mixed sizes and capabilities from a fixed-seed PRNG. After EVERY
  * operation the test re-derives each registered heap's state from raw memory
- * the way a debugger would (ALLOCATORS.md 3.2-3.5): registered_heaps list,
+ * the way a debugger would (docs/allocators/esp-idf-tlsf.md): registered_heaps list,
  * region header, control geometry, physical block walk, free lists against
  * both bitmaps, the list each free block must be in, the free_bytes formula
  * and minimum_free_bytes, and the payload of every live allocation. The
@@ -421,7 +421,7 @@ static void single_heap_cases(void)
     if (W == 4) {
         control_t *c = info->heap_data;
         CHECK(c->fl_index_count == 11 && c->sl_index_count == 16 && c->size == 784,
-              "40000-byte region: fl %u sl %u size %zu (ALLOCATORS.md: 11, 16, 784)",
+              "40000-byte region: fl %u sl %u size %zu (docs/allocators/esp-idf-tlsf.md: 11, 16, 784)",
               c->fl_index_count, c->sl_index_count, c->size);
     }
 #endif

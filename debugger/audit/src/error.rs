@@ -34,3 +34,36 @@ pub enum AuditError {
     #[error(transparent)]
     Heap(#[from] HeapError),
 }
+
+/// An error and its causes as one line, `outer: inner: innermost` (what `{err:#}` prints for
+/// an `anyhow::Error`), for messages that leave as text: script errors.
+pub(crate) struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            write!(f, ": {c}")?;
+            cause = c.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heap_read_failure_names_its_cause_once() {
+        let e = AuditError::from(HeapError::from(TargetError::Unmapped {
+            addr: 0x2000_0000,
+            len: 4,
+        }));
+        assert_eq!(
+            Chain(&e).to_string(),
+            "reading the heap failed: memory at 0x20000000 (4 bytes) is not accessible"
+        );
+    }
+}

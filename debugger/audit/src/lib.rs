@@ -13,10 +13,9 @@
 //! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
 //! - [`model`]: the records (phases, spans, events, checks), serialisable.
 //! - [`script`]: the Rhai API and its sandbox.
-//! - [`values`]: typed variables, leak lists and diffs as script values.
+//! - `values`: heaps, phase records, typed variables, leak lists and diffs as script values.
 //! - [`report`]: the audit report as JSON and JUnit XML.
-//! - [`unwind`]: cheap backtraces at allocation sites.
-//! - [`thumb`]: resuming from breakpoints by executing one Thumb instruction on the host.
+//! - `unwind`: cheap backtraces at allocation sites.
 //! - [`error`]: [`AuditError`], what ends an audit.
 
 pub mod config;
@@ -25,9 +24,8 @@ pub mod error;
 pub mod model;
 pub mod report;
 pub mod script;
-pub mod thumb;
-pub mod unwind;
-pub mod values;
+mod unwind;
+mod values;
 
 pub use config::{AuditConfig, PeakMethod};
 pub use debugger::Debugger;

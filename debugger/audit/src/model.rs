@@ -67,13 +67,33 @@ impl std::fmt::Display for Site {
     }
 }
 
+/// What a traced allocator call did.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// A block was allocated (`"alloc"` in the JSON).
+    Alloc,
+    /// A block was freed (`"free"` in the JSON).
+    Free,
+}
+
+impl EventKind {
+    /// The name the JSON report uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Alloc => "alloc",
+            EventKind::Free => "free",
+        }
+    }
+}
+
 /// One traced allocator call.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TraceEvent {
     /// Sequence number (0-based, over the whole audit).
     pub seq: u64,
-    /// `alloc` or `free`.
-    pub kind: &'static str,
+    /// Allocation or release.
+    pub kind: EventKind,
     /// Block address.
     pub addr: u64,
     /// Block size in the allocator's accounting.
@@ -292,4 +312,18 @@ pub enum Verdict {
     Fail,
     /// A warning: reported, not failing.
     Warn,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn event_kinds_serialise_as_the_json_report_always_named_them() {
+        for (kind, name) in [(EventKind::Alloc, "alloc"), (EventKind::Free, "free")] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+            assert_eq!(kind.as_str(), name);
+        }
+    }
 }

@@ -181,8 +181,8 @@ impl AuditReport {
                 allocator: debugger.allocator().to_string(),
                 heap_size: debugger.heap_size(),
                 stops: debugger.progress().stops,
-                emulated: debugger.emulated,
-                stepped: debugger.stepped,
+                emulated: debugger.emulated(),
+                stepped: debugger.stepped(),
                 ..ctx.facts()
             },
             method: ctx.method,

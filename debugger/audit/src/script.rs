@@ -17,12 +17,12 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
 
-use memlife_heap::HeapState;
 use rhai::{Array, Dynamic, Engine, EvalAltResult, FnPtr, Map, NativeCallContext, Position};
 
 use crate::debugger::{Debugger, Goal, Outcome};
-use crate::error::AuditError;
-use crate::model::{CheckResult, PhaseRecord, Verdict};
+use crate::error::{AuditError, Chain};
+use crate::model::{CheckResult, Verdict};
+use crate::values::{HeapHandle, int, phase_map};
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
@@ -66,16 +66,19 @@ struct RunState {
     out_dir: PathBuf,
 }
 
-/// The `Target` object of scripts.
+/// The `Target` object of scripts. The debugger is held in an `Option` that [`run_script`]
+/// empties at the end: a handle a script managed to keep (in a reference cycle, say) then only
+/// fails, and the debugger goes back to the caller whatever the script did.
 #[derive(Clone)]
 pub struct TargetHandle {
-    dbg: Rc<RefCell<Debugger>>,
-    state: Rc<RefCell<RunState>>,
+    dbg: Rc<RefCell<Option<Debugger>>>,
+    state: StateHandle,
 }
 
-/// The `Heap` object of scripts: one walk, immutable.
+/// The run state of one script, shared by its `Target` handles and, through the engine's tag,
+/// by the free functions (`check`, `warn`, `dump`) that have no `Target` argument.
 #[derive(Clone)]
-pub struct HeapHandle(pub Rc<HeapState>);
+struct StateHandle(Rc<RefCell<RunState>>);
 
 fn err(ctx: &NativeCallContext, e: impl std::fmt::Display) -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorRuntime(
@@ -84,21 +87,26 @@ fn err(ctx: &NativeCallContext, e: impl std::fmt::Display) -> Box<EvalAltResult>
     ))
 }
 
-fn int(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-fn opt_int(v: Option<u64>) -> Dynamic {
-    v.map_or(Dynamic::UNIT, |v| Dynamic::from_int(int(v)))
-}
-
-fn opt_float(v: Option<f64>) -> Dynamic {
-    v.map_or(Dynamic::UNIT, Dynamic::from_float)
-}
-
 impl TargetHandle {
+    /// Runs `f` on the debugger; an error, never a panic, when the audit is over (a handle kept
+    /// past the script's end) or the debugger is already in use.
+    fn with<T>(
+        &self,
+        ctx: &NativeCallContext,
+        f: impl FnOnce(&mut Debugger) -> T,
+    ) -> RhaiResult<T> {
+        let mut slot = self
+            .dbg
+            .try_borrow_mut()
+            .map_err(|_| err(ctx, "the target is in use"))?;
+        let d = slot
+            .as_mut()
+            .ok_or_else(|| err(ctx, "the audit is over: this Target can no longer be used"))?;
+        Ok(f(d))
+    }
+
     fn no_run_control_in_hooks(&self, ctx: &NativeCallContext) -> RhaiResult<()> {
-        if self.state.borrow().in_hook {
+        if self.state.0.borrow().in_hook {
             return Err(err(
                 ctx,
                 "run control (phase, run_to, reset) is not allowed inside on_break",
@@ -114,135 +122,21 @@ impl TargetHandle {
         mut step: impl FnMut(&mut Debugger) -> Result<Option<Outcome>, AuditError>,
     ) -> RhaiResult<()> {
         loop {
-            let r = {
-                let mut d = self.dbg.borrow_mut();
-                step(&mut d)
-            };
-            match r.map_err(|e| err(ctx, e))? {
+            let r = self.with(ctx, &mut step)?;
+            match r.map_err(|e| err(ctx, Chain(&e)))? {
                 None | Some(Outcome::Reached) => return Ok(()),
                 Some(Outcome::Hook(symbol)) => {
-                    let hook = self.state.borrow().hooks.get(&symbol).cloned();
+                    let hook = self.state.0.borrow().hooks.get(&symbol).cloned();
                     if let Some(f) = hook {
-                        self.state.borrow_mut().in_hook = true;
+                        self.state.0.borrow_mut().in_hook = true;
                         let result = f.call_within_context::<Dynamic>(ctx, (self.clone(),));
-                        self.state.borrow_mut().in_hook = false;
+                        self.state.0.borrow_mut().in_hook = false;
                         let _ = result?;
                     }
                 }
             }
         }
     }
-}
-
-/// A multi-heap allocator's regions (ESP-IDF) as maps; empty for single-arena allocators.
-fn heap_regions(h: &HeapHandle) -> Array {
-    h.0.regions
-        .iter()
-        .map(|r| {
-            let mut m = Map::new();
-            m.insert("start".into(), int(r.start).into());
-            m.insert("end".into(), int(r.end).into());
-            m.insert("kind".into(), r.kind.into());
-            m.insert(
-                "caps".into(),
-                r.caps
-                    .iter()
-                    .map(|c| Dynamic::from(c.clone()))
-                    .collect::<Array>()
-                    .into(),
-            );
-            m.insert("size".into(), int(r.size).into());
-            m.insert("free".into(), int(r.free).into());
-            m.insert("used".into(), int(r.used).into());
-            m.insert("largest_free".into(), int(r.largest_free).into());
-            m.insert(
-                "largest_allocatable".into(),
-                int(r.largest_allocatable).into(),
-            );
-            m.insert("free_blocks".into(), int(r.free_blocks).into());
-            m.insert("used_blocks".into(), int(r.used_blocks).into());
-            m.insert("min_ever_free".into(), opt_int(r.min_ever_free));
-            m.insert("busy".into(), r.busy_reason.is_some().into());
-            Dynamic::from_map(m)
-        })
-        .collect()
-}
-
-fn heap_blocks(h: &HeapHandle) -> Array {
-    h.0.blocks
-        .iter()
-        .map(|b| {
-            let mut m = Map::new();
-            m.insert("addr".into(), Dynamic::from_int(int(b.addr)));
-            m.insert("size".into(), Dynamic::from_int(int(b.size)));
-            m.insert("free".into(), Dynamic::from_bool(b.free));
-            Dynamic::from_map(m)
-        })
-        .collect()
-}
-
-fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<HeapState>) -> Map {
-    let mut m = Map::new();
-    m.insert("function".into(), rec.function.clone().into());
-    m.insert("call".into(), Dynamic::from_int(int(rec.call)));
-    m.insert("before".into(), Dynamic::from(HeapHandle(before)));
-    m.insert("after".into(), Dynamic::from(HeapHandle(after)));
-    m.insert("delta".into(), Dynamic::from_int(rec.delta_used));
-    m.insert("peak".into(), Dynamic::from_int(int(rec.peak_used)));
-    m.insert(
-        "peak_above".into(),
-        Dynamic::from_int(int(rec.peak_above_before)),
-    );
-    m.insert("allocs".into(), Dynamic::from_int(int(rec.allocs)));
-    m.insert("frees".into(), Dynamic::from_int(int(rec.frees)));
-    m.insert(
-        "method".into(),
-        format!("{:?}", rec.method).to_lowercase().into(),
-    );
-    m.insert(
-        "peak_at".into(),
-        match &rec.peak_at {
-            None => Dynamic::UNIT,
-            Some(p) => {
-                let mut pm = Map::new();
-                pm.insert(
-                    "span".into(),
-                    p.span.clone().map_or(Dynamic::UNIT, Into::into),
-                );
-                pm.insert("index".into(), opt_int(p.span_index.map(|i| i as u64)));
-                pm.insert("arg".into(), opt_int(p.span_arg1));
-                pm.insert(
-                    "site".into(),
-                    p.site
-                        .as_ref()
-                        .map_or(Dynamic::UNIT, |s| s.to_string().into()),
-                );
-                Dynamic::from_map(pm)
-            }
-        },
-    );
-    let spans: Array = rec
-        .spans
-        .iter()
-        .map(|s| {
-            let mut sm = Map::new();
-            sm.insert("function".into(), s.function.clone().into());
-            sm.insert("call".into(), Dynamic::from_int(int(s.call)));
-            sm.insert("index".into(), Dynamic::from_int(s.index as i64));
-            sm.insert("arg".into(), Dynamic::from_int(int(s.args[1])));
-            sm.insert("before".into(), Dynamic::from_int(int(s.before_used)));
-            sm.insert("after".into(), Dynamic::from_int(int(s.after_used)));
-            sm.insert("delta".into(), Dynamic::from_int(s.delta));
-            sm.insert("peak".into(), Dynamic::from_int(int(s.peak_used)));
-            sm.insert(
-                "peak_above".into(),
-                Dynamic::from_int(int(s.peak_used.saturating_sub(s.before_used))),
-            );
-            Dynamic::from_map(sm)
-        })
-        .collect();
-    m.insert("spans".into(), spans.into());
-    m
 }
 
 /// A path under the output directory; anything that could escape it is refused.
@@ -287,58 +181,16 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
     engine.on_debug(move |s, _, pos| print(&format!("[debug {pos}] {s}")));
 
     engine.register_type_with_name::<TargetHandle>("Target");
-    engine.register_type_with_name::<HeapHandle>("Heap");
-
-    // Heap getters.
-    engine.register_get("free", |h: &mut HeapHandle| int(h.0.total_free));
-    engine.register_get("used", |h: &mut HeapHandle| int(h.0.used));
-    engine.register_get("size", |h: &mut HeapHandle| int(h.0.heap_size));
-    engine.register_get("start", |h: &mut HeapHandle| int(h.0.heap_start));
-    engine.register_get("largest_free", |h: &mut HeapHandle| int(h.0.largest_free));
-    engine.register_get("ratio", |h: &mut HeapHandle| {
-        opt_float(h.0.largest_free_ratio())
-    });
-    engine.register_get("fragmentation", |h: &mut HeapHandle| {
-        opt_float(h.0.fragmentation())
-    });
-    engine.register_get("free_blocks", |h: &mut HeapHandle| int(h.0.free_blocks));
-    engine.register_get("used_blocks", |h: &mut HeapHandle| int(h.0.used_blocks));
-    engine.register_get("min_ever_free", |h: &mut HeapHandle| {
-        opt_int(h.0.min_ever_free)
-    });
-    engine.register_get("status", |h: &mut HeapHandle| {
-        format!("{:?}", h.0.status).to_lowercase()
-    });
-    engine.register_get("allocator", |h: &mut HeapHandle| h.0.allocator.to_string());
-    engine.register_get("blocks", |h: &mut HeapHandle| heap_blocks(h));
-    engine.register_get("largest_allocatable", |h: &mut HeapHandle| {
-        opt_int(h.0.largest_allocatable)
-    });
-    engine.register_get("regions", |h: &mut HeapHandle| heap_regions(h));
-    engine.register_get("anomalies", |h: &mut HeapHandle| {
-        h.0.anomalies
-            .iter()
-            .map(|a| Dynamic::from(a.message.clone()))
-            .collect::<Array>()
-    });
-    engine.register_fn("to_string", |h: &mut HeapHandle| {
-        format!(
-            "{} free of {} ({} free blocks, largest {}, ratio {})",
-            h.0.total_free,
-            h.0.heap_size,
-            h.0.free_blocks,
-            h.0.largest_free,
-            h.0.largest_free_ratio()
-                .map_or("n/a".into(), |r| format!("{r:.3}"))
-        )
-    });
+    crate::values::register_heap(&mut engine);
 
     // Target control.
     engine.register_fn(
         "heap",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<HeapHandle> {
-            let state = t.dbg.borrow_mut().walk().map_err(|e| err(&ctx, e))?;
-            Ok(HeapHandle(Rc::new(state)))
+            let state = t.with(&ctx, Debugger::walk)?;
+            Ok(HeapHandle(Rc::new(
+                state.map_err(|e| err(&ctx, Chain(&e)))?,
+            )))
         },
     );
     engine.register_fn(
@@ -346,16 +198,12 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Map> {
             t.no_run_control_in_hooks(&ctx)?;
             let mut run = t
-                .dbg
-                .borrow_mut()
-                .phase_begin(name)
-                .map_err(|e| err(&ctx, e))?;
+                .with(&ctx, |d| d.phase_begin(name))?
+                .map_err(|e| err(&ctx, Chain(&e)))?;
             t.drive(&ctx, |d| d.phase_step(&mut run))?;
             let (rec, before, after) = t
-                .dbg
-                .borrow_mut()
-                .phase_finish()
-                .map_err(|e| err(&ctx, e))?;
+                .with(&ctx, Debugger::phase_finish)?
+                .map_err(|e| err(&ctx, Chain(&e)))?;
             Ok(phase_map(&rec, before, after))
         },
     );
@@ -370,7 +218,9 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
             .ok()
             .filter(|h| *h > 0)
             .ok_or_else(|| err(ctx, "the hit count must be at least 1"))?;
-        let (addr, _) = t.dbg.borrow().function(function).map_err(|e| err(ctx, e))?;
+        let (addr, _) = t
+            .with(ctx, |d| d.function(function))?
+            .map_err(|e| err(ctx, Chain(&e)))?;
         let mut goal = Goal::Entry {
             function: function.to_string(),
             addr,
@@ -390,73 +240,77 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         "reset",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<()> {
             t.no_run_control_in_hooks(&ctx)?;
-            t.dbg.borrow_mut().reset().map_err(|e| err(&ctx, e))
+            t.with(&ctx, Debugger::reset)?
+                .map_err(|e| err(&ctx, Chain(&e)))
         },
     );
     engine.register_fn(
         "trace",
         |ctx: NativeCallContext, t: &mut TargetHandle, on: bool| -> RhaiResult<()> {
-            t.dbg.borrow_mut().set_tracing(on).map_err(|e| err(&ctx, e))
+            t.with(&ctx, |d| d.set_tracing(on))?
+                .map_err(|e| err(&ctx, Chain(&e)))
         },
     );
-    engine.register_fn("phase_function", |t: &mut TargetHandle, alias: &str| {
-        t.dbg.borrow().config().phase_function(alias).to_string()
+    engine.register_fn(
+        "phase_function",
+        |ctx: NativeCallContext, t: &mut TargetHandle, alias: &str| {
+            t.with(&ctx, |d| d.config().phase_function(alias).to_string())
+        },
+    );
+    engine.register_fn("events", |ctx: NativeCallContext, t: &mut TargetHandle| {
+        t.with(&ctx, |d| d.events().len() as i64)
     });
-    engine.register_fn("events", |t: &mut TargetHandle| {
-        t.dbg.borrow().events().len() as i64
-    });
-    engine.register_fn("calls", |t: &mut TargetHandle, f: &str| {
-        int(t.dbg.borrow().calls(f))
-    });
+    engine.register_fn(
+        "calls",
+        |ctx: NativeCallContext, t: &mut TargetHandle, f: &str| t.with(&ctx, |d| int(d.calls(f))),
+    );
     engine.register_fn(
         "on_break",
         |ctx: NativeCallContext, t: &mut TargetHandle, symbol: &str, f: FnPtr| -> RhaiResult<()> {
-            t.dbg
-                .borrow_mut()
-                .add_hook(symbol)
-                .map_err(|e| err(&ctx, e))?;
-            t.state.borrow_mut().hooks.insert(symbol.to_string(), f);
+            t.with(&ctx, |d| d.add_hook(symbol))?
+                .map_err(|e| err(&ctx, Chain(&e)))?;
+            t.state.0.borrow_mut().hooks.insert(symbol.to_string(), f);
             Ok(())
         },
     );
     engine.register_fn(
         "var",
         |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Dynamic> {
-            let mut d = t.dbg.borrow_mut();
-            crate::values::read_var(&mut d, name).map_err(|e| err(&ctx, e))
+            t.with(&ctx, |d| crate::values::read_var(d, name))?
+                .map_err(|e| err(&ctx, e))
         },
     );
     engine.register_fn(
         "string",
         |ctx: NativeCallContext, t: &mut TargetHandle, addr: i64| -> RhaiResult<String> {
-            let mut d = t.dbg.borrow_mut();
-            crate::values::read_string(&mut d, addr as u64).map_err(|e| err(&ctx, e))
+            t.with(&ctx, |d| crate::values::read_string(d, addr as u64))?
+                .map_err(|e| err(&ctx, e))
         },
     );
     engine.register_fn(
         "read_u32",
         |ctx: NativeCallContext, t: &mut TargetHandle, addr: i64| -> RhaiResult<i64> {
-            let mut d = t.dbg.borrow_mut();
-            d.target()
-                .as_memory()
-                .read_u32(addr as u64)
+            t.with(&ctx, |d| d.target().as_memory().read_u32(addr as u64))?
                 .map(i64::from)
-                .map_err(|e| err(&ctx, e))
+                .map_err(|e| err(&ctx, Chain(&e)))
         },
     );
     engine.register_fn(
         "leaks",
-        |t: &mut TargetHandle, before: HeapHandle, after: HeapHandle| -> Array {
-            let d = t.dbg.borrow();
-            crate::values::leaks(&d, &before.0, &after.0)
+        |ctx: NativeCallContext,
+         t: &mut TargetHandle,
+         before: HeapHandle,
+         after: HeapHandle|
+         -> RhaiResult<Array> {
+            t.with(&ctx, |d| crate::values::leaks(d, &before.0, &after.0))
         },
     );
     engine.register_fn(
         "label_spans",
-        |t: &mut TargetHandle, function: &str, names: Array| {
+        |ctx: NativeCallContext, t: &mut TargetHandle, function: &str, names: Array| {
             // Names are for reports only: anything that is not a string is shown as written.
             let names = names.iter().map(|n| n.to_string()).collect();
-            t.dbg.borrow_mut().set_labels(function, names);
+            t.with(&ctx, |d| d.set_labels(function, names))
         },
     );
 
@@ -495,13 +349,13 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         "dump",
         |ctx: NativeCallContext, h: HeapHandle, path: &str| -> RhaiResult<String> {
             let state = script_state(&ctx)?;
-            let out = output_path(&state.borrow().out_dir, path).map_err(|e| err(&ctx, e))?;
+            let out = output_path(&state.0.borrow().out_dir, path).map_err(|e| err(&ctx, e))?;
             let json = serde_json::to_vec_pretty(&memlife_heap::render::json(&h.0, None))
-                .map_err(|e| err(&ctx, e))?;
-            let root = state.borrow().out_dir.clone();
+                .map_err(|e| err(&ctx, Chain(&e)))?;
+            let root = state.0.borrow().out_dir.clone();
             memlife_core::output::write_under(&root, Path::new(path), &json)
-                .map_err(|e| err(&ctx, format!("{e}: {}", e.source)))?;
-            state.borrow_mut().dumps.push(out.clone());
+                .map_err(|e| err(&ctx, Chain(&e)))?;
+            state.0.borrow_mut().dumps.push(out.clone());
             Ok(out.display().to_string())
         },
     );
@@ -512,22 +366,17 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
     engine
 }
 
-thread_local! {
-    // The run state of the script executing on this thread, for free functions (check, dump)
-    // that have no Target argument.
-    static CURRENT: RefCell<Option<Rc<RefCell<RunState>>>> = const { RefCell::new(None) };
-}
-
-fn script_state(ctx: &NativeCallContext) -> RhaiResult<Rc<RefCell<RunState>>> {
-    CURRENT
-        .with(|c| c.borrow().clone())
+/// The run state of the script this call belongs to, from the engine's tag.
+fn script_state(ctx: &NativeCallContext) -> RhaiResult<StateHandle> {
+    ctx.tag()
+        .and_then(|tag| tag.read_lock::<StateHandle>().map(|s| s.clone()))
         .ok_or_else(|| err(ctx, "no audit is running"))
 }
 
 fn record(ctx: &NativeCallContext, name: &str, verdict: Verdict, message: &str) -> RhaiResult<()> {
     let state = script_state(ctx)?;
     let pos = ctx.call_position();
-    state.borrow_mut().checks.push(CheckResult {
+    state.0.borrow_mut().checks.push(CheckResult {
         name: name.to_string(),
         verdict,
         message: message.to_string(),
@@ -541,23 +390,27 @@ fn position(pos: Position) -> (Option<usize>, Option<usize>) {
 }
 
 /// Runs a script against a debugger. The debugger comes back (for the report and cleanup) with
-/// whatever the script recorded, also when it failed.
+/// whatever the script recorded, also when it failed. It is `None` only if it could not be taken
+/// back from the script's handles, which nothing a script can do brings about (the handles
+/// share one slot that only this function empties); callers treat that as an internal error
+/// instead of panicking.
 pub fn run_script(
     debugger: Debugger,
     source: &str,
     out_dir: &Path,
     budgets: &std::collections::BTreeMap<String, f64>,
     print: Rc<dyn Fn(&str)>,
-) -> (Debugger, ScriptOutcome) {
-    let dbg = Rc::new(RefCell::new(debugger));
-    let state = Rc::new(RefCell::new(RunState {
+) -> (Option<Debugger>, ScriptOutcome) {
+    let dbg = Rc::new(RefCell::new(Some(debugger)));
+    let state = StateHandle(Rc::new(RefCell::new(RunState {
         checks: Vec::new(),
         dumps: Vec::new(),
         hooks: HashMap::new(),
         in_hook: false,
         out_dir: out_dir.to_path_buf(),
-    }));
+    })));
     let mut engine = engine(print);
+    engine.set_default_tag(Dynamic::from(state.clone()));
     let handle = TargetHandle {
         dbg: dbg.clone(),
         state: state.clone(),
@@ -579,7 +432,6 @@ pub fn run_script(
     engine.register_fn("budget", move |name: &str, default: f64| -> f64 {
         budgets2.get(name).copied().unwrap_or(default)
     });
-    CURRENT.with(|c| *c.borrow_mut() = Some(state.clone()));
     let error = match engine.compile(source) {
         Err(e) => {
             let (line, column) = position(e.1);
@@ -612,10 +464,9 @@ pub fn run_script(
             }
         },
     };
-    CURRENT.with(|c| *c.borrow_mut() = None);
     drop(engine);
     let outcome = {
-        let mut s = state.borrow_mut();
+        let mut s = state.0.borrow_mut();
         // Hooks may hold Target handles (closures capturing `t`): drop them with the engine.
         s.hooks.clear();
         ScriptOutcome {
@@ -624,16 +475,88 @@ pub fn run_script(
             error,
         }
     };
-    drop(state);
-    let debugger = match Rc::try_unwrap(dbg) {
-        Ok(cell) => cell.into_inner(),
-        // Handles live only inside the engine, which is dropped above.
-        Err(_) => unreachable_handles(),
-    };
+    // Handles the script kept alive (a reference cycle) see an empty slot from now on.
+    let debugger = dbg.borrow_mut().take();
     (debugger, outcome)
 }
 
-#[allow(clippy::panic)]
-fn unreachable_handles() -> ! {
-    panic!("a Target handle outlived its script engine")
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::config::PeakMethod;
+    use crate::debugger::tests::fake::{self, FREERTOS_LIKE, Firmware, STACK};
+
+    /// Runs `source` against a fake target whose firmware calls `model_load` once.
+    fn run(source: &str) -> (Option<Debugger>, ScriptOutcome, String) {
+        let sym = fake::symbols();
+        let mut fw = Firmware::new(&sym);
+        fw.call("model_load", STACK, 0x0800_00c4, [0; 4]);
+        fw.malloc(STACK - 0x20, 0x0800_01e0, fake::BLOCKS + 8, 32);
+        fw.ret(0x0800_00c4, STACK, 0);
+        let (dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
+        let printed = Rc::new(RefCell::new(String::new()));
+        let sink = Rc::clone(&printed);
+        let print: Rc<dyn Fn(&str)> = Rc::new(move |s: &str| sink.borrow_mut().push_str(s));
+        let out = std::env::temp_dir().join(format!("memlife-script-{}", std::process::id()));
+        let (dbg, outcome) = run_script(dbg, source, &out, &Default::default(), print);
+        let printed = printed.borrow().clone();
+        (dbg, outcome, printed)
+    }
+
+    #[test]
+    fn a_reference_cycle_holding_the_target_does_not_keep_the_debugger() {
+        // The script of the hardening issue: `m` holds the target and a closure capturing `m`.
+        let (dbg, outcome, _) = run(r#"
+            let t = target();
+            let m = #{t: t};
+            let f = || m;
+            m.f = f;
+            let load = t.phase("load");
+            check("load", load.delta == 32, "grew by 32");
+        "#);
+        assert_eq!(outcome.error, None);
+        let dbg = dbg.unwrap();
+        assert_eq!(dbg.records().len(), 1);
+        assert_eq!(outcome.checks.len(), 1);
+        assert_eq!(outcome.checks[0].verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn a_hook_kept_in_a_cycle_and_a_failing_script_still_give_the_debugger_back() {
+        let (dbg, outcome, printed) = run(r#"
+            let t = target();
+            let keep = [];
+            t.on_break("pvPortMalloc", |t| { keep.push(t); print("malloc"); });
+            keep.push(keep);
+            t.phase("load");
+            throw "stop here";
+        "#);
+        assert_eq!(printed, "malloc");
+        assert!(outcome.error.unwrap().message.contains("stop here"));
+        assert_eq!(dbg.unwrap().records().len(), 1);
+    }
+
+    #[test]
+    fn free_functions_find_their_run_through_the_engine_tag() {
+        let (_, outcome, _) = run(r#"
+            check("a", true, "");
+            warn("b", "careful");
+            check("c", false);
+        "#);
+        let got: Vec<(&str, Verdict)> = outcome
+            .checks
+            .iter()
+            .map(|c| (c.name.as_str(), c.verdict))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", Verdict::Pass),
+                ("b", Verdict::Warn),
+                ("c", Verdict::Fail)
+            ]
+        );
+        assert_eq!(outcome.checks[2].line, Some(4));
+    }
 }

@@ -5,9 +5,9 @@
 //! unwinder's and the walker's reads are served from that copy; only frames deeper than the
 //! window cost extra reads.
 
+use memlife_core::cortex_m::CoreRegisters;
 use memlife_core::{Memory, Result, Target};
 use memlife_dwarf::Symbols;
-use memlife_dwarf::unwind::Registers32;
 
 /// Bytes of stack read at a traced allocation (the firmware's allocation paths are a few
 /// frames of a few dozen bytes each).
@@ -55,15 +55,6 @@ impl<'a> Prefetch<'a> {
     pub fn into_ranges(self) -> Vec<(u64, Vec<u8>)> {
         self.ranges
     }
-
-    /// A 32-bit word, from the prefetched data only.
-    pub fn cached_u32(&self, addr: u64) -> Option<u32> {
-        self.ranges.iter().find_map(|(start, data)| {
-            let off = usize::try_from(addr.checked_sub(*start)?).ok()?;
-            let b = data.get(off..off + 4)?;
-            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        })
-    }
 }
 
 impl Memory for Prefetch<'_> {
@@ -83,7 +74,7 @@ impl Memory for Prefetch<'_> {
 /// their physical frame), at most `max` frames.
 pub fn backtrace(
     symbols: &Symbols,
-    regs: &Registers32,
+    regs: &CoreRegisters,
     mem: &mut dyn Memory,
     max: usize,
 ) -> Vec<u64> {
@@ -99,6 +90,6 @@ pub fn backtrace(
 }
 
 /// r0..r15 of a halted target (served from the backend's register cache).
-pub fn registers(target: &mut dyn Target) -> Option<Registers32> {
-    Registers32::from_target(target).ok()
+pub fn registers(target: &mut dyn Target) -> Option<CoreRegisters> {
+    CoreRegisters::read_r0_to_r15(target).ok()
 }

@@ -1,16 +1,28 @@
-//! Conversions between what memlife reads and what scripts see: typed variables as Rhai maps and
-//! arrays, leak lists and heap diffs.
+//! Conversions between what memlife reads and what scripts see: the `Heap` object and its
+//! getters, phase records as maps, typed variables as Rhai maps and arrays, leak lists and heap
+//! diffs.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use memlife_dwarf::value::{Value, read_c_string, read_variable};
 use memlife_heap::HeapState;
-use rhai::{Array, Dynamic, Map};
+use rhai::{Array, Dynamic, Engine, Map};
 
 use crate::debugger::Debugger;
+use crate::error::Chain;
+use crate::model::PhaseRecord;
 
-fn int(v: u64) -> i64 {
+pub(crate) fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn opt_int(v: Option<u64>) -> Dynamic {
+    v.map_or(Dynamic::UNIT, |v| Dynamic::from_int(int(v)))
+}
+
+fn opt_float(v: Option<f64>) -> Dynamic {
+    v.map_or(Dynamic::UNIT, Dynamic::from_float)
 }
 
 /// A typed value as a script sees it: structs are maps, arrays are arrays, pointers integers,
@@ -39,7 +51,8 @@ pub fn to_dynamic(v: &Value) -> Dynamic {
 /// `t.var(name)`.
 pub fn read_var(d: &mut Debugger, name: &str) -> Result<Dynamic, String> {
     let symbols = d.symbols_rc();
-    let value = read_variable(&symbols, d.target().as_memory(), name).map_err(|e| e.to_string())?;
+    let value =
+        read_variable(&symbols, d.target().as_memory(), name).map_err(|e| Chain(&e).to_string())?;
     Ok(to_dynamic(&value))
 }
 
@@ -134,5 +147,169 @@ pub fn diff(a: &HeapState, b: &HeapState) -> Map {
         list(ub.difference(&ua).collect()).into(),
     );
     m.insert("freed".into(), list(ua.difference(&ub).collect()).into());
+    m
+}
+
+/// The `Heap` object of scripts: one walk, immutable.
+#[derive(Clone)]
+pub struct HeapHandle(pub Rc<HeapState>);
+
+/// Registers the `Heap` type and its getters.
+pub(crate) fn register_heap(engine: &mut Engine) {
+    engine.register_type_with_name::<HeapHandle>("Heap");
+
+    // Heap getters.
+    engine.register_get("free", |h: &mut HeapHandle| int(h.0.total_free));
+    engine.register_get("used", |h: &mut HeapHandle| int(h.0.used));
+    engine.register_get("size", |h: &mut HeapHandle| int(h.0.heap_size));
+    engine.register_get("start", |h: &mut HeapHandle| int(h.0.heap_start));
+    engine.register_get("largest_free", |h: &mut HeapHandle| int(h.0.largest_free));
+    engine.register_get("ratio", |h: &mut HeapHandle| {
+        opt_float(h.0.largest_free_ratio())
+    });
+    engine.register_get("fragmentation", |h: &mut HeapHandle| {
+        opt_float(h.0.fragmentation())
+    });
+    engine.register_get("free_blocks", |h: &mut HeapHandle| int(h.0.free_blocks));
+    engine.register_get("used_blocks", |h: &mut HeapHandle| int(h.0.used_blocks));
+    engine.register_get("min_ever_free", |h: &mut HeapHandle| {
+        opt_int(h.0.min_ever_free)
+    });
+    engine.register_get("status", |h: &mut HeapHandle| {
+        format!("{:?}", h.0.status).to_lowercase()
+    });
+    engine.register_get("allocator", |h: &mut HeapHandle| h.0.allocator.to_string());
+    engine.register_get("blocks", |h: &mut HeapHandle| heap_blocks(h));
+    engine.register_get("largest_allocatable", |h: &mut HeapHandle| {
+        opt_int(h.0.largest_allocatable)
+    });
+    engine.register_get("regions", |h: &mut HeapHandle| heap_regions(h));
+    engine.register_get("anomalies", |h: &mut HeapHandle| {
+        h.0.anomalies
+            .iter()
+            .map(|a| Dynamic::from(a.message.clone()))
+            .collect::<Array>()
+    });
+    engine.register_fn("to_string", |h: &mut HeapHandle| {
+        format!(
+            "{} free of {} ({} free blocks, largest {}, ratio {})",
+            h.0.total_free,
+            h.0.heap_size,
+            h.0.free_blocks,
+            h.0.largest_free,
+            h.0.largest_free_ratio()
+                .map_or("n/a".into(), |r| format!("{r:.3}"))
+        )
+    });
+}
+
+/// A multi-heap allocator's regions (ESP-IDF) as maps; empty for single-arena allocators.
+fn heap_regions(h: &HeapHandle) -> Array {
+    h.0.regions
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            m.insert("start".into(), int(r.start).into());
+            m.insert("end".into(), int(r.end).into());
+            m.insert("kind".into(), r.kind.into());
+            m.insert(
+                "caps".into(),
+                r.caps
+                    .iter()
+                    .map(|c| Dynamic::from(c.clone()))
+                    .collect::<Array>()
+                    .into(),
+            );
+            m.insert("size".into(), int(r.size).into());
+            m.insert("free".into(), int(r.free).into());
+            m.insert("used".into(), int(r.used).into());
+            m.insert("largest_free".into(), int(r.largest_free).into());
+            m.insert(
+                "largest_allocatable".into(),
+                int(r.largest_allocatable).into(),
+            );
+            m.insert("free_blocks".into(), int(r.free_blocks).into());
+            m.insert("used_blocks".into(), int(r.used_blocks).into());
+            m.insert("min_ever_free".into(), opt_int(r.min_ever_free));
+            m.insert("busy".into(), r.busy_reason.is_some().into());
+            Dynamic::from_map(m)
+        })
+        .collect()
+}
+
+fn heap_blocks(h: &HeapHandle) -> Array {
+    h.0.blocks
+        .iter()
+        .map(|b| {
+            let mut m = Map::new();
+            m.insert("addr".into(), Dynamic::from_int(int(b.addr)));
+            m.insert("size".into(), Dynamic::from_int(int(b.size)));
+            m.insert("free".into(), Dynamic::from_bool(b.free));
+            Dynamic::from_map(m)
+        })
+        .collect()
+}
+
+pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<HeapState>) -> Map {
+    let mut m = Map::new();
+    m.insert("function".into(), rec.function.clone().into());
+    m.insert("call".into(), Dynamic::from_int(int(rec.call)));
+    m.insert("before".into(), Dynamic::from(HeapHandle(before)));
+    m.insert("after".into(), Dynamic::from(HeapHandle(after)));
+    m.insert("delta".into(), Dynamic::from_int(rec.delta_used));
+    m.insert("peak".into(), Dynamic::from_int(int(rec.peak_used)));
+    m.insert(
+        "peak_above".into(),
+        Dynamic::from_int(int(rec.peak_above_before)),
+    );
+    m.insert("allocs".into(), Dynamic::from_int(int(rec.allocs)));
+    m.insert("frees".into(), Dynamic::from_int(int(rec.frees)));
+    m.insert(
+        "method".into(),
+        format!("{:?}", rec.method).to_lowercase().into(),
+    );
+    m.insert(
+        "peak_at".into(),
+        match &rec.peak_at {
+            None => Dynamic::UNIT,
+            Some(p) => {
+                let mut pm = Map::new();
+                pm.insert(
+                    "span".into(),
+                    p.span.clone().map_or(Dynamic::UNIT, Into::into),
+                );
+                pm.insert("index".into(), opt_int(p.span_index.map(|i| i as u64)));
+                pm.insert("arg".into(), opt_int(p.span_arg1));
+                pm.insert(
+                    "site".into(),
+                    p.site
+                        .as_ref()
+                        .map_or(Dynamic::UNIT, |s| s.to_string().into()),
+                );
+                Dynamic::from_map(pm)
+            }
+        },
+    );
+    let spans: Array = rec
+        .spans
+        .iter()
+        .map(|s| {
+            let mut sm = Map::new();
+            sm.insert("function".into(), s.function.clone().into());
+            sm.insert("call".into(), Dynamic::from_int(int(s.call)));
+            sm.insert("index".into(), Dynamic::from_int(s.index as i64));
+            sm.insert("arg".into(), Dynamic::from_int(int(s.args[1])));
+            sm.insert("before".into(), Dynamic::from_int(int(s.before_used)));
+            sm.insert("after".into(), Dynamic::from_int(int(s.after_used)));
+            sm.insert("delta".into(), Dynamic::from_int(s.delta));
+            sm.insert("peak".into(), Dynamic::from_int(int(s.peak_used)));
+            sm.insert(
+                "peak_above".into(),
+                Dynamic::from_int(int(s.peak_used.saturating_sub(s.before_used))),
+            );
+            Dynamic::from_map(sm)
+        })
+        .collect();
+    m.insert("spans".into(), spans.into());
     m
 }

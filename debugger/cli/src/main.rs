@@ -4,7 +4,7 @@
 //! error into one line on stderr and exit code 2 (0 = all good, 1 = a check failed).
 //!
 //! # Layout
-//! - [`cli`]: the clap definitions.
+//! - [`cli`]: the clap definitions (the command line the README documents).
 //! - [`boards`]: real boards through probe-rs (cargo feature `probe`, on by default), the only
 //!   code that differs without it.
 //! - [`session`]: opening a target (`--gdb`, `--qemu`, `--snapshot`) and cleaning up after it.

@@ -282,3 +282,33 @@ fn ctrl_c_ends_an_audit_cleanly_and_keeps_its_reports() {
     assert!(text.contains("interrupted by the user"), "{text}");
     assert!(std::fs::read_to_string(&junit).unwrap().contains("started"));
 }
+
+#[test]
+fn a_script_that_keeps_its_target_in_a_reference_cycle_ends_normally() {
+    let dir = tempdir("cycle");
+    let script = dir.join("cycle.rhai");
+    std::fs::write(
+        &script,
+        "let t = target();\nlet m = #{t: t};\nlet f = || m;\nm.f = f;\n\
+         let load = t.phase(\"model_load\");\ncheck(\"loaded\", load.allocs > 0, \"\");\n",
+    )
+    .unwrap();
+    let json = dir.join("audit.json");
+    let elf = elf("heap4", "healthy");
+    let out = run_memlife(&[
+        "audit",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--json",
+        json.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["checks"][0]["name"], "loaded", "{report}");
+}

@@ -11,6 +11,8 @@
 //! - [`registers`]: [`Registers`] and the architecture-neutral [`Register`] roles.
 //! - [`control`]: [`Control`] (halt, resume, step, wait) and [`StopReason`].
 //! - [`breakpoints`]: [`Breakpoints`] and [`Watchpoints`].
+//! - [`cortex_m`]: the architecture memlife debugs: register numbering (roles, GDB, probe-rs),
+//!   [`cortex_m::CoreRegisters`], Thumb decoding and the exception frame.
 //! - [`interrupt`]: the user's stop request (Ctrl-C) and a wait that honours it.
 //! - [`target`]: [`Target`], the composite every backend implements, and [`LinkStats`].
 //! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
@@ -18,6 +20,7 @@
 
 pub mod breakpoints;
 pub mod control;
+pub mod cortex_m;
 pub mod error;
 pub mod interrupt;
 pub mod memory;

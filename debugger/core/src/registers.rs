@@ -15,7 +15,7 @@ pub enum Register {
     Argument(u8),
     /// The integer return value register at a function return (ARM `r0`).
     ReturnValue,
-    /// A register by its GDB number.
+    /// A register by its GDB number (on Cortex-M see [`crate::cortex_m`]).
     Numbered(u16),
 }
 
@@ -29,17 +29,4 @@ pub trait Registers {
 
     /// Every register the backend knows, by name, in its own order (used by snapshots).
     fn read_all_registers(&mut self) -> Result<Vec<(String, u64)>>;
-}
-
-/// ARM (Cortex-M) register number for a role: r0..r15 are 0..15.
-pub fn arm_register_number(reg: Register) -> Option<u16> {
-    match reg {
-        Register::ProgramCounter => Some(15),
-        Register::StackPointer => Some(13),
-        Register::ReturnAddress => Some(14),
-        Register::Argument(n) if n < 4 => Some(u16::from(n)),
-        Register::Argument(_) => None,
-        Register::ReturnValue => Some(0),
-        Register::Numbered(n) => Some(n),
-    }
 }

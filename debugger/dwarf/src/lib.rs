@@ -35,7 +35,7 @@ pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::SymbolError;
 pub use source::SourceLocation;
 pub use types::{Member, Type, TypeId, TypeTable};
-pub use unwind::{Backtrace, Frame, Registers32, UnwindEnd, Unwinder};
+pub use unwind::{Backtrace, Frame, UnwindEnd, Unwinder};
 pub use value::{Value, ValueError, read_c_string, read_typed, read_variable, read_variable_in};
 pub use vars::Variable;
 
@@ -233,7 +233,7 @@ impl Symbols {
     pub fn backtrace(
         &self,
         mem: &mut dyn memlife_core::Memory,
-        regs: &Registers32,
+        regs: &memlife_core::cortex_m::CoreRegisters,
         max_frames: usize,
     ) -> Vec<Frame> {
         unwind::backtrace(self, mem, regs, max_frames)

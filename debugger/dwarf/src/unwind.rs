@@ -1,7 +1,7 @@
 //! Call-stack unwinding through DWARF call frame information (`.debug_frame`, else `.eh_frame`).
 //!
 //! [`Unwinder`] keeps the CFI sections of one image; [`backtrace`] walks a halted core's stack
-//! from its registers ([`Registers32`]) through a [`Memory`], and names every frame with
+//! from its registers ([`CoreRegisters`]) through a [`Memory`], and names every frame with
 //! [`Symbols::locate`](crate::Symbols::locate). It is written for 32-bit ARM (Cortex-M): DWARF
 //! register numbers 0..15 are r0..r15, the return address column is `lr` (r14) and the thumb bit
 //! of a return address is cleared.
@@ -26,7 +26,8 @@
 use std::collections::HashSet;
 
 use gimli::UnwindSection;
-use memlife_core::{Memory, Register, Registers};
+use memlife_core::Memory;
+use memlife_core::cortex_m::{self, CoreRegisters};
 use object::{Object, ObjectSection};
 
 use crate::Symbols;
@@ -38,85 +39,10 @@ const SP: usize = 13;
 const LR: usize = 14;
 /// DWARF register number of the program counter (r15).
 const PC: usize = 15;
-/// Return addresses at or above this are `EXC_RETURN` values, not code addresses.
-const EXC_RETURN_MIN: u32 = 0xFFFF_FF00;
-/// The value of `lr` out of reset (ARMv7-M): the end of every call chain.
-const RESET_LR: u32 = 0xFFFF_FFFF;
 /// A saved-register area larger than this is not a real stack frame (damaged CFI).
 const MAX_SAVE_AREA: i64 = 4096;
 /// Inlined frames reported per physical frame at most.
 const MAX_INLINE: usize = 16;
-
-/// The core registers r0..r15 of a 32-bit ARM core (`sp` = r13, `lr` = r14, `pc` = r15).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Registers32 {
-    /// r0..r15.
-    pub r: [u32; 16],
-}
-
-impl Registers32 {
-    /// Registers from values indexed by number.
-    pub fn new(r: [u32; 16]) -> Self {
-        Registers32 { r }
-    }
-
-    /// The stack pointer (r13).
-    pub fn sp(&self) -> u32 {
-        self.r[SP]
-    }
-
-    /// The link register (r14).
-    pub fn lr(&self) -> u32 {
-        self.r[LR]
-    }
-
-    /// The program counter (r15).
-    pub fn pc(&self) -> u32 {
-        self.r[PC]
-    }
-
-    /// Registers from `(name, value)` pairs as a backend or a snapshot lists them (`r0`..`r12`,
-    /// `sp`/`r13`, `lr`/`r14`, `pc`/`r15`; other names are ignored). `None` unless `pc` and `sp`
-    /// are both present; other missing registers read as 0.
-    pub fn from_named(regs: &[(String, u64)]) -> Option<Self> {
-        let mut out = [0u32; 16];
-        let mut seen = [false; 16];
-        for (name, value) in regs {
-            let Some(n) = register_index(name) else {
-                continue;
-            };
-            // Register values of a 32-bit core fit in 32 bits; wider values are a backend bug.
-            out[n] = *value as u32;
-            seen[n] = true;
-        }
-        (seen[SP] && seen[PC]).then_some(Registers32 { r: out })
-    }
-
-    /// Reads r0..r15 from a halted target by number. Backends serve these from one `g`
-    /// reply; asking for every register (`read_all_registers`) would also fetch the FPU bank
-    /// one register at a time, which an unwind at every traced malloc cannot afford.
-    pub fn from_target(target: &mut dyn Registers) -> memlife_core::Result<Self> {
-        let mut out = [0u32; 16];
-        for (n, slot) in out.iter_mut().enumerate() {
-            // n < 16, so the cast is exact; a 32-bit core's registers fit in 32 bits.
-            *slot = target.read_register(Register::Numbered(n as u16))? as u32;
-        }
-        Ok(Registers32 { r: out })
-    }
-}
-
-/// r0..r15 by the names GDB target descriptions use.
-fn register_index(name: &str) -> Option<usize> {
-    match name {
-        "sp" => Some(SP),
-        "lr" => Some(LR),
-        "pc" => Some(PC),
-        other => other
-            .strip_prefix('r')
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|n| *n < 16),
-    }
-}
 
 /// One frame of a backtrace. A physical frame whose pc lies in inlined code is reported as
 /// several frames (the inlined functions first), all with the same `pc` and `sp`.
@@ -336,7 +262,7 @@ fn copy_row(row: &gimli::UnwindTableRow<usize>) -> Row {
 pub fn backtrace(
     symbols: &Symbols,
     mem: &mut dyn Memory,
-    regs: &Registers32,
+    regs: &CoreRegisters,
     max_frames: usize,
 ) -> Vec<Frame> {
     unwind(symbols, mem, regs, max_frames).frames
@@ -346,7 +272,7 @@ pub fn backtrace(
 pub fn unwind(
     symbols: &Symbols,
     mem: &mut dyn Memory,
-    regs: &Registers32,
+    regs: &CoreRegisters,
     max_frames: usize,
 ) -> Backtrace {
     let mut frames = Vec::new();
@@ -403,10 +329,10 @@ pub fn unwind(
             break UnwindEnd::Outermost;
         };
         // The reset value of lr: the reset handler was not called by anything.
-        if ra == RESET_LR {
+        if ra == cortex_m::LR_AT_RESET {
             break UnwindEnd::Outermost;
         }
-        if ra >= EXC_RETURN_MIN {
+        if cortex_m::ExcReturn::from_lr(ra).is_some() {
             break UnwindEnd::ExceptionFrame { exc_return: ra };
         }
         if ra & !1 == 0 {

@@ -10,9 +10,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use memlife_core::cortex_m::CoreRegisters;
 use memlife_core::{BreakpointKind, Breakpoints, Control, Memory, Snapshot, StopReason};
 use memlife_dwarf::unwind::{self, UnwindEnd};
-use memlife_dwarf::{Frame, Registers32, Symbols, Value, read_c_string, read_variable};
+use memlife_dwarf::{Frame, Symbols, Value, read_c_string, read_variable};
 use memlife_rsp::{GdbRemote, QemuProcess};
 
 const MACHINE: &str = "netduinoplus2";
@@ -116,7 +117,7 @@ fn backtrace_from_pv_port_malloc_reaches_main() {
     for hit in 0..6 {
         run_to(&mut t, malloc);
         // At the entry: CFA = sp + 0 and the return address is still in lr.
-        let regs = Registers32::from_target(&mut t).unwrap();
+        let regs = CoreRegisters::read_r0_to_r15(&mut t).unwrap();
         assert_eq!(u64::from(regs.pc()), malloc);
         let bt = unwind::unwind(&symbols, &mut t, &regs, 64);
         check_malloc_chain(&bt.frames, &bt.end);
@@ -147,7 +148,7 @@ fn backtrace_from_pv_port_malloc_reaches_main() {
         for _ in 0..4 {
             t.step().unwrap();
         }
-        let inside = Registers32::from_target(&mut t).unwrap();
+        let inside = CoreRegisters::read_r0_to_r15(&mut t).unwrap();
         let bt2 = unwind::unwind(&symbols, &mut t, &inside, 64);
         check_malloc_chain(&bt2.frames, &bt2.end);
         assert_eq!(
@@ -170,7 +171,7 @@ fn backtrace_without_cfi_falls_back_to_lr_once_and_stops_on_exc_return() {
     let (malloc, _) = symbols.function("pvPortMalloc").unwrap();
     t.add_breakpoint(malloc, BreakpointKind::Software).unwrap();
     run_to(&mut t, malloc);
-    let mut regs = Registers32::from_target(&mut t).unwrap();
+    let mut regs = CoreRegisters::read_r0_to_r15(&mut t).unwrap();
 
     // An EXC_RETURN in lr at a function entry: the frame above is an exception frame.
     regs.r[14] = 0xFFFF_FFF9;
@@ -184,7 +185,7 @@ fn backtrace_without_cfi_falls_back_to_lr_once_and_stops_on_exc_return() {
     );
 
     // pc outside every function: frame 0 is reported, then lr is tried once.
-    let real = Registers32::from_target(&mut t).unwrap();
+    let real = CoreRegisters::read_r0_to_r15(&mut t).unwrap();
     let mut odd = real;
     odd.r[15] = 0x0800_0000; // the vector table: data, not a function
     let bt = unwind::unwind(&symbols, &mut t, &odd, 64);
@@ -324,7 +325,7 @@ fn backtrace_matches_gdb_multiarch() {
     for _ in 0..HITS {
         run_to(&mut t, malloc);
     }
-    let regs = Registers32::from_target(&mut t).unwrap();
+    let regs = CoreRegisters::read_r0_to_r15(&mut t).unwrap();
     let ours = symbols.backtrace(&mut t, &regs, 64);
 
     let elf = firmware();

@@ -1,4 +1,5 @@
-//! Heap walkers: rebuild an allocator's state from target RAM.
+//! Heap walkers: rebuild an allocator's state from target RAM. The layout facts each walker
+//! relies on, with the upstream versions they hold for, are in docs/allocators/.
 //!
 //! A walker is built once from the ELF's symbols ([`detect()`]), which resolves every address,
 //! member offset and constant it needs; [`HeapWalker::walk`] then bulk-reads the allocator's
@@ -10,23 +11,30 @@
 //! [`HeapStatus::Busy`], not as corrupt. Only failures to read memory are errors.
 //!
 //! # Layout
-//! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of DESIGN.md §3.
+//! - [`api`]: what a walker says about its allocator's API: [`EntryPoint`]s, [`BlockRef`],
+//!   [`LowWaterMark`], [`ResolvedSymbol`].
+//! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of docs/heap-json.md.
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
+//! - [`halted`]: [`walk_halted`], the walk of a halted core with busy detection from its pc.
 //! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
 //! - [`render`]: a heap state as the text table, block list, summary line and JSON every
 //!   command and monitor command prints.
-//! - [`walkers`]: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
+//! - `walkers`: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
 //!   `dlmalloc`, `tlsf` the ESP-IDF heap with its several regions, see [`HeapRegion`]).
 
+pub mod api;
 pub mod detect;
 pub mod error;
+pub mod halted;
 pub mod image;
 pub mod render;
 pub mod state;
-pub mod walkers;
+mod walkers;
 
+pub use api::{BlockRef, EntryPoint, EntryRole, LowWaterMark, ResolvedSymbol};
 pub use detect::{AllocatorKind, WalkerOptions, detect};
 pub use error::HeapError;
+pub use halted::{HaltedWalk, allocator_function_at, walk_at, walk_halted};
 pub use state::{Anomaly, AnomalyKind, Block, HeapRegion, HeapState, HeapStatus};
 
 use memlife_core::Memory;
@@ -46,14 +54,25 @@ pub trait HeapWalker: std::fmt::Debug + Send {
     /// Reads the allocator's state from memory.
     fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError>;
 
-    /// Functions that modify the heap (for busy detection and tracing): (malloc-like, free-like).
-    fn entry_points(&self) -> (&'static [&'static str], &'static [&'static str]);
+    /// The functions that change the heap: the traced malloc and free entries and the others
+    /// (busy detection, tracing, allocation sites), allocating ones first.
+    fn entry_points(&self) -> &'static [EntryPoint];
 
-    /// The block holding the user pointer `ptr` (as malloc returned it): `(block address, size in
-    /// the allocator's accounting)`, or `None` when `ptr` does not look like one of its blocks.
-    /// One small read; used by allocation tracing at every malloc and free.
-    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<(u64, u64)>, HeapError>;
+    /// The bytes [`HeapWalker::block_of`] reads first for the user pointer `ptr` (the header in
+    /// front of it), as `(address, length)`, so a caller can fetch them together with other reads
+    /// at the same stop. `None` when `ptr` cannot be a block's.
+    fn header_range(&self, ptr: u64) -> Option<(u64, usize)>;
 
-    /// Resolved globals as `(name, address, size, type)` (for `memlife symbols`).
-    fn resolved(&self) -> Vec<(String, u64, u64, String)>;
+    /// The block holding the user pointer `ptr` (as malloc returned it), or `None` when `ptr`
+    /// does not look like one of its blocks. One small read; used by allocation tracing at
+    /// every malloc and free.
+    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError>;
+
+    /// Where the allocator keeps its low-water mark, if it keeps one.
+    fn low_water_mark(&self) -> LowWaterMark {
+        LowWaterMark::None
+    }
+
+    /// The globals resolved from the ELF (for `memlife symbols`).
+    fn resolved(&self) -> Vec<ResolvedSymbol>;
 }

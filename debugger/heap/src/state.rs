@@ -1,4 +1,4 @@
-//! The result of a walk, with the metrics and JSON keys of DESIGN.md §3.
+//! The result of a walk, with the metrics and JSON keys of docs/heap-json.md.
 
 use serde::Serialize;
 
@@ -237,11 +237,40 @@ impl HeapState {
     }
 }
 
-/// A [`HeapState`] with the derived metrics added (the stable JSON object of DESIGN.md §3).
+/// A [`HeapState`] with the derived metrics added (the stable JSON object of docs/heap-json.md).
 #[derive(Debug, Serialize)]
 pub struct HeapReport<'a> {
     #[serde(flatten)]
     state: &'a HeapState,
     largest_free_ratio: Option<f64>,
     fragmentation: Option<f64>,
+}
+
+/// What the "random garbage" tests assert of every walk: it ended with a result (a read error is
+/// fine: the garbage may point outside the memory given), and its work stayed within what the
+/// memory can hold, one block per `min_block` bytes of `memory` (a walk that lost its bound would
+/// list more, or never end).
+#[cfg(test)]
+pub(crate) fn assert_walk_bounded(
+    result: Result<HeapState, crate::HeapError>,
+    memory: u64,
+    min_block: u64,
+) {
+    let st = match result {
+        Ok(st) => st,
+        Err(crate::HeapError::Target(_)) => return,
+        Err(e) => panic!("a walk of garbage failed with something else than a read error: {e}"),
+    };
+    let bound = memory / min_block + 2;
+    assert!(
+        st.blocks.len() as u64 <= bound,
+        "{} blocks in {memory} bytes",
+        st.blocks.len()
+    );
+    assert!(
+        st.free_list.len() as u64 <= bound,
+        "{} free-list entries in {memory} bytes",
+        st.free_list.len()
+    );
+    assert!(st.anomalies.len() <= 100);
 }

@@ -137,9 +137,9 @@ fn heap4_counter_mismatch_is_reported() {
     let counter = w
         .resolved()
         .into_iter()
-        .find(|r| r.0 == "xFreeBytesRemaining")
+        .find(|r| r.name == "xFreeBytesRemaining")
         .unwrap()
-        .1;
+        .address;
     poke(&mut snap, counter, 12345);
     let st = walk(w.as_ref(), &mut snap);
     assert!(
@@ -197,7 +197,7 @@ fn a_truncated_snapshot_is_an_error_not_a_panic() {
 }
 
 #[test]
-fn random_damage_to_real_heaps_never_panics() {
+fn random_damage_to_real_heaps_never_panics_or_hangs() {
     for name in [
         "heap4-fragmentation",
         "nano-fragmentation",
@@ -206,6 +206,7 @@ fn random_damage_to_real_heaps_never_panics() {
         let (w, snap) = fixture(name);
         let clean = walk(w.as_ref(), &mut snap.clone());
         let (start, end) = (clean.heap_start, clean.heap_start + clean.heap_size);
+        let bytes: u64 = snap.regions.iter().map(|r| r.data.len() as u64).sum();
         let mut seed = 0x2545_f491_u32;
         for round in 0..300 {
             let mut s = snap.clone();
@@ -221,7 +222,16 @@ fn random_damage_to_real_heaps_never_panics() {
                 };
                 poke(&mut s, addr, value);
             }
-            let _ = w.walk(&mut s, WalkContext::default());
+            // Ends with a state or a read error, and lists no more than the memory can hold
+            // (8 bytes is the smallest block of the three allocators).
+            match w.walk(&mut s, WalkContext::default()) {
+                Ok(st) => {
+                    assert!(st.blocks.len() as u64 <= bytes / 8, "{name}");
+                    assert!(st.free_list.len() as u64 <= bytes / 8, "{name}");
+                }
+                Err(memlife_heap::HeapError::Target(_)) => {}
+                Err(e) => panic!("{name}: {e}"),
+            }
         }
     }
 }
@@ -236,11 +246,11 @@ fn tlsf_fragmented_heaps_as_captured() {
     let layout = w
         .resolved()
         .into_iter()
-        .find(|r| r.0 == "control_t (layout)")
+        .find(|r| r.name == "control_t (layout)")
         .unwrap();
-    assert_eq!(layout.2, 36);
+    assert_eq!(layout.size, 36);
     assert_eq!(
-        layout.3,
+        layout.type_name,
         "dynamic; from DWARF: heap_t_, multi_heap_info, block_header_t, control_t"
     );
     assert_eq!(
@@ -271,7 +281,7 @@ fn tlsf_fragmented_heaps_as_captured() {
     );
 }
 
-/// The address of a region's `multi_heap_info` field, by offset (ALLOCATORS.md §3.3).
+/// The address of a region's `multi_heap_info` field, by offset (docs/allocators/esp-idf-tlsf.md).
 fn tlsf_info(st: &HeapState, heap: usize, offset: u64) -> u64 {
     st.regions[heap].start + offset
 }
@@ -353,4 +363,105 @@ fn tlsf_corruptions_are_reported() {
         r.data.truncate(keep);
     }
     assert!(w.walk(&mut s, WalkContext::default()).is_err());
+}
+
+#[test]
+fn a_core_halted_inside_the_allocator_makes_the_walk_busy() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let symbols = Symbols::load(&dir.join("heap4-fragmentation.elf")).unwrap();
+    let (w, mut snap) = fixture("heap4-fragmentation");
+    let (malloc, _) = symbols.function("pvPortMalloc").unwrap();
+    let set_pc = |snap: &mut Snapshot, pc: u64| {
+        snap.registers.retain(|(n, _)| n != "pc");
+        snap.registers.push(("pc".into(), pc));
+    };
+    // Two instructions into pvPortMalloc: busy, and the reason names the function.
+    set_pc(&mut snap, (malloc & !1) + 4);
+    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    assert_eq!(walked.state.status, HeapStatus::Busy);
+    assert_eq!(
+        walked.state.busy_reason.as_deref(),
+        Some("halted inside pvPortMalloc")
+    );
+    // Halted in the application (a phase function): the same memory is a healthy heap.
+    let (phase, _) = symbols.function("model_release").unwrap();
+    set_pc(&mut snap, phase & !1);
+    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    assert_eq!(walked.state.status, HeapStatus::Ok);
+    // Without a pc (a snapshot without registers) nothing says busy either.
+    snap.registers.clear();
+    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    assert_eq!(walked.state.status, HeapStatus::Ok);
+    assert_eq!(
+        memlife_heap::allocator_function_at(w.as_ref(), &symbols, (malloc & !1) + 4),
+        Some("pvPortMalloc")
+    );
+}
+
+/// Serves reads from a snapshot and records their ranges.
+struct Recording<'a> {
+    snap: &'a mut Snapshot,
+    reads: Vec<(u64, usize)>,
+}
+
+impl memlife_core::Memory for Recording<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> memlife_core::Result<()> {
+        self.reads.push((addr, buf.len()));
+        self.snap.read(addr, buf)
+    }
+}
+
+#[test]
+fn user_pointers_map_back_to_their_blocks_through_the_declared_header() {
+    /// A fixture and where its allocator puts the user pointer of a block.
+    type Case = (&'static str, fn(u64) -> u64);
+    let cases: [Case; 3] = [
+        ("heap4-fragmentation", |block| block + 8),
+        ("nano-fragmentation", |chunk| (chunk + 4 + 7) & !7),
+        ("tlsf-fragmentation", |block| block + 8),
+    ];
+    for (name, user_ptr) in cases {
+        let (w, mut snap) = fixture(name);
+        let st = walk(w.as_ref(), &mut snap);
+        let used: Vec<_> = st
+            .blocks
+            .iter()
+            .filter(|b| !b.free && !b.unclaimed)
+            .collect();
+        assert!(used.len() > 5, "{name}");
+        for b in used {
+            let ptr = user_ptr(b.addr);
+            let (hdr, len) = w.header_range(ptr).unwrap();
+            let mut mem = Recording {
+                snap: &mut snap,
+                reads: Vec::new(),
+            };
+            let got = w.block_of(&mut mem, ptr).unwrap();
+            assert_eq!(
+                got,
+                Some(memlife_heap::BlockRef {
+                    addr: b.addr,
+                    size: b.size
+                }),
+                "{name}: {ptr:#x}"
+            );
+            // The first read is the declared header: a caller that prefetched it pays nothing.
+            let (first, first_len) = mem.reads[0];
+            assert!(
+                first >= hdr && first + first_len as u64 <= hdr + len as u64,
+                "{name}: read {first:#x}+{first_len} outside the header {hdr:#x}+{len}"
+            );
+        }
+        // Exactly one traced entry of each kind, and every traced one is in the list once.
+        let roles: Vec<_> = w.entry_points().iter().map(|e| e.role).collect();
+        let mallocs = roles
+            .iter()
+            .filter(|r| matches!(r, memlife_heap::EntryRole::Malloc { .. }))
+            .count();
+        let frees = roles
+            .iter()
+            .filter(|r| matches!(r, memlife_heap::EntryRole::Free { .. }))
+            .count();
+        assert_eq!((mallocs, frees), (1, 1), "{name}");
+    }
 }

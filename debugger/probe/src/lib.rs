@@ -16,7 +16,8 @@
 //! - Every breakpoint is a hardware breakpoint (`hwbp`): code runs from flash.
 //! - Data watchpoints are programmed into the Cortex-M DWT by hand (`dwt`); probe-rs has no
 //!   watchpoint API.
-//! - Registers: gdb's Cortex-M numbering (xpsr = 25) becomes probe-rs's (`regs`).
+//! - Registers: gdb's Cortex-M numbering (xpsr = 25) becomes probe-rs's
+//!   ([`memlife_core::cortex_m::probe_rs_number`]).
 //! - Feature `esp32`: registers the `probe-rs-espressif` plugin (ESP32 family chips and the
 //!   ESP USB-JTAG probe); on ESP32-S3 both cores halt together (`target`).
 //!
@@ -25,7 +26,7 @@
 //! - `selector`: `--probe VID:PID[:SERIAL]`.
 //! - `list`: attached probes (`memlife probes`) and choosing one.
 //! - `target`: [`ProbeTarget`], the trait implementations.
-//! - `dwt`, `hwbp`, `regs`, `words`: the pure logic, unit-tested without hardware.
+//! - `dwt`, `hwbp`, `words`: the pure logic, unit-tested without hardware.
 //! - `error`: [`ProbeError`] and the mapping of probe-rs errors.
 
 #![warn(missing_docs)]
@@ -35,7 +36,6 @@ mod dwt;
 mod error;
 mod hwbp;
 mod list;
-mod regs;
 mod selector;
 mod target;
 mod words;

@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use memlife_core::cortex_m;
 use memlife_core::{
     BreakpointKind, Breakpoints, Control, LinkStats, Memory, MemoryWrite, Register, Registers,
     Result, StopReason, Target, TargetError, WatchKind, Watchpoints,
@@ -21,7 +22,7 @@ use crate::chip::{ChipInfo, registry, resolve_chip};
 use crate::dwt::{Dwt, DwtVersion, WordAccess};
 use crate::error::{memory_error, target_error};
 use crate::hwbp::HwBreakpoints;
-use crate::{ProbeError, ProbeOptions, regs, words};
+use crate::{ProbeError, ProbeOptions, words};
 
 /// How long a halt request may take before the core is declared unresponsive.
 const HALT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -192,9 +193,14 @@ impl ProbeTarget {
         Ok(())
     }
 
+    /// On Cortex-M memlife speaks gdb's numbering, as its GDB server does
+    /// ([`cortex_m::probe_rs_number`] translates). On Xtensa (ESP32-S3) there is no gdb
+    /// numbering to honour: roles map to probe-rs's own role registers (pc, a1 as sp, a0 as
+    /// return address, a2.. as arguments and a2 as return value under the windowed ABI as
+    /// probe-rs describes it) and `Numbered(n)` is probe-rs's n-th core register.
     fn register_id(&mut self, reg: Register) -> Result<RegisterId> {
         if self.is_cortex_m() {
-            return regs::cortex_m_role(reg)
+            return cortex_m::probe_rs_role(reg)
                 .map(RegisterId)
                 .ok_or(TargetError::Unsupported("this register number on Cortex-M"));
         }
@@ -371,7 +377,7 @@ impl Registers for ProbeTarget {
         let mut core = self.core0()?;
         let mut out = Vec::new();
         if cortex_m {
-            for (name, id) in regs::CORTEX_M_ALL {
+            for (name, id) in cortex_m::PROBE_RS_SNAPSHOT_REGISTERS {
                 let v: RegisterValue = core
                     .read_core_reg(RegisterId(id))
                     .map_err(|e| target_error("reading registers", e))?;

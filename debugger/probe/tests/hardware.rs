@@ -1,4 +1,5 @@
-//! Opt-in smoke test on a real board (DESIGN.md: hardware tests never run by default).
+//! Opt-in smoke test on a real board: hardware tests never run by default (README, "Real
+//! boards").
 //!
 //! ```sh
 //! MEMLIFE_PROBE_CHIP=STM32F407VGTx cargo test -p memlife-probe --test hardware -- --nocapture

@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use memlife_audit::AuditReport;
+use memlife_audit::model::EventKind;
 
 use crate::timeline::{Timeline, span_label};
 
@@ -88,13 +89,12 @@ pub fn trace_json(report: &AuditReport) -> Value {
         );
     }
     for (x, e) in &t.events {
-        let name = if e.kind == "alloc" {
-            format!("malloc {} B", e.size)
-        } else {
-            format!("free {} B", e.size)
+        let name = match e.kind {
+            EventKind::Alloc => format!("malloc {} B", e.size),
+            EventKind::Free => format!("free {} B", e.size),
         };
         ev.push(json!({
-            "ph": "i", "s": "t", "name": name, "cat": e.kind,
+            "ph": "i", "s": "t", "name": name, "cat": e.kind.as_str(),
             "pid": PID, "tid": TID_ALLOCS, "ts": ts(*x),
             "args": {
                 "seq": e.seq, "size": e.size, "request": e.request,

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use memlife_audit::model::{
-    CheckResult, HeapSummary, PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent, Verdict,
+    CheckResult, EventKind, HeapSummary, PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent,
+    Verdict,
 };
 use memlife_audit::report::{RunFacts, summarize};
 use memlife_audit::{AuditReport, PeakMethod};
@@ -170,7 +171,7 @@ fn a_sampled_run_gets_a_step_per_span_boundary() {
 fn event(seq: u64, used_after: u64) -> TraceEvent {
     TraceEvent {
         seq,
-        kind: "alloc",
+        kind: EventKind::Alloc,
         addr: 0x2000_0000 + seq * 8,
         size: 8,
         request: Some(4),

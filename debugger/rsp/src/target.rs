@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use memlife_core::registers::arm_register_number;
+use memlife_core::cortex_m;
 use memlife_core::{
     BreakpointKind, Breakpoints, Control, LinkStats, Memory, MemoryWrite, Register, Registers,
     Result, StopReason, Target, TargetError, WatchKind, Watchpoints,
@@ -28,13 +28,13 @@ impl MemoryWrite for GdbRemote {
 
 impl Registers for GdbRemote {
     fn read_register(&mut self, reg: Register) -> Result<u64> {
-        let n = arm_register_number(reg).ok_or(TargetError::Unsupported("this register role"))?;
+        let n = cortex_m::gdb_number(reg).ok_or(TargetError::Unsupported("this register role"))?;
         let info = self.register_info(n)?;
         self.read_reg_info(&info)
     }
 
     fn write_register(&mut self, reg: Register, value: u64) -> Result<()> {
-        let n = arm_register_number(reg).ok_or(TargetError::Unsupported("this register role"))?;
+        let n = cortex_m::gdb_number(reg).ok_or(TargetError::Unsupported("this register role"))?;
         let info = self.register_info(n)?;
         self.write_reg_info(&info, value)
     }

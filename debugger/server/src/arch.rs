@@ -1,42 +1,10 @@
-//! The Cortex-M architecture for gdbstub: the `org.gnu.gdb.arm.m-profile` register set.
-//!
-//! gdb numbers r0..r15 as 0..15 and xpsr as 25; the target description below says so, and gdb
-//! then lays out the `g` packet as r0..r15 followed by xpsr (registers in regnum order, gaps
-//! skipped).
+//! The Cortex-M architecture for gdbstub: the `org.gnu.gdb.arm.m-profile` register set, as
+//! [`memlife_core::cortex_m`] describes it (numbering, target description, `g` packet layout).
 
 use std::num::NonZeroUsize;
 
 use gdbstub::arch::{Arch, RegId, Registers};
-
-/// gdb's register number of xpsr in the m-profile feature.
-pub const XPSR_REGNUM: u16 = 25;
-
-/// The target description gdb reads with `qXfer:features:read`.
-pub const TARGET_XML: &str = r#"<?xml version="1.0"?>
-<!DOCTYPE target SYSTEM "gdb-target.dtd">
-<target version="1.0">
-  <architecture>arm</architecture>
-  <feature name="org.gnu.gdb.arm.m-profile">
-    <reg name="r0" bitsize="32" regnum="0"/>
-    <reg name="r1" bitsize="32"/>
-    <reg name="r2" bitsize="32"/>
-    <reg name="r3" bitsize="32"/>
-    <reg name="r4" bitsize="32"/>
-    <reg name="r5" bitsize="32"/>
-    <reg name="r6" bitsize="32"/>
-    <reg name="r7" bitsize="32"/>
-    <reg name="r8" bitsize="32"/>
-    <reg name="r9" bitsize="32"/>
-    <reg name="r10" bitsize="32"/>
-    <reg name="r11" bitsize="32"/>
-    <reg name="r12" bitsize="32"/>
-    <reg name="sp" bitsize="32" type="data_ptr"/>
-    <reg name="lr" bitsize="32"/>
-    <reg name="pc" bitsize="32" type="code_ptr"/>
-    <reg name="xpsr" bitsize="32" regnum="25"/>
-  </feature>
-</target>
-"#;
+use memlife_core::cortex_m::{self, CoreRegisters, GDB_TARGET_XML, GDB_XPSR};
 
 /// The Cortex-M (ARMv6-M/v7-M/v8-M) core, type-level only.
 pub enum CortexM {}
@@ -49,45 +17,29 @@ impl Arch for CortexM {
     type RegId = CortexMRegId;
 
     fn target_description_xml() -> Option<&'static str> {
-        Some(TARGET_XML)
+        Some(GDB_TARGET_XML)
     }
 }
 
-/// The core registers, in `g` packet order.
+/// The core registers in gdbstub's register trait (a foreign trait needs a local type).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct CortexMRegs {
-    /// r0..r12, sp (r13), lr (r14), pc (r15).
-    pub r: [u32; 16],
-    /// The combined program status register.
-    pub xpsr: u32,
-}
+pub struct CortexMRegs(pub CoreRegisters);
 
 impl Registers for CortexMRegs {
     type ProgramCounter = u32;
 
     fn pc(&self) -> u32 {
-        self.r[15]
+        self.0.pc()
     }
 
     fn gdb_serialize(&self, mut write_byte: impl FnMut(Option<u8>)) {
-        for v in self.r.iter().chain(std::iter::once(&self.xpsr)) {
-            for b in v.to_le_bytes() {
-                write_byte(Some(b));
-            }
+        for b in self.0.to_gdb_g_bytes() {
+            write_byte(Some(b));
         }
     }
 
     fn gdb_deserialize(&mut self, bytes: &[u8]) -> Result<(), ()> {
-        if bytes.len() < 17 * 4 {
-            return Err(());
-        }
-        let mut words = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
-        for r in &mut self.r {
-            *r = words.next().ok_or(())?;
-        }
-        self.xpsr = words.next().ok_or(())?;
+        self.0 = CoreRegisters::from_gdb_g_bytes(bytes).ok_or(())?;
         Ok(())
     }
 }
@@ -106,17 +58,20 @@ impl CortexMRegId {
     pub fn number(self) -> u16 {
         match self {
             CortexMRegId::Core(n) => u16::from(n),
-            CortexMRegId::Xpsr => XPSR_REGNUM,
+            CortexMRegId::Xpsr => GDB_XPSR,
         }
     }
 }
 
 impl RegId for CortexMRegId {
     fn from_raw_id(id: usize) -> Option<(Self, Option<NonZeroUsize>)> {
-        let reg = match id {
-            0..=15 => CortexMRegId::Core(u8::try_from(id).ok()?),
-            25 => CortexMRegId::Xpsr,
-            _ => return None,
+        let n = u16::try_from(id).ok()?;
+        let reg = if usize::from(n) <= cortex_m::PC {
+            CortexMRegId::Core(u8::try_from(n).ok()?)
+        } else if n == GDB_XPSR {
+            CortexMRegId::Xpsr
+        } else {
+            return None;
         };
         Some((reg, NonZeroUsize::new(4)))
     }
@@ -134,14 +89,13 @@ mod tests {
     #[test]
     fn g_packet_is_r0_to_pc_then_xpsr() {
         let mut regs = CortexMRegs::default();
-        for (i, r) in regs.r.iter_mut().enumerate() {
+        for (i, r) in regs.0.r.iter_mut().enumerate() {
             *r = i as u32;
         }
-        regs.xpsr = 0x0100_0000;
+        regs.0.xpsr = 0x0100_0000;
         let mut bytes = Vec::new();
         regs.gdb_serialize(|b| bytes.push(b.unwrap()));
         assert_eq!(bytes.len(), 68);
-        assert_eq!(&bytes[60..64], &15u32.to_le_bytes());
         assert_eq!(&bytes[64..68], &0x0100_0000u32.to_le_bytes());
         let mut back = CortexMRegs::default();
         back.gdb_deserialize(&bytes).unwrap();
@@ -160,7 +114,5 @@ mod tests {
             Some(CortexMRegId::Core(15))
         );
         assert!(CortexMRegId::from_raw_id(16).is_none());
-        assert!(TARGET_XML.contains(r#"<reg name="xpsr" bitsize="32" regnum="25"/>"#));
-        assert!(TARGET_XML.contains("org.gnu.gdb.arm.m-profile"));
     }
 }

@@ -14,7 +14,7 @@ use memlife_core::{Memory, Registers, Target, TargetError};
 use memlife_heap::WalkerOptions;
 
 use crate::bridge::Bridge;
-use crate::error::{Context, Result};
+use crate::error::{Context, Result, ServeError};
 
 /// How long the script may wait for any one breakpoint.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -111,6 +111,11 @@ impl Bridge {
         let budgets = std::collections::BTreeMap::new();
         let (debugger, outcome) =
             memlife_audit::run_script(debugger, &source, out_dir, &budgets, print);
+        let Some(debugger) = debugger else {
+            return Err(ServeError::Command(
+                "internal error: the script engine did not give the target back".into(),
+            ));
+        };
         for r in debugger.records() {
             self.phases.push(format!(
                 "{:<16} call {:<3} used {:>7} -> {:>7} (delta {:+}), peak {} ({} above before), {} allocs",

@@ -20,13 +20,14 @@ use gdbstub::target::ext::breakpoints::{
 };
 use gdbstub::target::ext::monitor_cmd::MonitorCmdOps;
 use gdbstub::target::{TargetError as GdbTargetError, TargetResult};
+use memlife_core::cortex_m::CoreRegisters;
 use memlife_core::{
-    BreakpointKind, ErrorKind, Register, StopReason, Target, TargetError, WatchKind, interrupt,
+    BreakpointKind, ErrorKind, StopReason, Target, TargetError, WatchKind, interrupt,
 };
 use memlife_dwarf::Symbols;
 use memlife_heap::HeapWalker;
 
-use crate::arch::{CortexM, CortexMRegs, XPSR_REGNUM};
+use crate::arch::{CortexM, CortexMRegs};
 use crate::error::{Context, ServeError};
 
 /// How long one wait on the backend lasts before the connection is polled for Ctrl-C.
@@ -288,32 +289,16 @@ impl gdbstub::target::Target for Bridge {
 impl SingleThreadBase for Bridge {
     fn read_registers(&mut self, regs: &mut CortexMRegs) -> TargetResult<(), Self> {
         self.ensure_halted().map_err(fatal_or_not)?;
-        for (n, r) in (0u16..).zip(regs.r.iter_mut()) {
-            *r = self
-                .target
-                .read_register(Register::Numbered(n))
-                .map_err(fatal_or_not)? as u32;
-        }
-        regs.xpsr = self
-            .target
-            .read_register(Register::Numbered(XPSR_REGNUM))
-            .map_err(fatal_or_not)? as u32;
+        regs.0 = CoreRegisters::read(self.target.as_mut()).map_err(fatal_or_not)?;
         Ok(())
     }
 
     fn write_registers(&mut self, regs: &CortexMRegs) -> TargetResult<(), Self> {
         let mut now = CortexMRegs::default();
         self.read_registers(&mut now)?;
-        let numbered = (0u16..).zip(regs.r.iter().zip(now.r.iter()));
-        let all = numbered.chain(std::iter::once((XPSR_REGNUM, (&regs.xpsr, &now.xpsr))));
-        for (n, (new, old)) in all {
-            if new != old {
-                self.target
-                    .write_register(Register::Numbered(n), u64::from(*new))
-                    .map_err(fatal_or_not)?;
-            }
-        }
-        Ok(())
+        regs.0
+            .write_changed(self.target.as_mut(), &now.0)
+            .map_err(fatal_or_not)
     }
 
     /// A read that runs past the end of readable memory gives gdb the bytes before it (gdb asks

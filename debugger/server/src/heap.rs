@@ -3,36 +3,11 @@
 
 use std::path::Path;
 
-use memlife_core::{LinkStats, Register, Target};
+use memlife_core::Target;
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker, WalkContext, render};
+use memlife_heap::{HeapState, HeapWalker, render};
 
 use crate::error::{Context, Result};
-
-/// Walks the heap of a halted target, with busy detection from the pc, and what it cost.
-pub fn walk(
-    target: &mut dyn Target,
-    symbols: &Symbols,
-    walker: &dyn HeapWalker,
-) -> Result<(HeapState, LinkStats)> {
-    let (mallocs, frees) = walker.entry_points();
-    let inside_allocator = target
-        .read_register(Register::ProgramCounter)
-        .ok()
-        .and_then(|pc| symbols.function_at(pc))
-        .and_then(|f| mallocs.iter().chain(frees).copied().find(|n| *n == f.name));
-    let before = target.link_stats();
-    let state = walker
-        .walk(target.as_memory(), WalkContext { inside_allocator })
-        .context("walking the heap")?;
-    let after = target.link_stats();
-    let link = LinkStats {
-        reads: after.reads - before.reads,
-        bytes: after.bytes - before.bytes,
-        max_read: after.max_read,
-    };
-    Ok((state, link))
-}
 
 /// Walks the heap and renders it with the context of where the target stands.
 pub fn walk_rendered(
@@ -40,7 +15,8 @@ pub fn walk_rendered(
     symbols: &Symbols,
     walker: &dyn HeapWalker,
 ) -> Result<(HeapState, serde_json::Value, String)> {
-    let (state, link) = walk(target, symbols, walker)?;
+    let walked = memlife_heap::walk_halted(walker, symbols, target).context("walking the heap")?;
+    let (state, link) = (walked.state, walked.link);
     let ctx = render::Context::of(target, symbols, link);
     let json = render::json(&state, Some(&ctx));
     let text = render::text(&state, &ctx);

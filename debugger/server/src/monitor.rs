@@ -78,12 +78,20 @@ impl Bridge {
             ["allocator"] => {
                 self.ensure_halted().context("halting the target")?;
                 let w = self.walker()?;
-                let (mallocs, frees) = w.entry_points();
+                let names = |pick: fn(memlife_heap::EntryRole) -> bool| {
+                    let names: Vec<&str> = w
+                        .entry_points()
+                        .iter()
+                        .filter(|e| pick(e.role))
+                        .map(|e| e.function)
+                        .collect();
+                    names.join(", ")
+                };
                 Ok(format!(
                     "allocator  {}\nallocate   {}\nfree       {}\n",
                     w.name(),
-                    mallocs.join(", "),
-                    frees.join(", ")
+                    names(memlife_heap::EntryRole::allocates),
+                    names(memlife_heap::EntryRole::frees)
                 ))
             }
             ["dump"] | ["dump", _] => {

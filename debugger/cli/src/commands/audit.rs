@@ -176,6 +176,9 @@ fn audit(
     let (debugger, outcome) =
         memlife_audit::run_script(debugger, &source, &args.out, &cfg.budgets, printer);
     progress.finish();
+    let Some(debugger) = debugger else {
+        bail!("internal error: the script engine did not give the target back");
+    };
     let report = AuditReport::assemble(run, &debugger, &outcome);
     session.give_back(debugger.into_target());
     Ok((report, Some(session)))

@@ -11,7 +11,7 @@ mod symbols;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use memlife_core::Target;
 use memlife_dwarf::Symbols;
 use memlife_heap::{HeapWalker, WalkerOptions};
@@ -63,5 +63,12 @@ pub fn walker(
     Ok(memlife_heap::detect(symbols, forced, &walker_opts, mem)?)
 }
 
-// The walk with busy detection; its home is the heap crate's walk of a halted target.
-pub use memlife_server::heap::walk;
+/// Walks the heap of a halted target (busy detection from its pc) and what it cost on the link.
+pub fn walk(
+    target: &mut dyn Target,
+    symbols: &Symbols,
+    walker: &dyn HeapWalker,
+) -> Result<(memlife_heap::HeapState, memlife_core::LinkStats)> {
+    let walked = memlife_heap::walk_halted(walker, symbols, target).context("walking the heap")?;
+    Ok((walked.state, walked.link))
+}

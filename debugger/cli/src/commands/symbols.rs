@@ -31,11 +31,14 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
         .iter()
         .map(|f| (f.to_string(), symbols.function(f)))
         .collect();
-    let (mallocs, frees) = walker.entry_points();
-    let entry: Vec<(String, u64)> = mallocs
+    let entry: Vec<(String, u64)> = walker
+        .entry_points()
         .iter()
-        .chain(frees)
-        .filter_map(|f| symbols.function(f).map(|(a, _)| (f.to_string(), a)))
+        .filter_map(|e| {
+            symbols
+                .function(e.function)
+                .map(|(a, _)| (e.function.to_string(), a))
+        })
         .collect();
     let mut globals: Vec<(String, String, u64, u64, String)> = symbols
         .variables()
@@ -80,7 +83,7 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
         let v = serde_json::json!({
             "elf": args.elf.display().to_string(),
             "allocator": walker.name(),
-            "allocator_symbols": walker.resolved().iter().map(|(n, a, s, t)| serde_json::json!({"name": n, "address": a, "size": s, "type": t})).collect::<Vec<_>>(),
+            "allocator_symbols": walker.resolved().iter().map(|r| serde_json::json!({"name": r.name, "address": r.address, "size": r.size, "type": r.type_name})).collect::<Vec<_>>(),
             "allocator_entry_points": entry.iter().map(|(n, a)| serde_json::json!({"name": n, "address": a})).collect::<Vec<_>>(),
             "phase_functions": phases.iter().map(|(n, f)| serde_json::json!({"name": n, "address": f.map(|x| x.0), "size": f.map(|x| x.1)})).collect::<Vec<_>>(),
             "layouts": layouts.iter().map(|(n, m)| serde_json::json!({"name": n, "members": m.iter().map(|(mn, o, s)| serde_json::json!({"name": mn, "offset": o, "size": s})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
@@ -91,7 +94,8 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
         let mut o = String::new();
         let _ = writeln!(o, "elf        {}", args.elf.display());
         let _ = writeln!(o, "allocator  {} (detected)", walker.name());
-        for (n, a, s, t) in walker.resolved() {
+        for r in walker.resolved() {
+            let (n, a, s, t) = (r.name, r.address, r.size, r.type_name);
             let _ = writeln!(o, "  {n:<34} {a:#010x} {s:>7}  {t}");
         }
         for (n, a) in &entry {

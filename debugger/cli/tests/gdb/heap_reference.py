@@ -3,7 +3,7 @@
 # memlife's end-to-end tests compare `memlife heap --json` with what this prints. It shares no
 # code with memlife: gdb resolves the symbols and types from DWARF and reads memory through its own
 # remote protocol client, one block at a time, following the allocator's rules as written in
-# ALLOCATORS.md (heap_4 section 2.3, newlib-nano section 4.3, ESP-IDF TLSF sections 3.2-3.5).
+# docs/allocators/ (freertos-heap4-heap5.md, newlib-nano.md, esp-idf-tlsf.md).
 #
 # Usage inside gdb: `source heap_reference.py`, then `ref-heap`; prints one JSON line
 # prefixed with "REF-HEAP ".
@@ -140,7 +140,7 @@ def tlsf():
                         free_list.append(p)
                         p = val("(unsigned int)((block_header_t *)%d)->next_free" % p)
             # ESP-IDF's largest_free_block: TLSF is good-fit, so only requests one second-level
-            # class below the largest free block are sure to succeed (ALLOCATORS.md 3.3).
+            # class below the largest free block are sure to succeed (docs/allocators/esp-idf-tlsf.md).
             fit = 0
             if largest:
                 interval = (1 << (largest.bit_length() - 1)) // sl_count

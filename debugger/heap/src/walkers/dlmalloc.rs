@@ -1,4 +1,4 @@
-//! newlib's full malloc, dlmalloc 2.6.x (ALLOCATORS.md §5).
+//! newlib's full malloc, dlmalloc 2.6.x (docs/allocators/newlib-dlmalloc.md).
 //!
 //! Chunks are `{ prev_size; size; fd; bk }` with `size & 1` = PREV_INUSE: whether a chunk is in use
 //! is recorded in the *next* chunk. The walk runs from `__malloc_sbrk_base` (aligned so the user
@@ -12,16 +12,19 @@ use memlife_dwarf::Symbols;
 use super::{optional_static, require_static, resolved_statics};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
-use crate::{HeapError, HeapWalker, WalkContext, WalkerOptions};
+use crate::{
+    BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext, WalkerOptions,
+};
 
-const MALLOCS: &[&str] = &[
-    "_malloc_r",
-    "malloc",
-    "_calloc_r",
-    "_realloc_r",
-    "_memalign_r",
+const ENTRY_POINTS: &[EntryPoint] = &[
+    EntryPoint::malloc("_malloc_r", 1),
+    EntryPoint::other_alloc("malloc"),
+    EntryPoint::other_alloc("_calloc_r"),
+    EntryPoint::other_alloc("_realloc_r"),
+    EntryPoint::other_alloc("_memalign_r"),
+    EntryPoint::free("_free_r", 1),
+    EntryPoint::other_free("free"),
 ];
-const FREES: &[&str] = &["_free_r", "free"];
 const NAV: u64 = 128;
 const PREV_INUSE: u64 = 1;
 const SIZE_BITS: u64 = 3;
@@ -34,7 +37,7 @@ pub struct DlmallocWalker {
     sbrk_base: u64,
     max_sbrked: Option<u64>,
     heap_limit: Option<u64>,
-    resolved: Vec<(String, u64, u64, String)>,
+    resolved: Vec<ResolvedSymbol>,
 }
 
 impl DlmallocWalker {
@@ -66,20 +69,27 @@ impl HeapWalker for DlmallocWalker {
         "newlib-dlmalloc"
     }
 
-    fn entry_points(&self) -> (&'static [&'static str], &'static [&'static str]) {
-        (MALLOCS, FREES)
+    fn entry_points(&self) -> &'static [EntryPoint] {
+        ENTRY_POINTS
     }
 
-    fn resolved(&self) -> Vec<(String, u64, u64, String)> {
+    fn resolved(&self) -> Vec<ResolvedSymbol> {
         self.resolved.clone()
     }
 
-    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<(u64, u64)>, HeapError> {
-        let Some(chunk) = ptr.checked_sub(8) else {
+    /// The chunk starts 8 bytes before the user pointer (`prev_size`, `size`); only `size` is
+    /// read.
+    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
+        Some((ptr.checked_sub(4)?, 4))
+    }
+
+    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
+        let (Some(chunk), Some((size_word, _))) = (ptr.checked_sub(8), self.header_range(ptr))
+        else {
             return Ok(None);
         };
-        let size = u64::from(mem.read_u32(chunk + 4)?) & !SIZE_BITS;
-        Ok((size >= 16).then_some((chunk, size)))
+        let size = u64::from(mem.read_u32(size_word)?) & !SIZE_BITS;
+        Ok((size >= 16).then_some(BlockRef { addr: chunk, size }))
     }
 
     fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError> {

@@ -11,7 +11,7 @@ pub mod tlsf;
 
 use memlife_dwarf::Symbols;
 
-use crate::HeapError;
+use crate::{HeapError, ResolvedSymbol};
 
 /// Address of a required static, or a `MissingSymbol` error naming it.
 pub(crate) fn require_static(
@@ -48,22 +48,22 @@ pub(crate) fn align_down(v: u64, align: u64) -> u64 {
     v & !(align - 1)
 }
 
-/// `(name, address, size, type)` of each of `names` the ELF resolves, for `memlife symbols`.
+/// Each of `names` the ELF resolves, for `memlife symbols`.
 pub(crate) fn resolved_statics<'a>(
     symbols: &Symbols,
     names: impl IntoIterator<Item = &'a str>,
     prefer_cu: &[&str],
-) -> Vec<(String, u64, u64, String)> {
+) -> Vec<ResolvedSymbol> {
     names
         .into_iter()
         .filter_map(|sym| {
-            let (addr, size) = symbols.static_location(sym, prefer_cu)?;
-            Some((
-                sym.to_string(),
-                addr,
-                size.unwrap_or(0),
-                type_name(symbols, sym, prefer_cu),
-            ))
+            let (address, size) = symbols.static_location(sym, prefer_cu)?;
+            Some(ResolvedSymbol {
+                name: sym.to_string(),
+                address,
+                size: size.unwrap_or(0),
+                type_name: type_name(symbols, sym, prefer_cu),
+            })
         })
         .collect()
 }

@@ -1,4 +1,4 @@
-//! newlib-nano malloc (ALLOCATORS.md §4).
+//! newlib-nano malloc (docs/allocators/newlib-nano.md).
 //!
 //! Chunks are `{ long size; chunk *next; }` with `size` the whole chunk including the 4-byte
 //! header. There is no in-use flag: a chunk is free exactly when it is on `__malloc_free_list`.
@@ -13,18 +13,21 @@ use memlife_dwarf::Symbols;
 use super::{align_up, optional_static, require_static, resolved_statics};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
-use crate::{HeapError, HeapWalker, WalkContext, WalkerOptions};
+use crate::{
+    BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext, WalkerOptions,
+};
 
-const MALLOCS: &[&str] = &[
-    "_malloc_r",
-    "malloc",
-    "_calloc_r",
-    "calloc",
-    "_realloc_r",
-    "realloc",
-    "_memalign_r",
+const ENTRY_POINTS: &[EntryPoint] = &[
+    EntryPoint::malloc("_malloc_r", 1),
+    EntryPoint::other_alloc("malloc"),
+    EntryPoint::other_alloc("_calloc_r"),
+    EntryPoint::other_alloc("calloc"),
+    EntryPoint::other_alloc("_realloc_r"),
+    EntryPoint::other_alloc("realloc"),
+    EntryPoint::other_alloc("_memalign_r"),
+    EntryPoint::free("_free_r", 1),
+    EntryPoint::other_free("free"),
 ];
-const FREES: &[&str] = &["_free_r", "free"];
 /// Break variables of common `_sbrk` implementations, in order of preference.
 const BREAK_VARS: &[&str] = &["__sbrk_heap_end", "heap_end", "__brkval", "brk"];
 /// Heap-limit linker symbols of common linker scripts.
@@ -49,7 +52,7 @@ pub struct NanoWalker {
     fixed_break: Option<u64>,
     heap_base: Option<u64>,
     heap_limit: Option<u64>,
-    resolved: Vec<(String, u64, u64, String)>,
+    resolved: Vec<ResolvedSymbol>,
 }
 
 impl NanoWalker {
@@ -84,7 +87,12 @@ impl NanoWalker {
             &[],
         );
         if let Some(l) = heap_limit {
-            resolved.push(("heap limit".into(), l, 0, "linker symbol".into()));
+            resolved.push(ResolvedSymbol {
+                name: "heap limit".into(),
+                address: l,
+                size: 0,
+                type_name: "linker symbol".into(),
+            });
         }
         Ok(NanoWalker {
             free_list,
@@ -109,18 +117,22 @@ impl HeapWalker for NanoWalker {
         "newlib-nano"
     }
 
-    fn entry_points(&self) -> (&'static [&'static str], &'static [&'static str]) {
-        (MALLOCS, FREES)
+    fn entry_points(&self) -> &'static [EntryPoint] {
+        ENTRY_POINTS
     }
 
-    fn resolved(&self) -> Vec<(String, u64, u64, String)> {
+    fn resolved(&self) -> Vec<ResolvedSymbol> {
         self.resolved.clone()
     }
 
-    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<(u64, u64)>, HeapError> {
-        // The word before the user pointer is the chunk size, or, when the pointer was aligned
-        // up, a negative offset back to the chunk.
-        let Some(word_addr) = ptr.checked_sub(4) else {
+    /// The word before the user pointer: the chunk size, or, when the pointer was aligned up, a
+    /// negative offset back to the chunk.
+    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
+        Some((ptr.checked_sub(4)?, 4))
+    }
+
+    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
+        let Some((word_addr, _)) = self.header_range(ptr) else {
             return Ok(None);
         };
         let word = mem.read_u32(word_addr)? as i32;
@@ -130,7 +142,10 @@ impl HeapWalker for NanoWalker {
         } else {
             (word_addr, i64::from(word))
         };
-        Ok((size > 0 && size % 4 == 0).then_some((chunk, size as u64)))
+        Ok((size > 0 && size % 4 == 0).then_some(BlockRef {
+            addr: chunk,
+            size: size as u64,
+        }))
     }
 
     fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError> {
@@ -433,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn random_garbage_never_panics() {
+    fn random_garbage_never_panics_or_hangs() {
         let mut seed = 0x9e37_79b9_u32;
         for round in 0..300 {
             let mut r = ram(&[(0x20, false), (0x40, true), (0x100, false), (0x18, true)]);
@@ -451,7 +466,12 @@ mod tests {
             }
             let mut snap = Snapshot::default();
             snap.add_region(BASE, r).unwrap();
-            let _ = walker().walk(&mut snap, WalkContext::default());
+            // Chunks are at least 8 bytes (size word and alignment); the RAM is 0x800 bytes.
+            crate::state::assert_walk_bounded(
+                walker().walk(&mut snap, WalkContext::default()),
+                0x800,
+                8,
+            );
         }
     }
 }

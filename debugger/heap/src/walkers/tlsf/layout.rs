@@ -1,5 +1,5 @@
 //! Struct layouts of the ESP-IDF heap, resolved from DWARF with the documented fallbacks
-//! (ALLOCATORS.md §3.2–3.5).
+//! (docs/allocators/esp-idf-tlsf.md).
 //!
 //! Everything here is resolved once from the ELF; nothing reads target memory. Where a type is
 //! missing (ROM TLSF builds compile no `tlsf.c`, stripped builds have no DWARF) the 32-bit layouts
@@ -174,7 +174,7 @@ pub enum ControlLayout {
 }
 
 impl ControlLayout {
-    /// The documented dynamic layout (ALLOCATORS.md §3.4).
+    /// The documented dynamic layout (docs/allocators/esp-idf-tlsf.md).
     pub fn dynamic_default() -> Self {
         ControlLayout::Dynamic {
             bits: ControlBits::default(),

@@ -1,11 +1,12 @@
 //! ESP-IDF's heap: `registered_heaps`, one `multi_heap_info` and TLSF pool per region
-//! (ALLOCATORS.md §3).
+//! (docs/allocators/esp-idf-tlsf.md).
 //!
 //! The walk costs one read for `registered_heaps`, one per `heap_t_` list node (a handful), and
 //! one batch for every region read whole (each region holds its `multi_heap_info`, its TLSF
 //! control structure and its pool); everything else is parsed on the host ([`pool`]).
 //!
-//! Both generations of TLSF control structure are handled ([`layout::ControlLayout`]): the
+//! Both generations of TLSF control structure are handled ([`layout::ControlLayout`], and
+//! [`params`] for the parameters each heap's structure holds): the
 //! dynamic one (a `size` member, parameters in bit fields, pointers to the bitmap and list
 //! arrays) and the older fixed one (arrays sized at build time, read from the DWARF array
 //! bounds). A heap whose spinlock (`heap_t_.heap_mux.owner`) is taken is reported busy.
@@ -13,9 +14,10 @@
 //! Sizes follow `multi_heap_info.free_bytes`: see [`pool`] for how blocks are counted, and why
 //! `total_free` equals Σ `free_bytes` over the heaps.
 
-pub mod caps;
-pub mod layout;
-pub mod pool;
+mod caps;
+mod layout;
+mod params;
+mod pool;
 
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
@@ -23,30 +25,32 @@ use memlife_dwarf::Symbols;
 use super::{require_static, resolved_statics};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, HeapRegion, HeapState, HeapStatus};
-use crate::{HeapError, HeapWalker, WalkContext};
+use crate::{
+    BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol, WalkContext,
+};
 use layout::Layouts;
 use pool::{PoolSpec, walk_pool};
 
 const NAME: &str = "esp-idf-tlsf";
 const CU: &[&str] = &["heap_caps_init.c", "heap_caps.c"];
-const MALLOCS: &[&str] = &[
-    "heap_caps_malloc",
-    "heap_caps_calloc",
-    "heap_caps_realloc",
-    "heap_caps_aligned_alloc",
-    "heap_caps_malloc_default",
-    "multi_heap_malloc",
-    "multi_heap_malloc_impl",
-    "tlsf_malloc",
-];
-const FREES: &[&str] = &[
-    "heap_caps_free",
-    "multi_heap_free",
-    "multi_heap_free_impl",
-    "tlsf_free",
+/// `heap_caps_malloc(size, caps)` / `heap_caps_free(ptr)`: the public entries every ESP-IDF
+/// allocation goes through (`malloc` and `pvPortMalloc` end there too).
+const ENTRY_POINTS: &[EntryPoint] = &[
+    EntryPoint::malloc("heap_caps_malloc", 0),
+    EntryPoint::other_alloc("heap_caps_calloc"),
+    EntryPoint::other_alloc("heap_caps_realloc"),
+    EntryPoint::other_alloc("heap_caps_aligned_alloc"),
+    EntryPoint::other_alloc("heap_caps_malloc_default"),
+    EntryPoint::other_alloc("multi_heap_malloc"),
+    EntryPoint::other_alloc("multi_heap_malloc_impl"),
+    EntryPoint::other_alloc("tlsf_malloc"),
+    EntryPoint::free("heap_caps_free", 0),
+    EntryPoint::other_free("multi_heap_free"),
+    EntryPoint::other_free("multi_heap_free_impl"),
+    EntryPoint::other_free("tlsf_free"),
 ];
 /// `SPINLOCK_FREE`: the owner word of a spinlock nobody holds.
-pub const SPINLOCK_FREE: u64 = 0xB33F_FFFF;
+const SPINLOCK_FREE: u64 = 0xB33F_FFFF;
 /// More registered heaps than any chip has; a longer list is a cycle or garbage.
 const MAX_HEAPS: usize = 32;
 /// Never read more than this as one region (a wild `end` must not make us read gigabytes).
@@ -57,7 +61,7 @@ const MAX_REGION: u64 = 16 << 20;
 pub struct TlsfWalker {
     registered_heaps: u64,
     layouts: Layouts,
-    resolved: Vec<(String, u64, u64, String)>,
+    resolved: Vec<ResolvedSymbol>,
 }
 
 /// One `registered_heaps` entry as read.
@@ -81,15 +85,15 @@ impl TlsfWalker {
             .control
             .as_ref()
             .map_or("unknown", layout::ControlLayout::variant);
-        resolved.push((
-            "control_t (layout)".into(),
-            0,
-            match &layouts.control {
+        resolved.push(ResolvedSymbol {
+            name: "control_t (layout)".into(),
+            address: 0,
+            size: match &layouts.control {
                 Some(layout::ControlLayout::Dynamic { struct_size, .. })
                 | Some(layout::ControlLayout::Fixed { struct_size, .. }) => *struct_size,
                 _ => 0,
             },
-            format!(
+            type_name: format!(
                 "{control}; from DWARF: {}",
                 if layouts.from_dwarf.is_empty() {
                     "nothing (documented v5.x layouts)".to_string()
@@ -97,7 +101,7 @@ impl TlsfWalker {
                     layouts.from_dwarf.join(", ")
                 }
             ),
-        ));
+        });
         Ok(TlsfWalker {
             registered_heaps,
             layouts,
@@ -161,18 +165,29 @@ impl HeapWalker for TlsfWalker {
         NAME
     }
 
-    fn entry_points(&self) -> (&'static [&'static str], &'static [&'static str]) {
-        (MALLOCS, FREES)
+    fn entry_points(&self) -> &'static [EntryPoint] {
+        ENTRY_POINTS
     }
 
-    fn resolved(&self) -> Vec<(String, u64, u64, String)> {
+    fn resolved(&self) -> Vec<ResolvedSymbol> {
         self.resolved.clone()
     }
 
-    /// The user pointer is the block + 8; the size word sits right before it. A block in use
-    /// counts `size + 4` (what `multi_heap_malloc` takes from `free_bytes`).
-    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<(u64, u64)>, HeapError> {
-        let Some(block) = ptr.checked_sub(8) else {
+    fn low_water_mark(&self) -> LowWaterMark {
+        LowWaterMark::PerHeap {
+            counter: "minimum_free_bytes",
+        }
+    }
+
+    /// The user pointer is the block + 8 (`prev_phys_block`, then the size word right before
+    /// the user data).
+    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
+        Some((ptr.checked_sub(8)?, 8))
+    }
+
+    /// A block in use counts `size + 4` (what `multi_heap_malloc` takes from `free_bytes`).
+    fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
+        let Some((block, _)) = self.header_range(ptr) else {
             return Ok(None);
         };
         let mut hdr = [0u8; 8];
@@ -185,7 +200,12 @@ impl HeapWalker for TlsfWalker {
             hdr[off + 3],
         ]));
         let size = raw & !3;
-        Ok((raw & 1 == 0 && size > 0 && size <= MAX_REGION).then_some((block, size + 4)))
+        Ok(
+            (raw & 1 == 0 && size > 0 && size <= MAX_REGION).then_some(BlockRef {
+                addr: block,
+                size: size + 4,
+            }),
+        )
     }
 
     fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError> {

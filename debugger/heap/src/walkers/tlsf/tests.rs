@@ -1,11 +1,11 @@
-//! Synthetic ESP-IDF heaps, laid out by a small writer that follows ALLOCATORS.md §3, then
+//! Synthetic ESP-IDF heaps, laid out by a small writer that follows docs/allocators/esp-idf-tlsf.md, then
 //! damaged in the ways real heaps get damaged.
 #![allow(clippy::unwrap_used)]
 
 use memlife_core::Snapshot;
 
 use super::layout::{ControlLayout, Layouts};
-use super::pool::Params;
+use super::params::Params;
 use super::*;
 use crate::AnomalyKind as K;
 
@@ -229,7 +229,7 @@ fn dynamic() -> Option<ControlLayout> {
 
 #[test]
 fn params_follow_control_construct() {
-    // ALLOCATORS.md §3.4, verified on a 40000-byte region.
+    // The geometry of docs/allocators/esp-idf-tlsf.md for a 40000-byte region.
     let p = Params::constructed(0x1000, 40_000, 36);
     assert_eq!((p.fl_count, p.sl_count, p.tlsf_size), (11, 16, 784));
     assert_eq!((p.fl_shift, p.small_block_size), (6, 64));
@@ -455,7 +455,10 @@ fn block_of_gives_the_footprint_of_used_blocks_only() {
     let (used, size, _) = a.blocks[0];
     assert_eq!(
         w.block_of(&mut snap, used + 8).unwrap(),
-        Some((used, size + 4))
+        Some(BlockRef {
+            addr: used,
+            size: size + 4
+        })
     );
     let (free, _, _) = a.blocks[1];
     assert_eq!(w.block_of(&mut snap, free + 8).unwrap(), None);
@@ -497,7 +500,16 @@ fn random_garbage_never_panics_or_hangs() {
             (Gen::Fixed(fl), _) => Some(ControlLayout::fixed_default(fl)),
             _ => dynamic(),
         };
-        let _ = walker(control).walk(&mut r.snapshot(), WalkContext::default());
+        // A TLSF block is at least 16 bytes (12 of payload and its size word): no more blocks
+        // than the regions walked can hold.
+        let result = walker(control).walk(&mut r.snapshot(), WalkContext::default());
+        let walked: u64 = result.as_ref().map_or(0, |st| {
+            st.regions
+                .iter()
+                .map(|g| g.end.saturating_sub(g.start))
+                .sum()
+        });
+        crate::state::assert_walk_bounded(result, walked, 16);
     }
 }
 

@@ -11,14 +11,7 @@
 //! Also here: finding a function's return instructions, where the tracer puts its one
 //! breakpoint per allocation (`r0` holds the new block there).
 
-/// Register file of an M-profile core: r0..r15 and xPSR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Core {
-    /// r0..r15 (sp = 13, lr = 14, pc = 15).
-    pub r: [u32; 16],
-    /// xPSR (flags in bits 31..28, IT state in 26..25 and 15..10).
-    pub xpsr: u32,
-}
+use super::{CoreRegisters, LR, PC, SP};
 
 /// What executing one instruction did besides changing registers.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -26,10 +19,6 @@ pub struct Effect {
     /// Memory written: `(address, bytes)`.
     pub writes: Vec<(u32, Vec<u8>)>,
 }
-
-const SP: usize = 13;
-const LR: usize = 14;
-const PC: usize = 15;
 
 fn half(code: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes([*code.get(at)?, *code.get(at + 1)?]))
@@ -98,7 +87,7 @@ fn set_nz(xpsr: u32, result: u32) -> u32 {
 /// a 16-bit instruction at the end of the code). `stack(addr)` reads a word for pops. Returns
 /// `None`, leaving `core` untouched, for anything it does not know.
 pub fn execute(
-    core: &mut Core,
+    core: &mut CoreRegisters,
     code: &[u8],
     stack: &mut dyn FnMut(u32) -> Option<u32>,
 ) -> Option<Effect> {
@@ -216,7 +205,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn core() -> Core {
+    fn core() -> CoreRegisters {
         let mut r = [0u32; 16];
         for (i, v) in r.iter_mut().enumerate() {
             *v = 0x100 + i as u32;
@@ -224,10 +213,7 @@ mod tests {
         r[SP] = 0x2000_1000;
         r[LR] = 0x0800_0201;
         r[PC] = 0x0800_0100;
-        Core {
-            r,
-            xpsr: 0x0100_0000,
-        }
+        CoreRegisters::new(r, 0x0100_0000)
     }
 
     fn no_stack(_: u32) -> Option<u32> {

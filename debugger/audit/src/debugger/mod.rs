@@ -1,0 +1,321 @@
+//! The debugger an audit drives: breakpoints, phases, spans and allocation tracing over one live
+//! target.
+//!
+//! Everything that stops the target goes through [`Debugger::run`] (`run`), which resumes,
+//! waits, reads the registers once, and dispatches on the pc:
+//!
+//! - the allocator's traced entries (the walker's [`memlife_heap::EntryPoint`]s) when tracing:
+//!   the block is read at the allocator's return (or at the caller's return address, matched by
+//!   stack pointer), its size from its header, the caller from a backtrace;
+//! - span entries (`op_init`, `op_invoke`) and their returns;
+//! - the return of the phase being run, matched by stack pointer so recursion and re-entry do
+//!   not confuse it;
+//! - entries the caller waits for (`run_to`) and script hooks (`on_break`).
+//!
+//! # Layout
+//! - `breakpoints`: what each breakpoint is for, the returns awaited, what is inserted.
+//! - `resume`: leaving a breakpoint by executing its instruction on the host.
+//! - `run`: the run loop, its goals and the dispatch of a stop.
+//! - `alloc_trace`: allocation tracing (events, live blocks, sites).
+//! - `phases`: phase tracking (calls, the open phase, spans, peaks, records), pure.
+//! - `phase_run`: the script-facing "run one phase" API and the watermark method.
+//!
+//! The engine's unit tests (`tests`) drive it over a fake target that replays a script of
+//! calls and returns.
+
+mod alloc_trace;
+mod breakpoints;
+mod phase_run;
+mod phases;
+mod resume;
+mod run;
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use memlife_core::Target;
+use memlife_dwarf::Symbols;
+use memlife_heap::{HeapState, HeapWalker, LowWaterMark};
+
+use crate::config::{AuditConfig, PeakMethod};
+use crate::error::AuditError;
+use crate::model::{HeapMap, PhaseRecord, TraceEvent};
+use alloc_trace::AllocationTrace;
+use breakpoints::{BreakRole, BreakpointSet};
+use phases::PhaseTracker;
+use resume::HostResume;
+
+pub use alloc_trace::LiveAlloc;
+pub use phase_run::PhaseRun;
+pub use run::{Goal, Observer, Outcome, Progress};
+
+/// The debugger an audit drives.
+pub struct Debugger {
+    target: Box<dyn Target>,
+    symbols: Rc<Symbols>,
+    walker: Box<dyn HeapWalker>,
+    config: AuditConfig,
+    method: PeakMethod,
+    timeout: Duration,
+    bps: BreakpointSet,
+    resume: HostResume,
+    trace: AllocationTrace,
+    phases: PhaseTracker,
+    progress: Progress,
+    observer: Option<Observer>,
+    heap_size: u64,
+    /// Memory read at the current stop (stack window, block header), reused until resume.
+    stop_cache: Vec<(u64, Vec<u8>)>,
+    /// Names for span arguments, by span function (`op_init` → operator names), from scripts.
+    labels: BTreeMap<String, Vec<String>>,
+}
+
+impl std::fmt::Debug for Debugger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Debugger")
+            .field("target", &self.target.describe())
+            .field("method", &self.method)
+            .field("events", &self.trace.events.len())
+            .field("phases", &self.phases.records().len())
+            .finish()
+    }
+}
+
+/// Linker symbols that hold the initial stack pointer, in order of preference.
+const STACK_TOP_SYMBOLS: [&str; 5] = [
+    "_estack",
+    "__StackTop",
+    "__stack",
+    "_stack_top",
+    "__initial_sp",
+];
+
+impl Debugger {
+    /// Takes over a halted live target. Tracing breakpoints are set now when the method is trace.
+    /// On failure the target is handed back with the error, so the caller can still leave it as
+    /// the user asked.
+    pub fn new(
+        target: Box<dyn Target>,
+        symbols: Rc<Symbols>,
+        walker: Box<dyn HeapWalker>,
+        config: AuditConfig,
+        method: PeakMethod,
+        timeout: Duration,
+    ) -> Result<Debugger, (AuditError, Box<dyn Target>)> {
+        let mut skip: Vec<String> = config.trace.skip.clone();
+        skip.extend(walker.entry_points().iter().map(|e| e.function.to_string()));
+        let stack_top = STACK_TOP_SYMBOLS
+            .iter()
+            .find_map(|n| symbols.elf_symbol(n).map(|s| s.address));
+        // Host-side resume decodes Thumb; `MEMLIFE_NO_EMULATION` turns it off for comparisons.
+        let emulate = std::env::var_os("MEMLIFE_NO_EMULATION").is_none()
+            && symbols.machine() == memlife_dwarf::Machine::Arm;
+        let mut dbg = Debugger {
+            target,
+            symbols,
+            walker,
+            config,
+            method,
+            timeout,
+            bps: BreakpointSet::default(),
+            resume: HostResume::new(emulate),
+            trace: AllocationTrace::new(skip, stack_top),
+            phases: PhaseTracker::default(),
+            progress: Progress::default(),
+            observer: None,
+            heap_size: 0,
+            stop_cache: Vec::new(),
+            labels: BTreeMap::new(),
+        };
+        match dbg.prepare() {
+            Ok(()) => Ok(dbg),
+            Err(e) => Err((e, dbg.into_target())),
+        }
+    }
+
+    fn prepare(&mut self) -> Result<(), AuditError> {
+        if self.target.control().is_none() || self.target.breakpoints().is_none() {
+            return Err(AuditError::NeedsLiveTarget(self.target.describe()));
+        }
+        if self.method == PeakMethod::Watermark {
+            if self.watermark_addrs().is_none() {
+                let why = match self.walker.low_water_mark() {
+                    LowWaterMark::PerHeap { counter } => format!(
+                        "keeps one per heap ({counter}), and their minima need not coincide"
+                    ),
+                    _ => "keeps none".to_string(),
+                };
+                return Err(AuditError::Config(format!(
+                    "the watermark method needs the allocator's low-water mark; {} {why} (use trace or sample)",
+                    self.walker.name()
+                )));
+            }
+            if self.target.memory_write().is_none() {
+                return Err(AuditError::Config(
+                    "the watermark method writes target RAM; this target is read-only".into(),
+                ));
+            }
+        }
+        let state = self.walk()?;
+        self.trace.used = state.used;
+        self.heap_size = state.heap_size;
+        if self.method == PeakMethod::Trace {
+            self.set_tracing(true)?;
+        }
+        Ok(())
+    }
+
+    /// Resumes from a breakpoint done by executing its instruction on the host.
+    pub fn emulated(&self) -> u64 {
+        self.resume.emulated
+    }
+
+    /// Resumes from a breakpoint that needed a single step on the target.
+    pub fn stepped(&self) -> u64 {
+        self.resume.stepped
+    }
+
+    /// Gives the target back (breakpoints removed).
+    pub fn into_target(mut self) -> Box<dyn Target> {
+        self.remove_all_breakpoints();
+        self.target
+    }
+
+    /// Removes every breakpoint memlife inserted; called on every exit path.
+    pub fn remove_all_breakpoints(&mut self) {
+        if let Some(bps) = self.target.breakpoints() {
+            self.bps.remove_all(bps);
+        }
+        if let Some(wm) = self.phases.open_watermark() {
+            // A phase interrupted by an error: put the low-water mark back.
+            let _ = self.restore_watermark(wm, None);
+        }
+    }
+
+    /// Called after every stop with the progress so far.
+    pub fn set_observer(&mut self, f: Observer) {
+        self.observer = Some(f);
+    }
+
+    /// The symbols.
+    pub fn symbols(&self) -> &Symbols {
+        &self.symbols
+    }
+
+    /// The symbols, shared (to read memory through the target while holding them).
+    pub fn symbols_rc(&self) -> Rc<Symbols> {
+        self.symbols.clone()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AuditConfig {
+        &self.config
+    }
+
+    /// The peak method.
+    pub fn method(&self) -> PeakMethod {
+        self.method
+    }
+
+    /// The allocator's name.
+    pub fn allocator(&self) -> &'static str {
+        self.walker.name()
+    }
+
+    /// The target, for memory reads.
+    pub fn target(&mut self) -> &mut dyn Target {
+        self.target.as_mut()
+    }
+
+    /// Completed phases.
+    pub fn records(&self) -> &[PhaseRecord] {
+        self.phases.records()
+    }
+
+    /// Trace events so far.
+    pub fn events(&self) -> &[TraceEvent] {
+        &self.trace.events
+    }
+
+    /// Blocks the trace saw allocated and not freed, by block address.
+    pub fn live(&self) -> &BTreeMap<u64, LiveAlloc> {
+        &self.trace.live
+    }
+
+    /// Entries of `function` seen so far.
+    pub fn calls(&self, function: &str) -> u64 {
+        self.phases.calls(function)
+    }
+
+    /// Stops handled so far.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    /// Walks the heap now (the target must be halted).
+    pub fn walk(&mut self) -> Result<HeapState, AuditError> {
+        let walked =
+            memlife_heap::walk_halted(self.walker.as_ref(), &self.symbols, self.target.as_mut())?;
+        Ok(walked.state)
+    }
+
+    /// Resets the target and halts it at the reset vector. Trace state starts over.
+    pub fn reset(&mut self) -> Result<(), AuditError> {
+        if self.phases.open_function().is_some() {
+            return Err(AuditError::Config("reset inside a phase".into()));
+        }
+        self.bps.clear_returns();
+        self.trace.forget_live();
+        if let Some(c) = self.target.control() {
+            c.reset(true)?;
+        }
+        let state = self.walk()?;
+        self.trace.used = state.used;
+        Ok(())
+    }
+
+    /// Sets a script hook on a function's entry.
+    pub fn add_hook(&mut self, symbol: &str) -> Result<u64, AuditError> {
+        let (addr, _) = self.function(symbol)?;
+        self.bps.add_entry(
+            addr,
+            BreakRole::Hook {
+                symbol: symbol.to_string(),
+            },
+        );
+        Ok(addr)
+    }
+
+    /// The entry address of a function, or a clear error.
+    pub fn function(&self, name: &str) -> Result<(u64, u64), AuditError> {
+        self.symbols
+            .function(name)
+            .ok_or_else(|| AuditError::NoSuchFunction(name.to_string()))
+    }
+
+    /// Heap size as last walked.
+    pub fn heap_size(&self) -> u64 {
+        self.heap_size
+    }
+
+    /// Names the spans of `function` by their second argument (`names[arg]`), for reports.
+    pub fn set_labels(&mut self, function: &str, names: Vec<String>) {
+        self.labels.insert(function.to_string(), names);
+    }
+
+    /// The span names scripts gave.
+    pub fn labels(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.labels
+    }
+
+    /// The heap after the last release, block by block, leaked blocks marked with their
+    /// allocation sites; `None` when no release phase ran (see `phases`).
+    pub fn heap_map(&self) -> Option<HeapMap> {
+        self.phases
+            .heap_map(|addr| self.trace.live.get(&addr).map(|l| l.site.clone()))
+    }
+}

@@ -1,0 +1,264 @@
+//! The run loop: resume, wait for a stop, read the registers once, dispatch on the pc, until the
+//! goal is reached or a script hook fires.
+
+use std::time::Instant;
+
+use memlife_core::{Register, StopReason, TargetError, Wait, interrupt};
+
+use super::Debugger;
+use super::breakpoints::{BreakRole, ReturnRole, ReturnWatch};
+use crate::error::AuditError;
+
+/// Registers read at every stop.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Regs {
+    pub pc: u64,
+    pub sp: u64,
+    pub lr: u64,
+    pub args: [u64; 4],
+}
+
+/// What a run ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The goal was reached.
+    Reached,
+    /// A script hook's breakpoint was hit (the goal is still pending: call `run` again).
+    Hook(String),
+}
+
+/// What a run waits for.
+#[derive(Debug, Clone)]
+pub enum Goal {
+    /// The `remaining`-th next entry of the function at `addr`.
+    Entry {
+        /// Function name.
+        function: String,
+        /// Entry address.
+        addr: u64,
+        /// Entries still to see.
+        remaining: u32,
+    },
+    /// The return of the open phase.
+    PhaseReturn,
+}
+
+/// Progress, for the progress bar.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    /// Stops handled.
+    pub stops: u64,
+    /// Trace events.
+    pub events: u64,
+    /// Phases completed.
+    pub phases: u64,
+    /// The phase running.
+    pub current: Option<String>,
+}
+
+/// Called after every stop with the progress so far.
+pub type Observer = Box<dyn FnMut(&Progress)>;
+
+/// What one stop meant for the run.
+#[derive(Debug, Default)]
+struct Dispatched {
+    reached: bool,
+    hook: Option<String>,
+}
+
+impl Debugger {
+    /// Runs until the goal is reached or a hook fires.
+    pub fn run(&mut self, goal: &mut Goal) -> Result<Outcome, AuditError> {
+        if let Goal::Entry { remaining: 0, .. } = goal {
+            // Met at the stop a hook interrupted.
+            return Ok(Outcome::Reached);
+        }
+        if let Goal::Entry { addr, function, .. } = goal {
+            let (addr, function) = (*addr, function.clone());
+            self.bps.add_entry(addr, BreakRole::Goal { function });
+        }
+        let result = self.run_loop(goal);
+        if let Goal::Entry {
+            addr,
+            function,
+            remaining,
+        } = goal
+            && (*remaining == 0 || result.is_err())
+        {
+            let role = BreakRole::Goal {
+                function: function.clone(),
+            };
+            self.bps.remove_entry(*addr, &role);
+        }
+        result
+    }
+
+    fn run_loop(&mut self, goal: &mut Goal) -> Result<Outcome, AuditError> {
+        // One deadline for the whole goal: allocator stops on the way must not keep a goal that
+        // is never reached alive forever.
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let bps = self
+                .target
+                .breakpoints()
+                .ok_or_else(|| AuditError::NeedsLiveTarget("breakpoints".into()))?;
+            self.bps.sync(bps)?;
+            self.resume.before_resume(
+                self.target.as_mut(),
+                &self.symbols,
+                &self.bps,
+                &mut self.stop_cache,
+            )?;
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            let control = self
+                .target
+                .control()
+                .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?;
+            control.resume()?;
+            self.stop_cache.clear();
+            let stop = match interrupt::wait_for_stop_or_interrupt(control, timeout)? {
+                Wait::Stopped(stop) => stop,
+                Wait::TimedOut => {
+                    let _ = control.halt();
+                    return Err(AuditError::NotReached {
+                        what: self.goal_name(goal),
+                        seconds: self.timeout.as_secs_f64(),
+                    });
+                }
+                Wait::Interrupted => {
+                    // Halted, so the cleanup that follows (breakpoints out, then resume or
+                    // leave as asked) works on a quiet core.
+                    let _ = control.halt();
+                    return Err(AuditError::Target(TargetError::Interrupted));
+                }
+            };
+            match stop {
+                StopReason::Breakpoint(_) | StopReason::Signal(5) => {}
+                StopReason::Exited(code) => {
+                    return Err(AuditError::Target(TargetError::Exited(code)));
+                }
+                StopReason::Terminated(sig) => {
+                    return Err(AuditError::Target(TargetError::Gone(format!(
+                        "terminated by signal {sig}"
+                    ))));
+                }
+                other => {
+                    return Err(AuditError::UnexpectedStop(
+                        format!("{other:?}"),
+                        self.goal_name(goal),
+                    ));
+                }
+            }
+            let regs = self.read_regs()?;
+            self.progress.stops += 1;
+            let d = self.dispatch(&regs, goal)?;
+            if let Some(obs) = self.observer.as_mut() {
+                obs(&self.progress);
+            }
+            if let Some(h) = d.hook {
+                if d.reached {
+                    // Report the hook first; the goal is met, so the next run returns at once.
+                    if let Goal::Entry { remaining, .. } = goal {
+                        *remaining = 0;
+                    }
+                }
+                return Ok(Outcome::Hook(h));
+            }
+            if d.reached {
+                return Ok(Outcome::Reached);
+            }
+        }
+    }
+
+    pub(super) fn read_regs(&mut self) -> Result<Regs, AuditError> {
+        let t = &mut self.target;
+        let pc = t.read_register(Register::ProgramCounter)?;
+        let sp = t.read_register(Register::StackPointer)?;
+        let lr = t.read_register(Register::ReturnAddress)?;
+        let mut args = [0u64; 4];
+        for (i, a) in (0u8..).zip(args.iter_mut()) {
+            *a = t.read_register(Register::Argument(i))?;
+        }
+        Ok(Regs { pc, sp, lr, args })
+    }
+
+    /// Handles one stop: the returns it completes first (a return address can also be some
+    /// function's entry), then the roles of the entry breakpoint at the pc.
+    fn dispatch(&mut self, regs: &Regs, goal: &mut Goal) -> Result<Dispatched, AuditError> {
+        let mut d = Dispatched::default();
+        for role in self.bps.returns_hit(regs.pc, regs.sp) {
+            match role {
+                ReturnRole::Malloc(pending) => self.malloc_returned(regs.args[0], pending)?,
+                ReturnRole::Span => self.close_span()?,
+                ReturnRole::Phase => d.reached |= matches!(goal, Goal::PhaseReturn),
+            }
+        }
+        for role in self.bps.roles_at(regs.pc) {
+            match role {
+                BreakRole::Malloc { size_arg } => self.malloc_entered(regs, size_arg),
+                BreakRole::MallocExit => {
+                    let ptr = regs.args[0];
+                    if ptr != 0 {
+                        self.malloc_exited(ptr, regs)?;
+                    }
+                }
+                BreakRole::Free { ptr_arg } => {
+                    let ptr = regs.args.get(ptr_arg).copied().unwrap_or(0);
+                    if ptr != 0 {
+                        self.freed(ptr, regs)?;
+                    }
+                }
+                BreakRole::Span { function } => self.open_span(&function, regs)?,
+                BreakRole::Goal { function } => {
+                    self.phases.count_call(&function);
+                    if let Goal::Entry {
+                        addr, remaining, ..
+                    } = goal
+                        && *addr == regs.pc
+                        && *remaining > 0
+                    {
+                        *remaining -= 1;
+                        d.reached |= *remaining == 0;
+                    }
+                }
+                BreakRole::Hook { symbol } => d.hook = Some(symbol),
+            }
+        }
+        Ok(d)
+    }
+
+    /// A span function was entered: open a span in the phase and await its return.
+    fn open_span(&mut self, function: &str, regs: &Regs) -> Result<(), AuditError> {
+        let call = self.phases.count_call(function);
+        let used = self.current_used()?;
+        if self
+            .phases
+            .open_span(function, call, regs.args, used, self.trace.seq)
+        {
+            self.bps.watch_return(ReturnWatch {
+                addr: regs.lr & !1,
+                sp: regs.sp,
+                role: ReturnRole::Span,
+            });
+        }
+        Ok(())
+    }
+
+    /// The innermost span returned.
+    fn close_span(&mut self) -> Result<(), AuditError> {
+        let used = self.current_used()?;
+        let traced = self.method == crate::config::PeakMethod::Trace && self.trace.on;
+        self.phases.close_span(used, self.trace.seq, traced);
+        Ok(())
+    }
+
+    fn goal_name(&self, goal: &Goal) -> String {
+        match goal {
+            Goal::Entry { function, .. } => format!("breakpoint at {function}"),
+            Goal::PhaseReturn => format!(
+                "return of {}",
+                self.phases.open_function().unwrap_or("the phase")
+            ),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Walking the heap of a halted core, with busy detection: the one walk `memlife heap`,
+//! `memlife serve` and the audit engine share.
+//!
+//! A core halted inside one of the allocator's own functions may have its lists half updated:
+//! the walk then reports [`HeapStatus::Busy`](crate::HeapStatus::Busy) instead of corruption.
+//! Which functions count is the walker's [`HeapWalker::entry_points`]; the function holding the
+//! pc comes from the symbols.
+
+use memlife_core::{LinkStats, Memory, Register, Target};
+use memlife_dwarf::Symbols;
+
+use crate::{HeapError, HeapState, HeapWalker, WalkContext};
+
+/// A walk of a halted target and what it cost on the link.
+#[derive(Debug, Clone)]
+pub struct HaltedWalk {
+    /// The heap.
+    pub state: HeapState,
+    /// Reads and bytes the walk took (the backend's counters before and after).
+    pub link: LinkStats,
+}
+
+/// The allocator function that holds `pc`, if the core is inside one.
+pub fn allocator_function_at(
+    walker: &dyn HeapWalker,
+    symbols: &Symbols,
+    pc: u64,
+) -> Option<&'static str> {
+    let function = symbols.function_at(pc)?;
+    walker
+        .entry_points()
+        .iter()
+        .map(|e| e.function)
+        .find(|name| *name == function.name)
+}
+
+/// Walks the heap in `mem` with the core's `pc` (when known) for busy detection.
+pub fn walk_at(
+    walker: &dyn HeapWalker,
+    symbols: &Symbols,
+    mem: &mut dyn Memory,
+    pc: Option<u64>,
+) -> Result<HeapState, HeapError> {
+    let inside_allocator = pc.and_then(|pc| allocator_function_at(walker, symbols, pc));
+    walker.walk(mem, WalkContext { inside_allocator })
+}
+
+/// Walks the heap of a halted target: its pc decides busy, its link counters give the cost.
+/// A target whose pc cannot be read (an offline snapshot without registers) is walked without
+/// busy detection from the pc; the allocator's own locks still count.
+pub fn walk_halted(
+    walker: &dyn HeapWalker,
+    symbols: &Symbols,
+    target: &mut dyn Target,
+) -> Result<HaltedWalk, HeapError> {
+    let pc = target.read_register(Register::ProgramCounter).ok();
+    let before = target.link_stats();
+    let state = walk_at(walker, symbols, target.as_memory(), pc)?;
+    let after = target.link_stats();
+    let link = LinkStats {
+        reads: after.reads.saturating_sub(before.reads),
+        bytes: after.bytes.saturating_sub(before.bytes),
+        max_read: after.max_read,
+    };
+    Ok(HaltedWalk { state, link })
+}

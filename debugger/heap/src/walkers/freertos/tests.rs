@@ -1,0 +1,363 @@
+//! Synthetic heap_4 and heap_5 arenas laid out by a small writer, then damaged.
+#![allow(clippy::unwrap_used)]
+
+use memlife_core::Snapshot;
+
+use super::*;
+use crate::AnomalyKind as K;
+
+const X_START: u64 = 0x2000_0000;
+const PX_END: u64 = 0x2000_0008;
+const FREE: u64 = 0x2000_000c;
+const MIN: u64 = 0x2000_0010;
+const ALLOCS: u64 = 0x2000_0014;
+const FREES: u64 = 0x2000_0018;
+const SUSP: u64 = 0x2000_001c;
+const CANARY: u64 = 0x2000_0020;
+const UC_HEAP: u64 = 0x2000_0100;
+const HEAP_SIZE: u64 = 0x400;
+const MSB: u32 = 1 << 31;
+
+/// A synthetic heap_4: RAM from 0x20000000, globals first, the arena at 0x20000100.
+struct Fake {
+    ram: Vec<u8>,
+}
+
+impl Fake {
+    fn put(&mut self, addr: u64, v: u32) {
+        let o = (addr - X_START) as usize;
+        self.ram[o..o + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    fn get(&self, addr: u64) -> u32 {
+        let o = (addr - X_START) as usize;
+        u32::from_le_bytes(self.ram[o..o + 4].try_into().unwrap())
+    }
+    /// Lays out `blocks` (size, used) from the arena start; the rest up to pxEnd is free.
+    fn heap4(blocks: &[(u32, bool)], canary: u32) -> Fake {
+        let mut f = Fake {
+            ram: vec![0; 0x600],
+        };
+        let end = (UC_HEAP + HEAP_SIZE - 8) & !7;
+        let mut all: Vec<(u64, u32, bool)> = Vec::new();
+        let mut b = UC_HEAP;
+        for &(s, used) in blocks {
+            all.push((b, s, used));
+            b += u64::from(s);
+        }
+        if b < end {
+            all.push((b, (end - b) as u32, false));
+        }
+        let (mut allocs, mut free) = (0, 0);
+        let mut prev_link = X_START;
+        for &(addr, size, used) in &all {
+            if used {
+                f.put(addr + 4, size | MSB);
+                f.put(addr, canary);
+                allocs += 1;
+            } else {
+                f.put(addr + 4, size);
+                f.put(prev_link, addr as u32 ^ canary);
+                prev_link = addr;
+                free += size;
+            }
+        }
+        f.put(prev_link, end as u32 ^ canary);
+        f.put(end, canary);
+        f.put(end + 4, 0);
+        f.put(PX_END, end as u32 ^ canary);
+        f.put(FREE, free);
+        f.put(MIN, free);
+        f.put(ALLOCS, allocs + 3);
+        f.put(FREES, 3);
+        f.put(CANARY, canary);
+        f
+    }
+    fn walk(&self, with_canary: bool) -> HeapState {
+        let mut w = walker();
+        if with_canary {
+            w.canary = Some(CANARY);
+        }
+        let mut snap = Snapshot::default();
+        snap.add_region(X_START, self.ram.clone()).unwrap();
+        w.walk(&mut snap, WalkContext::default()).unwrap()
+    }
+}
+
+fn walker() -> FreeRtosWalker {
+    FreeRtosWalker {
+        variant: Variant::Heap4 {
+            uc_heap: UC_HEAP,
+            size: HEAP_SIZE,
+        },
+        x_start: X_START,
+        px_end: PX_END,
+        off_next: 0,
+        off_size: 4,
+        struct_size: 8,
+        free_bytes: FREE,
+        min_ever: Some(MIN),
+        allocs: Some(ALLOCS),
+        frees: Some(FREES),
+        canary: None,
+        suspended: Some(SUSP),
+        resolved: Vec::new(),
+    }
+}
+
+fn kinds(st: &HeapState) -> Vec<K> {
+    st.anomalies.iter().map(|a| a.kind).collect()
+}
+
+#[test]
+fn healthy_heap_is_reconstructed_exactly() {
+    let f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    let st = f.walk(false);
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.heap_start, UC_HEAP);
+    assert_eq!(st.heap_size, 0x3f8);
+    assert_eq!(st.blocks.len(), 4);
+    assert_eq!(st.free_list, vec![0x2000_0140, 0x2000_02c0]);
+    assert_eq!(st.total_free, 0x80 + 0x238);
+    assert_eq!(st.total_free, u64::from(f.get(FREE)));
+    assert_eq!(st.largest_free, 0x238);
+    assert_eq!((st.free_blocks, st.used_blocks), (2, 2));
+    assert_eq!(st.used, 0x140);
+    let r = st.largest_free_ratio().unwrap();
+    assert!((r - 0x238 as f64 / 0x2b8 as f64).abs() < 1e-9);
+}
+
+#[test]
+fn protected_links_are_unxored_with_the_canary() {
+    let f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0x5a5a_1234);
+    let st = f.walk(true);
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.free_list.len(), 2);
+    // Without knowing the canary the same memory is garbage, but still no panic.
+    let st = f.walk(false);
+    assert_eq!(st.status, HeapStatus::Corrupt);
+}
+
+#[test]
+fn a_free_list_cycle_is_reported_and_the_walk_ends() {
+    let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    f.put(0x2000_02c0, 0x2000_0140);
+    let st = f.walk(false);
+    assert_eq!(st.status, HeapStatus::Corrupt);
+    assert!(kinds(&st).contains(&K::Cycle), "{:?}", st.anomalies);
+}
+
+#[test]
+fn a_wild_pointer_is_out_of_range() {
+    let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    f.put(0x2000_0140, 0xdead_beef);
+    let st = f.walk(false);
+    assert!(kinds(&st).contains(&K::OutOfRange), "{:?}", st.anomalies);
+}
+
+#[test]
+fn an_overwritten_size_is_a_size_overflow() {
+    let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    f.put(0x2000_01c4, 0x7fff_fff0 | MSB);
+    let st = f.walk(false);
+    assert!(kinds(&st).contains(&K::SizeOverflow), "{:?}", st.anomalies);
+    f.put(0x2000_01c4, 0);
+    assert!(kinds(&f.walk(false)).contains(&K::SizeOverflow));
+}
+
+#[test]
+fn an_overwritten_used_header_is_bad() {
+    let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    f.put(0x2000_0100, 0x4141_4141);
+    assert!(kinds(&f.walk(false)).contains(&K::BadHeader));
+}
+
+#[test]
+fn counters_are_cross_checked() {
+    let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    f.put(FREE, 1234);
+    let st = f.walk(false);
+    assert_eq!(kinds(&st), vec![K::CounterMismatch]);
+    assert!(
+        st.anomalies[0]
+            .message
+            .contains("xFreeBytesRemaining is 1234")
+    );
+    let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    f.put(ALLOCS, 99);
+    assert_eq!(kinds(&f.walk(false)), vec![K::CounterMismatch]);
+}
+
+#[test]
+fn adjacent_free_blocks_are_not_coalesced() {
+    // The builder links both free blocks and counts them; the allocator would have merged them,
+    // so that is the one thing wrong with this heap.
+    let f = Fake::heap4(
+        &[(0x40, true), (0x40, false), (0x40, false), (0x100, true)],
+        0,
+    );
+    let st = f.walk(false);
+    assert_eq!(kinds(&st), vec![K::NotCoalesced], "{:?}", st.anomalies);
+    assert_eq!(st.status, HeapStatus::Corrupt);
+    assert_eq!(st.anomalies[0].addr, Some(0x2000_0140));
+    assert!(
+        st.anomalies[0]
+            .message
+            .contains("0x20000140 and 0x20000180 are adjacent"),
+        "{}",
+        st.anomalies[0].message
+    );
+    // The same two free blocks with a used one between them are fine (the builder adds the
+    // rest of the arena as a last free block, after a used one here).
+    let f = Fake::heap4(
+        &[
+            (0x40, true),
+            (0x40, false),
+            (0x40, true),
+            (0x40, false),
+            (0x40, true),
+        ],
+        0,
+    );
+    let st = f.walk(false);
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+}
+
+#[test]
+fn inside_the_allocator_is_busy_not_corrupt() {
+    let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    f.put(FREE, 8);
+    f.put(SUSP, 1);
+    let st = f.walk(false);
+    assert_eq!(st.status, HeapStatus::Busy);
+    assert!(st.busy_reason.unwrap().contains("uxSchedulerSuspended = 1"));
+    let mut snap = Snapshot::default();
+    let mut f = Fake::heap4(&[(0x40, true)], 0);
+    f.put(FREE, 8);
+    snap.add_region(X_START, f.ram.clone()).unwrap();
+    let st = walker()
+        .walk(
+            &mut snap,
+            WalkContext {
+                inside_allocator: Some("pvPortMalloc"),
+            },
+        )
+        .unwrap();
+    assert_eq!(st.status, HeapStatus::Busy);
+}
+
+#[test]
+fn before_the_first_malloc_the_heap_is_uninitialised() {
+    // Zeroed .bss: pxEnd is still NULL, no counter has moved.
+    let f = Fake {
+        ram: vec![0; 0x600],
+    };
+    let st = f.walk(false);
+    assert_eq!(st.status, HeapStatus::Uninitialised);
+    assert!(st.anomalies.is_empty(), "{:?}", st.anomalies);
+    // What the first pvPortMalloc will set up: one free block from the aligned start of ucHeap
+    // to the end marker, xHeapStructSize bytes before the end of the array.
+    assert_eq!(
+        st.blocks,
+        vec![Block {
+            addr: UC_HEAP,
+            size: HEAP_SIZE - 8,
+            free: true,
+            unclaimed: false
+        }]
+    );
+    assert_eq!(st.free_list, vec![UC_HEAP]);
+    assert_eq!((st.heap_start, st.heap_size), (UC_HEAP, HEAP_SIZE - 8));
+    assert_eq!(
+        (st.total_free, st.used, st.used_blocks),
+        (HEAP_SIZE - 8, 0, 0)
+    );
+    // Once pxEnd is set the same memory is walked as an initialised (here damaged) heap.
+    let mut f = Fake {
+        ram: vec![0; 0x600],
+    };
+    f.put(PX_END, (UC_HEAP + HEAP_SIZE - 8) as u32);
+    assert_ne!(f.walk(false).status, HeapStatus::Uninitialised);
+}
+
+#[test]
+fn a_truncated_arena_is_a_read_error_not_a_panic() {
+    let f = Fake::heap4(&[(0x40, true)], 0);
+    let mut snap = Snapshot::default();
+    snap.add_region(X_START, f.ram[..0x300].to_vec()).unwrap();
+    assert!(matches!(
+        walker().walk(&mut snap, WalkContext::default()),
+        Err(HeapError::Target(_))
+    ));
+}
+
+#[test]
+fn random_garbage_never_panics_or_hangs() {
+    let mut seed = 0x1234_5678_u32;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed
+    };
+    for round in 0..400 {
+        let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+        // Corrupt a few words of the arena or globals with values that often look plausible.
+        for _ in 0..(1 + round % 6) {
+            let off = u64::from(next() % 0x5fc) & !3;
+            let v = match next() % 4 {
+                0 => next(),
+                1 => 0x2000_0000 + (next() % 0x600),
+                2 => next() % 0x400,
+                _ => (next() % 0x400) | MSB,
+            };
+            f.put(X_START + off, v);
+        }
+        let mut w = walker();
+        if round % 2 == 0 {
+            w.canary = Some(CANARY);
+        }
+        let mut snap = Snapshot::default();
+        snap.add_region(X_START, f.ram.clone()).unwrap();
+        // heap_4 blocks are at least 8 bytes (one header).
+        crate::state::assert_walk_bounded(w.walk(&mut snap, WalkContext::default()), HEAP_SIZE, 8);
+    }
+}
+
+#[test]
+fn heap5_regions_and_marker_links() {
+    // Two regions; region 1's end marker is still linked into the free list.
+    let mut ram = vec![0u8; 0x600];
+    let mut put = |a: u64, v: u32| {
+        let o = (a - X_START) as usize;
+        ram[o..o + 4].copy_from_slice(&v.to_le_bytes());
+    };
+    let (r1, r1_len, r2, r2_len) = (0x2000_0100u64, 0x100u64, 0x2000_0300u64, 0x100u64);
+    let m1 = r1 + r1_len - 8;
+    let m2 = r2 + r2_len - 8;
+    // Region 1: used 0x40 then free up to the marker; region 2 entirely free.
+    put(r1 + 4, 0x40 | MSB);
+    put(r1 + 0x40 + 4, (m1 - r1 - 0x40) as u32);
+    put(r1 + 0x40, m1 as u32);
+    put(m1, r2 as u32);
+    put(m1 + 4, 0);
+    put(r2 + 4, (m2 - r2) as u32);
+    put(r2, m2 as u32);
+    put(m2 + 4, 0);
+    put(X_START, (r1 + 0x40) as u32);
+    put(PX_END, m2 as u32);
+    let free = (m1 - r1 - 0x40) + (m2 - r2);
+    put(FREE, free as u32);
+    let mut w = walker();
+    w.variant = Variant::Heap5 {
+        regions: vec![(r1, r1_len), (r2, r2_len)],
+    };
+    w.allocs = None;
+    w.frees = None;
+    let mut snap = Snapshot::default();
+    snap.add_region(X_START, ram).unwrap();
+    let st = w.walk(&mut snap, WalkContext::default()).unwrap();
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.total_free, free);
+    assert_eq!(st.free_list, vec![r1 + 0x40, r2]);
+    assert_eq!(st.heap_size, (m1 - r1) + (m2 - r2));
+}
