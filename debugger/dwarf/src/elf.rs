@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn agrees_with_a_linear_scan_on_random_tables() {
-        memlife_testkit::fuzz::cases(0x5eed, 200, |rng| {
+        memlife_testkit::fuzz::cases(0x5eed, 200, |_, rng| {
             let symbols: Vec<ElfSymbol> = (0..rng.below(12))
                 .map(|i| func(&format!("f{i}"), rng.below(0x200), rng.below(0x40)))
                 .collect();

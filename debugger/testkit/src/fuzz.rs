@@ -25,6 +25,11 @@ impl Xorshift {
         x
     }
 
+    /// The next 32 random bits.
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
     /// A number in `0..n` (`n` > 0).
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n.max(1)
@@ -41,13 +46,13 @@ impl Xorshift {
     }
 }
 
-/// Runs `case` `count` times, each with the generator seeded for that case; a panic names the
-/// case number and seed to replay it with.
-pub fn cases(seed: u64, count: u32, mut case: impl FnMut(&mut Xorshift)) {
+/// Runs `case` `count` times, with the case number and a generator seeded for that case; a panic
+/// names the case number and seed to replay it with.
+pub fn cases(seed: u64, count: u32, mut case: impl FnMut(u32, &mut Xorshift)) {
     for i in 0..count {
         let case_seed = seed ^ (u64::from(i) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let mut rng = Xorshift::new(case_seed);
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(&mut rng)));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(i, &mut rng)));
         if let Err(panic) = outcome {
             eprintln!("fuzz case {i} (seed {case_seed:#x}) failed");
             std::panic::resume_unwind(panic);
@@ -76,7 +81,7 @@ mod tests {
     #[test]
     fn every_case_runs_with_its_own_seed() {
         let mut firsts = Vec::new();
-        cases(1, 5, |r| firsts.push(r.next_u64()));
+        cases(1, 5, |_, r| firsts.push(r.next_u64()));
         assert_eq!(firsts.len(), 5);
         firsts.sort_unstable();
         firsts.dedup();
