@@ -14,10 +14,11 @@ NEWLIB_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libc_nano.a
 # libstdc++ for newlib (operator new/delete of the C++ firmware, firmware/cpp)
 LIBSTDCXX_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libstdc++_nano.a
 
-.PHONY: test demo check deps firmware firmware-run host-test rust-test clippy fmt-check build clean
+.PHONY: test demo check deps firmware firmware-run host-test rust-test no-probe clippy fmt-check build clean
 
-## test: everything CI runs (firmware, QEMU runs, host allocator test, cargo test, clippy, fmt)
-test: deps firmware firmware-run host-test rust-test clippy fmt-check
+## test: everything CI runs (firmware, QEMU runs, host allocator test, cargo test, the build
+## without probe-rs, clippy, fmt)
+test: deps firmware firmware-run host-test rust-test no-probe clippy fmt-check
 	@echo "make test: all passed"
 
 ## demo: the bundled firmware on QEMU, end to end
@@ -59,6 +60,11 @@ build:
 
 rust-test: firmware
 	$(CARGO) test --workspace --locked
+
+## no-probe: memlife without its default feature `probe` still builds (and has no probe-rs)
+no-probe:
+	$(CARGO) check -p memlife --no-default-features --locked
+	@! $(CARGO) tree -p memlife --no-default-features --locked -e normal | grep -q 'probe-rs'
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings

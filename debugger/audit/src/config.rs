@@ -5,6 +5,7 @@
 //! [target]
 //! qemu = "netduinoplus2"          # or gdb = "127.0.0.1:3333", or chip = "STM32F405RGTx"
 //! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
+//! # with gdb or qemu: reset = "reset halt"   (the server's monitor command; chosen if absent)
 //! [phases]                        # aliases scripts use with t.phase("load")
 //! load = "model_load"
 //! [spans]                         # nested calls recorded inside a phase
@@ -23,6 +24,7 @@ use serde::Deserialize;
 
 /// How the peak inside a phase is found (README, "Audits and the Rhai API").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum PeakMethod {
     /// Breakpoints on malloc/free: every event, exact curve, allocation sites.
@@ -64,6 +66,9 @@ pub struct TargetConfig {
     /// With `chip`: hold reset while attaching.
     #[serde(default)]
     pub connect_under_reset: bool,
+    /// With `gdb` or `qemu`: the monitor command that resets the target and halts it, instead of
+    /// the one memlife chooses for the server (`system_reset`, `reset halt`, `reset`).
+    pub reset: Option<String>,
 }
 
 /// Tracing settings.
@@ -179,10 +184,10 @@ impl AuditConfig {
             path: path.display().to_string(),
             message: e.to_string().trim().replace('\n', " "),
         })?;
-        if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent()) {
-            if elf.is_relative() {
-                cfg.elf = Some(dir.join(elf));
-            }
+        if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent())
+            && elf.is_relative()
+        {
+            cfg.elf = Some(dir.join(elf));
         }
         Ok(cfg)
     }

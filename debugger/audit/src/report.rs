@@ -1,5 +1,6 @@
-//! The audit report: one JSON document with everything recorded, and JUnit XML with one test
-//! case per check name (a check called in a loop fails when any call failed).
+//! The audit report: one document with everything an audit recorded, put together in one place
+//! ([`AuditReport::assemble`]) and written as JSON. Its other forms (JUnit XML, the HTML page,
+//! the Perfetto trace) are rendered from it by `memlife-render`.
 
 use std::path::Path;
 
@@ -9,7 +10,10 @@ use crate::config::PeakMethod;
 use std::collections::BTreeMap;
 
 use crate::model::{CheckResult, HeapMap, PhaseRecord, TraceEvent, Verdict};
-use crate::script::{ScriptError, write_atomic};
+use memlife_core::output::{WriteError, write_atomic};
+
+use crate::debugger::Debugger;
+use crate::script::{ScriptError, ScriptOutcome};
 
 /// Facts about the run.
 #[derive(Debug, Clone, Serialize, Default)]
@@ -128,7 +132,113 @@ pub fn summarize(calls: &[CheckResult]) -> Vec<CheckSummary> {
     out
 }
 
+/// What the caller of an audit knows about the run that the engine does not.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    /// When the audit started (RFC 3339, UTC; [`now_rfc3339`]).
+    pub date: String,
+    /// When the audit started, for its duration.
+    pub started: std::time::Instant,
+    /// Firmware ELF, as given.
+    pub elf: String,
+    /// Target description, taken before the engine held the target.
+    pub target: String,
+    /// Board or machine, when known.
+    pub board: Option<String>,
+    /// The script, as given.
+    pub script: String,
+    /// Peak method.
+    pub method: PeakMethod,
+    /// Phase aliases to functions.
+    pub phase_aliases: BTreeMap<String, String>,
+}
+
+impl RunContext {
+    /// Facts with what the engine reports left empty (for [`AuditReport::unfinished`]).
+    fn facts(&self) -> RunFacts {
+        RunFacts {
+            memlife: env!("CARGO_PKG_VERSION").to_string(),
+            date: self.date.clone(),
+            elf: self.elf.clone(),
+            target: self.target.clone(),
+            board: self.board.clone(),
+            script: self.script.clone(),
+            seconds: self.started.elapsed().as_secs_f64(),
+            ..RunFacts::default()
+        }
+    }
+}
+
 impl AuditReport {
+    /// The report of a finished run (passed, failed or stopped by a script error), from the
+    /// engine after the script and what the script recorded. The one place a report is put
+    /// together: `memlife audit` and `monitor audit` both call it.
+    pub fn assemble(ctx: &RunContext, debugger: &Debugger, outcome: &ScriptOutcome) -> Self {
+        let checks = summarize(&outcome.checks);
+        let exit_code = Self::exit_code_for(&checks, outcome.error.as_ref());
+        AuditReport {
+            run: RunFacts {
+                allocator: debugger.allocator().to_string(),
+                heap_size: debugger.heap_size(),
+                stops: debugger.progress().stops,
+                emulated: debugger.emulated(),
+                stepped: debugger.stepped(),
+                ..ctx.facts()
+            },
+            method: ctx.method,
+            checks,
+            check_calls: outcome.checks.clone(),
+            phases: debugger.records().to_vec(),
+            events: debugger.events().to_vec(),
+            dumps: outcome
+                .dumps
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            phase_aliases: ctx.phase_aliases.clone(),
+            labels: debugger.labels().clone(),
+            heap_map: debugger.heap_map(),
+            error: outcome.error.clone(),
+            exit_code,
+        }
+    }
+
+    /// The report of a run that has not finished: written in place of each output when an
+    /// audit starts, so that a run that is interrupted or crashes leaves no earlier run's
+    /// result behind, but a report that says so (exit code 2, an error, no checks).
+    pub fn unfinished(ctx: &RunContext) -> Self {
+        Self::without_results(
+            ctx,
+            format!(
+                "the audit started at {} has not finished: it is running, or it was interrupted or crashed before writing its results",
+                ctx.date
+            ),
+        )
+    }
+
+    /// The report of a run that stopped before the script could run (the target could not be
+    /// reached, the allocator not found...): no checks, exit code 2, `message` as the error.
+    pub fn without_results(ctx: &RunContext, message: String) -> Self {
+        AuditReport {
+            run: ctx.facts(),
+            method: ctx.method,
+            checks: Vec::new(),
+            check_calls: Vec::new(),
+            phases: Vec::new(),
+            events: Vec::new(),
+            dumps: Vec::new(),
+            phase_aliases: ctx.phase_aliases.clone(),
+            labels: BTreeMap::new(),
+            heap_map: None,
+            error: Some(ScriptError {
+                message,
+                line: None,
+                column: None,
+            }),
+            exit_code: 2,
+        }
+    }
+
     /// The exit code for these checks and error: 2 on error, 1 when a check failed, else 0.
     pub fn exit_code_for(checks: &[CheckSummary], error: Option<&ScriptError>) -> i32 {
         if error.is_some() {
@@ -141,82 +251,12 @@ impl AuditReport {
     }
 
     /// Writes the JSON report atomically.
-    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
-        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+    pub fn write_json(&self, path: &Path) -> Result<(), WriteError> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| WriteError {
+            path: path.to_path_buf(),
+            source: e.into(),
+        })?;
         write_atomic(path, &json)
-    }
-
-    /// Writes JUnit XML atomically.
-    pub fn write_junit(&self, path: &Path) -> std::io::Result<()> {
-        write_atomic(path, self.junit().as_bytes())
-    }
-
-    /// JUnit XML: a test suite named after the script, one test case per check name, and a
-    /// `script` test case with an error when the audit stopped on one.
-    pub fn junit(&self) -> String {
-        let suite = format!(
-            "memlife.{}",
-            Path::new(&self.run.script)
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("audit")
-        );
-        let failures = self
-            .checks
-            .iter()
-            .filter(|c| c.verdict == Verdict::Fail)
-            .count();
-        let errors = usize::from(self.error.is_some());
-        let tests = self.checks.len() + errors;
-        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        x.push_str(&format!(
-            "<testsuites name=\"memlife\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">\n",
-            self.run.seconds
-        ));
-        x.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\" timestamp=\"{}\">\n",
-            esc(&suite),
-            self.run.seconds,
-            esc(&self.run.date)
-        ));
-        x.push_str(&format!(
-            "    <properties>\n      <property name=\"elf\" value=\"{}\"/>\n      <property name=\"allocator\" value=\"{}\"/>\n      <property name=\"target\" value=\"{}\"/>\n      <property name=\"memlife\" value=\"{}\"/>\n    </properties>\n",
-            esc(&self.run.elf),
-            esc(&self.run.allocator),
-            esc(&self.run.target),
-            esc(&self.run.memlife)
-        ));
-        for c in &self.checks {
-            x.push_str(&format!(
-                "    <testcase name=\"{}\" classname=\"{}\"",
-                esc(&c.name),
-                esc(&suite)
-            ));
-            match c.verdict {
-                Verdict::Pass => x.push_str("/>\n"),
-                Verdict::Warn => x.push_str(&format!(
-                    ">\n      <system-out>warning: {}</system-out>\n    </testcase>\n",
-                    esc(&c.message)
-                )),
-                Verdict::Fail => x.push_str(&format!(
-                    ">\n      <failure message=\"{}\" type=\"check\">{} of {} calls failed{}: {}</failure>\n    </testcase>\n",
-                    esc(&c.message),
-                    c.failures,
-                    c.calls,
-                    c.line.map(|l| format!(" (first at line {l})")).unwrap_or_default(),
-                    esc(&c.message)
-                )),
-            }
-        }
-        if let Some(e) = &self.error {
-            x.push_str(&format!(
-                "    <testcase name=\"script\" classname=\"{}\">\n      <error message=\"{}\" type=\"error\"/>\n    </testcase>\n",
-                esc(&suite),
-                esc(&e.to_string())
-            ));
-        }
-        x.push_str("  </testsuite>\n</testsuites>\n");
-        x
     }
 }
 
@@ -247,24 +287,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
-                o.push_str(&format!("&#{};", c as u32))
-            }
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 #[cfg(test)]
@@ -307,42 +329,24 @@ mod tests {
     }
 
     #[test]
-    fn junit_escapes_and_counts() {
-        let checks = summarize(&[
-            call("leak", Verdict::Fail, "a <b> & \"c\""),
-            call("peak", Verdict::Pass, ""),
-        ]);
-        let report = AuditReport {
-            run: RunFacts {
-                script: "scripts/leak.rhai".into(),
-                ..Default::default()
-            },
+    fn an_unfinished_report_is_an_error_not_a_pass() {
+        let ctx = RunContext {
+            date: "2026-05-01T10:00:00Z".into(),
+            started: std::time::Instant::now(),
+            elf: "fw.elf".into(),
+            target: "gdb-remote 127.0.0.1:1234".into(),
+            board: None,
+            script: "scripts/leak.rhai".into(),
             method: PeakMethod::Trace,
-            checks,
-            check_calls: vec![],
-            phases: vec![],
-            events: vec![],
-            dumps: vec![],
             phase_aliases: BTreeMap::new(),
-            labels: BTreeMap::new(),
-            heap_map: None,
-            error: Some(ScriptError {
-                message: "boom".into(),
-                line: Some(4),
-                column: Some(2),
-            }),
-            exit_code: 2,
         };
-        let x = report.junit();
-        assert!(
-            x.contains("<testsuite name=\"memlife.leak\" tests=\"3\" failures=\"1\" errors=\"1\""),
-            "{x}"
-        );
-        assert!(x.contains("a &lt;b&gt; &amp; &quot;c&quot;"), "{x}");
-        assert!(
-            x.contains("<testcase name=\"peak\" classname=\"memlife.leak\"/>"),
-            "{x}"
-        );
-        assert!(x.contains("line 4, column 2: boom"), "{x}");
+        let r = AuditReport::unfinished(&ctx);
+        assert_eq!(r.exit_code, 2);
+        assert!(r.checks.is_empty());
+        let message = &r.error.as_ref().unwrap().message;
+        assert!(message.contains("2026-05-01T10:00:00Z") && message.contains("not finished"));
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["exit_code"], 2);
+        assert_eq!(json["run"]["elf"], "fw.elf");
     }
 }

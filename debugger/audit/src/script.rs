@@ -153,18 +153,6 @@ fn output_path(out_dir: &Path, rel: &str) -> Result<PathBuf, String> {
     Ok(out_dir.join(p))
 }
 
-/// Writes a file atomically (temporary file, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp~");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
-}
-
 /// Builds the sandboxed engine with memlife's API.
 fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
     let mut engine = Engine::new();
@@ -362,10 +350,11 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         |ctx: NativeCallContext, h: HeapHandle, path: &str| -> RhaiResult<String> {
             let state = script_state(&ctx)?;
             let out = output_path(&state.0.borrow().out_dir, path).map_err(|e| err(&ctx, e))?;
-            let json =
-                serde_json::to_vec_pretty(&h.0.report()).map_err(|e| err(&ctx, Chain(&e)))?;
-            write_atomic(&out, &json)
-                .map_err(|e| err(&ctx, format!("writing {}: {e}", out.display())))?;
+            let json = serde_json::to_vec_pretty(&memlife_heap::render::json(&h.0, None))
+                .map_err(|e| err(&ctx, Chain(&e)))?;
+            let root = state.0.borrow().out_dir.clone();
+            memlife_core::output::write_under(&root, Path::new(path), &json)
+                .map_err(|e| err(&ctx, Chain(&e)))?;
             state.0.borrow_mut().dumps.push(out.clone());
             Ok(out.display().to_string())
         },

@@ -2,7 +2,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use memlife_audit::PeakMethod;
+
+use crate::boards::ProbeSelector;
 
 /// Heap lifecycle debugger for on-device ML firmware.
 ///
@@ -76,8 +79,8 @@ pub struct AuditArgs {
     /// Peak method: trace (breakpoints on malloc/free: exact, with allocation sites), sample
     /// (phase and span boundaries only) or watermark (the allocator's low-water mark; writes
     /// target RAM and restores it).
-    #[arg(long, value_name = "METHOD", value_parser = ["trace", "sample", "watermark"])]
-    pub method: Option<String>,
+    #[arg(long, value_name = "METHOD", value_enum)]
+    pub method: Option<PeakMethod>,
     /// A phase alias for scripts (repeatable), over memlife.toml's [phases]: `load=my_load_fn`.
     #[arg(long = "phase", value_name = "ALIAS=FUNCTION", value_parser = parse_pair)]
     pub phases: Vec<(String, String)>,
@@ -108,8 +111,8 @@ pub struct AuditArgs {
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
     /// What to leave a live target doing at the end: running (default) or halted.
-    #[arg(long, value_name = "STATE", default_value = "running", value_parser = ["running", "halted"])]
-    pub leave: String,
+    #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
+    pub leave: Leave,
 }
 
 /// `memlife symbols`.
@@ -123,6 +126,15 @@ pub struct SymbolsArgs {
     pub json: bool,
     #[command(flatten)]
     pub heap: HeapOptions,
+}
+
+/// What a live target is left doing when memlife lets go of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Leave {
+    /// Detach: the firmware runs on.
+    Running,
+    /// Stay halted where memlife stopped it.
+    Halted,
 }
 
 /// How to reach the target (one of them).
@@ -147,6 +159,10 @@ pub struct TargetArgs {
     pub chip: Option<String>,
     #[command(flatten)]
     pub probe: ProbeArgs,
+    /// The GDB server's reset command (`[target] reset` in memlife.toml), when it is not the
+    /// one memlife would choose.
+    #[arg(skip)]
+    pub reset: Option<String>,
 }
 
 /// Options of `--chip` (probe-rs).
@@ -154,8 +170,8 @@ pub struct TargetArgs {
 #[group(skip)]
 pub struct ProbeArgs {
     /// With --chip: which debug probe, when several are attached (`memlife probes` lists them).
-    #[arg(long, value_name = "VID:PID[:SERIAL]", requires = "chip", value_parser = memlife_probe::ProbeSelector::parse)]
-    pub probe: Option<memlife_probe::ProbeSelector>,
+    #[arg(long, value_name = "VID:PID[:SERIAL]", requires = "chip", value_parser = ProbeSelector::parse)]
+    pub probe: Option<ProbeSelector>,
     /// With --chip: the SWD/JTAG clock in kHz (default: the probe's).
     #[arg(long, value_name = "KHZ", requires = "chip", value_parser = clap::value_parser!(u32).range(1..))]
     pub speed: Option<u32>,
@@ -169,6 +185,21 @@ impl TargetArgs {
     /// True when any target is named.
     pub fn is_given(&self) -> bool {
         self.gdb.is_some() || self.qemu.is_some() || self.snapshot.is_some() || self.chip.is_some()
+    }
+
+    /// The target as the flags name it, before memlife is connected to it.
+    pub fn describe(&self) -> String {
+        if let Some(addr) = &self.gdb {
+            format!("gdb-remote {addr}")
+        } else if let Some(machine) = &self.qemu {
+            format!("qemu-system-arm -M {machine}")
+        } else if let Some(chip) = &self.chip {
+            format!("probe-rs {chip}")
+        } else if let Some(path) = &self.snapshot {
+            format!("snapshot {}", path.display())
+        } else {
+            "no target".to_string()
+        }
     }
 }
 
@@ -186,8 +217,8 @@ pub struct StopArgs {
     pub timeout: f64,
     /// What to leave the live target doing at the end: running (default) or halted.
     /// A QEMU started with --qemu is always stopped.
-    #[arg(long, value_name = "STATE", default_value = "running", value_parser = ["running", "halted"])]
-    pub leave: String,
+    #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
+    pub leave: Leave,
 }
 
 /// Allocator choices that symbols cannot make.
@@ -296,6 +327,34 @@ mod tests {
     use clap::CommandFactory;
 
     #[test]
+    fn leave_and_method_are_typed() {
+        let cli = Cli::try_parse_from([
+            "memlife",
+            "audit",
+            "s.rhai",
+            "--method",
+            "watermark",
+            "--leave",
+            "halted",
+        ])
+        .unwrap();
+        let Command::Audit(args) = cli.command else {
+            panic!("not audit")
+        };
+        assert_eq!(args.method, Some(PeakMethod::Watermark));
+        assert_eq!(args.leave, Leave::Halted);
+        let default = Cli::try_parse_from(["memlife", "audit", "s.rhai"]).unwrap();
+        let Command::Audit(args) = default.command else {
+            panic!("not audit")
+        };
+        assert_eq!((args.method, args.leave), (None, Leave::Running));
+        let bad = Cli::try_parse_from(["memlife", "audit", "s.rhai", "--method", "guess"]);
+        let text = bad.unwrap_err().to_string();
+        assert!(text.contains("trace") && text.contains("sample"), "{text}");
+        assert!(Cli::try_parse_from(["memlife", "heap", "--elf", "x", "--leave", "off"]).is_err());
+    }
+
+    #[test]
     fn flags_are_consistent() {
         Cli::command().debug_assert();
     }
@@ -339,6 +398,7 @@ mod tests {
         assert!(hit_without_at.is_err());
     }
 
+    #[cfg(feature = "probe")]
     #[test]
     fn chip_takes_probe_options_and_excludes_other_targets() {
         let cli = Cli::try_parse_from([

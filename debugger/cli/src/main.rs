@@ -5,17 +5,20 @@
 //!
 //! # Layout
 //! - [`cli`]: the clap definitions (the command line the README documents).
+//! - [`boards`]: real boards through probe-rs (cargo feature `probe`, on by default), the only
+//!   code that differs without it.
 //! - [`session`]: opening a target (`--gdb`, `--qemu`, `--snapshot`) and cleaning up after it.
 //! - [`runto`]: running to the N-th entry of a function with a timeout.
-//! - [`render`]: text tables and JSON for heap states (from `memlife-server`, shared with
-//!   `memlife serve`'s monitor commands).
+//! - [`outputs`]: the audit's output files: stale ones replaced at the start, each written on
+//!   its own at the end.
 //! - [`progress`]: the audit's progress spinner or plain lines.
 //! - [`commands`]: one module per subcommand (`serve` runs the GDB server of `memlife-server`).
 
+mod boards;
 mod cli;
 mod commands;
+mod outputs;
 mod progress;
-mod render;
 mod runto;
 mod session;
 

@@ -43,7 +43,7 @@ impl Progress {
                         .map(|c| format!(" | in {c}"))
                         .unwrap_or_default()
                 ));
-            } else if p.phases != last_phases && p.phases % 10 == 0 {
+            } else if p.phases != last_phases && p.phases.is_multiple_of(10) {
                 eprintln!(
                     "memlife: {} phases, {} stops, {} allocation events",
                     p.phases, p.stops, p.events

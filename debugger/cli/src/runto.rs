@@ -86,10 +86,10 @@ fn wait_for_hits(
 
 /// Halts a live target if it runs; offline targets are always "halted".
 pub fn ensure_halted(target: &mut dyn Target) -> Result<()> {
-    if let Some(control) = target.control() {
-        if !control.is_halted() {
-            control.halt().context("halting the target")?;
-        }
+    if let Some(control) = target.control()
+        && !control.is_halted()
+    {
+        control.halt().context("halting the target")?;
     }
     Ok(())
 }

@@ -9,10 +9,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use memlife_core::{Snapshot, Target};
-use memlife_probe::{ProbeOptions, ProbeTarget};
 use memlife_rsp::{GdbRemote, QemuProcess};
 
-use crate::cli::TargetArgs;
+use crate::cli::{Leave, TargetArgs};
 
 /// An open target.
 pub struct Session {
@@ -25,27 +24,23 @@ pub struct Session {
 
 impl Session {
     /// Opens the target the flags name. `elf` is what QEMU boots.
-    pub fn open(args: &TargetArgs, elf: &Path, leave: &str) -> Result<Session> {
-        let leave_halted = leave == "halted";
+    pub fn open(args: &TargetArgs, elf: &Path, leave: Leave) -> Result<Session> {
+        let leave_halted = leave == Leave::Halted;
         let (target, qemu): (Box<dyn Target>, Option<QemuProcess>) = if let Some(addr) = &args.gdb {
-            let remote = GdbRemote::connect(addr)
+            let mut remote = GdbRemote::connect(addr)
                 .with_context(|| format!("cannot connect to the GDB server at {addr}"))?;
+            remote.set_reset_command(args.reset.clone());
             (Box::new(remote), None)
         } else if let Some(machine) = &args.qemu {
             let qemu = QemuProcess::start(machine, elf, &[])
                 .with_context(|| format!("cannot start qemu-system-arm -M {machine}"))?;
-            let remote = qemu
+            let mut remote = qemu
                 .connect()
                 .with_context(|| format!("cannot connect to QEMU's gdbstub at {}", qemu.addr()))?;
+            remote.set_reset_command(args.reset.clone());
             (Box::new(remote), Some(qemu))
         } else if let Some(chip) = &args.chip {
-            let opts = ProbeOptions {
-                chip: chip.clone(),
-                probe: args.probe.probe.clone(),
-                speed_khz: args.probe.speed,
-                connect_under_reset: args.probe.connect_under_reset,
-            };
-            (Box::new(ProbeTarget::open(&opts)?), None)
+            (crate::boards::open(chip, &args.probe)?, None)
         } else if let Some(path) = &args.snapshot {
             let snap = Snapshot::load(path)
                 .with_context(|| format!("cannot read snapshot {}", path.display()))?;
@@ -94,7 +89,7 @@ impl Session {
             return Ok(());
         };
         if let Some(bps) = target.breakpoints() {
-            for (addr, kind) in bps.breakpoints() {
+            for (addr, kind) in bps.inserted() {
                 let _ = bps.remove_breakpoint(addr, kind);
             }
         }

@@ -327,6 +327,8 @@ fn serve_survives_bad_clients_and_interrupts() {
             "monitor dump-off model_release",
             "monitor allocator",
             "monitor heap blocks",
+            // 32 bytes read at once, the last 16 past the end of RAM (0x20030000).
+            "print *(unsigned char(*)[32])0x2002fff0",
             "monitor shutdown",
         ],
     );
@@ -349,6 +351,13 @@ fn serve_survives_bad_clients_and_interrupts() {
         server.log()
     );
     assert!(text.contains("address"), "{text}");
+    // gdb got the 16 readable bytes and then learned where memory ends, instead of an error
+    // for the whole read.
+    assert!(
+        text.contains("Cannot access memory at address 0x20030000"),
+        "{text}"
+    );
+    assert!(!text.contains("address 0x2002fff0"), "{text}");
     server.wait_exit();
 }
 

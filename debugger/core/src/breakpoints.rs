@@ -29,8 +29,9 @@ pub trait Breakpoints {
     fn add_breakpoint(&mut self, addr: u64, kind: BreakpointKind) -> Result<()>;
     /// Removes a breakpoint inserted with the same address and kind.
     fn remove_breakpoint(&mut self, addr: u64, kind: BreakpointKind) -> Result<()>;
-    /// Addresses of the breakpoints currently inserted.
-    fn breakpoints(&self) -> Vec<(u64, BreakpointKind)>;
+    /// The breakpoints currently inserted, with their kinds. (Named apart from
+    /// [`Target::breakpoints`](crate::Target::breakpoints), which is the capability itself.)
+    fn inserted(&self) -> Vec<(u64, BreakpointKind)>;
 }
 
 /// Data watchpoints.

@@ -24,6 +24,9 @@ pub enum ErrorKind {
     Gone,
     /// The user asked memlife to stop (Ctrl-C).
     Interrupted,
+    /// The target answered the request with an error code (a GDB server's `Exx`): it is alive
+    /// and said no.
+    Refused,
 }
 
 /// An error from a target backend.
@@ -39,8 +42,13 @@ pub enum TargetError {
         len: usize,
     },
     /// The target did not answer in time.
-    #[error("target did not answer within {0:?} ({1})")]
-    Timeout(Duration, &'static str),
+    #[error("target did not answer within {after:?} ({waiting_for})")]
+    Timeout {
+        /// How long memlife waited.
+        after: Duration,
+        /// What it waited for (`reply`, `single step`, `QEMU opening its gdb port`).
+        waiting_for: &'static str,
+    },
     /// The core must be halted first.
     #[error("the core is running; halt it first")]
     NotHalted,
@@ -52,9 +60,10 @@ pub enum TargetError {
     Transport {
         /// What was being done.
         context: String,
-        /// The underlying I/O error.
+        /// The backend's own error (a socket's I/O error, a probe driver's error), kept whole
+        /// so that `{:#}` and `source()` show it.
         #[source]
-        source: std::io::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The peer broke the protocol.
     #[error("protocol error: {0}")]
@@ -94,22 +103,58 @@ impl TargetError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             TargetError::Unmapped { .. } => ErrorKind::Unmapped,
-            TargetError::Timeout(..) => ErrorKind::Timeout,
+            TargetError::Timeout { .. } => ErrorKind::Timeout,
             TargetError::NotHalted => ErrorKind::NotHalted,
             TargetError::Unsupported(_) => ErrorKind::Unsupported,
             TargetError::Transport { .. } | TargetError::Protocol(_) => ErrorKind::Transport,
             TargetError::Exited(_) | TargetError::Gone(_) => ErrorKind::Gone,
-            TargetError::Refused { .. } => ErrorKind::Unmapped,
+            TargetError::Refused { .. } => ErrorKind::Refused,
             TargetError::Interrupted => ErrorKind::Interrupted,
             TargetError::Exhausted { .. } | TargetError::Rejected(_) => ErrorKind::Unsupported,
         }
     }
 
-    /// Wraps an I/O error with what was being done.
-    pub fn transport(context: impl Into<String>, source: std::io::Error) -> Self {
+    /// The target did not answer `waiting_for` within `after`.
+    pub fn timeout(after: Duration, waiting_for: &'static str) -> Self {
+        TargetError::Timeout { after, waiting_for }
+    }
+
+    /// Wraps the link's error (I/O, a probe driver's) with what was being done.
+    pub fn transport(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
         TargetError::Transport {
             context: context.into(),
-            source,
+            source: source.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_its_own_kind_not_unmapped_memory() {
+        let e = TargetError::Refused {
+            request: "software breakpoints",
+            code: 0x0e,
+        };
+        assert_eq!(e.kind(), ErrorKind::Refused);
+        let unmapped = TargetError::Unmapped { addr: 0, len: 4 };
+        assert_eq!(unmapped.kind(), ErrorKind::Unmapped);
+    }
+
+    #[test]
+    fn the_link_error_is_the_source_not_part_of_the_message() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let e = TargetError::transport("reading a reply", io);
+        assert_eq!(
+            e.to_string(),
+            "connection to the target failed: reading a reply"
+        );
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("reset by peer"));
     }
 }

@@ -16,6 +16,7 @@
 //! - [`interrupt`]: the user's stop request (Ctrl-C) and a wait that honours it.
 //! - [`target`]: [`Target`], the composite every backend implements, and [`LinkStats`].
 //! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
+//! - [`output`]: writing output files atomically, without following planted links.
 
 pub mod breakpoints;
 pub mod control;
@@ -23,6 +24,7 @@ pub mod cortex_m;
 pub mod error;
 pub mod interrupt;
 pub mod memory;
+pub mod output;
 pub mod registers;
 pub mod snapshot;
 pub mod target;

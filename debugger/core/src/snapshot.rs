@@ -80,9 +80,12 @@ pub enum SnapshotError {
     /// The header or the data is damaged.
     #[error("snapshot is damaged: {0}")]
     Damaged(String),
-    /// Reading or writing the file failed.
+    /// Reading the file failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// Writing the file failed.
+    #[error(transparent)]
+    Write(#[from] crate::output::WriteError),
 }
 
 impl Snapshot {
@@ -187,13 +190,11 @@ impl Snapshot {
         Self::read_from(bytes.as_slice())
     }
 
-    /// Saves atomically: written to a temporary file beside `path`, then renamed.
+    /// Saves atomically (see [`crate::output`]).
     pub fn save(&self, path: &Path) -> std::result::Result<(), SnapshotError> {
         let mut buf = Vec::new();
         self.write_to(&mut buf)?;
-        let tmp = path.with_extension("tmp~");
-        std::fs::write(&tmp, &buf)?;
-        std::fs::rename(&tmp, path)?;
+        crate::output::write_atomic(path, &buf)?;
         Ok(())
     }
 

@@ -5,29 +5,33 @@
 //! the `xStart` of another file), what is its type, where does that struct member sit, what is this
 //! folded constant, where does this function start, and which function and source line hold this pc.
 //!
-//! Everything is parsed eagerly into plain tables when the ELF is loaded (firmware images are
-//! small; a few milliseconds), except line tables, which `addr2line` builds on first use.
+//! The file is parsed once and its bytes are held once: the symbol table, the function index
+//! (pc to function in `O(log n)`), the code, DWARF and CFI sections are all read from that one
+//! parse, the sections as ranges of the shared bytes rather than copies. Variables and types are
+//! collected eagerly into plain tables (firmware images are small; a few milliseconds); line
+//! tables are built by `addr2line` on first use.
 //!
 //! # Layout
-//! - [`error`]: [`SymbolError`], why loading failed.
-//! - [`elf`]: the ELF symbol table ([`ElfSymbol`]), sections and the fallback when DWARF is absent.
-//! - [`types`]: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
-//! - [`vars`]: variables ([`Variable`]) collected from every compile unit, with their scope.
-//! - [`source`]: pc → function, file and line through `addr2line`.
+//! - `error`: [`SymbolError`], why loading failed.
+//! - `elf`: the one parse of the file: symbol table ([`ElfSymbol`]), function index, sections,
+//!   the processor ([`Machine`]).
+//! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
+//! - `vars`: variables ([`Variable`]) collected from every compile unit, with their scope.
+//! - `source`: pc → function, file and line through `addr2line`.
 //! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
 //! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
 
-pub mod elf;
-pub mod error;
-pub mod source;
-pub mod types;
+mod elf;
+mod error;
+mod source;
+mod types;
 pub mod unwind;
 pub mod value;
-pub mod vars;
+mod vars;
 
 use std::path::Path;
 
-pub use elf::{ElfSymbol, SymbolKind};
+pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::SymbolError;
 pub use source::SourceLocation;
 pub use types::{Member, Type, TypeId, TypeTable};
@@ -70,12 +74,14 @@ impl Symbols {
         Self::parse(data, &path.display().to_string())
     }
 
-    /// Parses ELF bytes; `name` is used in error messages.
+    /// Parses ELF bytes; `name` is used in error messages. The file is parsed once and its bytes
+    /// are held once: symbols, code, DWARF and CFI all read from them.
     pub fn parse(data: Vec<u8>, name: &str) -> Result<Self> {
-        let elf = elf::ElfImage::parse(&data, name)?;
-        let dwarf = elf::load_dwarf(&data, name)?;
+        let bytes: elf::ElfBytes = data.into();
+        let (elf, file) = elf::ElfImage::parse(&bytes, name)?;
+        let dwarf = elf::load_dwarf(&file, &bytes, elf.endian, name)?;
         let has_dwarf = dwarf.is_some();
-        let unwinder = Unwinder::parse(&data);
+        let unwinder = Unwinder::from_object(&file, &bytes, elf.endian, elf.address_size);
         let (vars, types, source) = match dwarf {
             Some(dwarf) => {
                 let (vars, types) = vars::collect(&dwarf, name)?;
@@ -145,11 +151,11 @@ impl Symbols {
 
     /// Address and size of a static, from DWARF or else from the ELF symbol table.
     pub fn static_location(&self, name: &str, prefer_cu: &[&str]) -> Option<(u64, Option<u64>)> {
-        if let Some(v) = self.variable(name, prefer_cu) {
-            if let Some(addr) = v.address {
-                let size = v.type_id.and_then(|t| self.types.size_of(t));
-                return Some((addr, size));
-            }
+        if let Some(v) = self.variable(name, prefer_cu)
+            && let Some(addr) = v.address
+        {
+            let size = v.type_id.and_then(|t| self.types.size_of(t));
+            return Some((addr, size));
         }
         self.elf_symbol(name)
             .filter(|s| s.kind == SymbolKind::Data || s.kind == SymbolKind::Other)
@@ -185,14 +191,12 @@ impl Symbols {
             .map(|s| (s.address & !1, s.size))
     }
 
-    /// The function symbol containing `pc`.
+    /// The function symbol containing `pc` (an indexed lookup, not a scan).
     pub fn function_at(&self, pc: u64) -> Option<&ElfSymbol> {
-        self.elf.symbols.iter().find(|s| {
-            s.kind == SymbolKind::Function && {
-                let start = s.address & !1;
-                pc >= start && pc < start + s.size.max(1)
-            }
-        })
+        self.elf
+            .functions
+            .find(pc)
+            .and_then(|i| self.elf.symbols.get(i))
     }
 
     /// Source location of `pc`: the innermost function (inlined frames first) and file:line.
@@ -202,14 +206,14 @@ impl Symbols {
             .as_ref()
             .map(|s| s.locate(pc))
             .unwrap_or_default();
-        if frames.is_empty() {
-            if let Some(sym) = self.function_at(pc) {
-                frames.push(SourceLocation {
-                    function: Some(sym.name.clone()),
-                    file: None,
-                    line: None,
-                });
-            }
+        if frames.is_empty()
+            && let Some(sym) = self.function_at(pc)
+        {
+            frames.push(SourceLocation {
+                function: Some(sym.name.clone()),
+                file: None,
+                line: None,
+            });
         }
         frames
     }
@@ -238,15 +242,12 @@ impl Symbols {
     /// Bytes of code at `addr` from the ELF's executable sections (what the target runs, without
     /// reading it over the link), or `None` outside them.
     pub fn code(&self, addr: u64, len: usize) -> Option<&[u8]> {
-        self.elf.code.iter().find_map(|(start, data)| {
-            let off = usize::try_from(addr.checked_sub(*start)?).ok()?;
-            data.get(off..off.checked_add(len)?)
-        })
+        self.elf.code(addr, len)
     }
 
-    /// The ELF machine, e.g. "ARM".
-    pub fn machine(&self) -> &str {
-        &self.elf.machine
+    /// The processor the image is built for.
+    pub fn machine(&self) -> Machine {
+        self.elf.machine
     }
 }
 

@@ -34,9 +34,9 @@ pub(crate) struct SourceIndex {
 
 impl SourceIndex {
     pub fn new(dwarf: gimli::Dwarf<Reader>, path: &str) -> Result<Self> {
-        let ctx = addr2line::Context::from_dwarf(dwarf).map_err(|e| SymbolError::Dwarf {
+        let ctx = addr2line::Context::from_dwarf(dwarf).map_err(|source| SymbolError::Dwarf {
             path: path.to_string(),
-            reason: e.to_string(),
+            source,
         })?;
         Ok(SourceIndex { ctx })
     }

@@ -31,7 +31,7 @@ use memlife_core::cortex_m::{self, CoreRegisters};
 use object::{Object, ObjectSection};
 
 use crate::Symbols;
-use crate::elf::Reader;
+use crate::elf::{ElfBytes, Reader, section_reader};
 
 /// DWARF register number of the stack pointer (r13) on ARM.
 const SP: usize = 13;
@@ -164,32 +164,26 @@ struct Row {
 }
 
 impl Unwinder {
-    /// Takes `.debug_frame` and `.eh_frame` from ELF bytes; `None` when the image has neither
-    /// (or is not an object file).
-    pub fn parse(data: &[u8]) -> Option<Self> {
-        let file = object::File::parse(data).ok()?;
-        let endian = if file.is_little_endian() {
-            gimli::RunTimeEndian::Little
-        } else {
-            gimli::RunTimeEndian::Big
-        };
-        let address_size = if file.is_64() { 8 } else { 4 };
-        let section = |name: &str| {
-            let s = file.section_by_name(name)?;
-            let bytes = s.uncompressed_data().ok()?;
-            (!bytes.is_empty()).then(|| (s.address(), Reader::new(bytes.as_ref().into(), endian)))
-        };
-        let debug_frame = section(".debug_frame").map(|(_, r)| {
-            let mut df = gimli::DebugFrame::from(r);
+    /// Takes `.debug_frame` and `.eh_frame` from the parsed ELF (readers over its shared
+    /// bytes); `None` when the image has neither.
+    pub(crate) fn from_object(
+        file: &object::File<'_>,
+        bytes: &ElfBytes,
+        endian: gimli::RunTimeEndian,
+        address_size: u8,
+    ) -> Option<Self> {
+        let section = |name: &str| section_reader(file, bytes, name, endian);
+        let debug_frame = section(".debug_frame").map(|s| {
+            let mut df = gimli::DebugFrame::from(s.reader);
             // `.debug_frame` version 1 does not record the address size; gimli would assume
             // the host's.
             df.set_address_size(address_size);
             df
         });
-        let eh_frame = section(".eh_frame").map(|(addr, r)| {
-            let mut eh = gimli::EhFrame::from(r);
+        let eh_frame = section(".eh_frame").map(|s| {
+            let mut eh = gimli::EhFrame::from(s.reader);
             eh.set_address_size(address_size);
-            let mut bases = gimli::BaseAddresses::default().set_eh_frame(addr);
+            let mut bases = gimli::BaseAddresses::default().set_eh_frame(s.address);
             if let Some(text) = file.section_by_name(".text") {
                 bases = bases.set_text(text.address());
             }

@@ -56,9 +56,9 @@ pub(crate) fn collect(
     dwarf: &gimli::Dwarf<Reader>,
     path: &str,
 ) -> Result<(Vec<Variable>, TypeTable)> {
-    let err = |e: gimli::Error| SymbolError::Dwarf {
+    let err = |source: gimli::Error| SymbolError::Dwarf {
         path: path.to_string(),
-        reason: e.to_string(),
+        source,
     };
     let mut vars = Vec::new();
     let mut types = TypeTable::default();

@@ -1,7 +1,7 @@
 //! CFI unwinding and typed reads against the bundled firmware running on
 //! `qemu-system-arm -M netduinoplus2`, driven through `memlife-rsp`.
 //!
-//! Needs `firmware/build/heap4-healthy.elf` (`make -C firmware`) and `qemu-system-arm`.
+//! Needs `qemu-system-arm`; `firmware/build/heap4-healthy.elf` is built on first use.
 //! `MEMLIFE_DWARF_TEST_ELF` points the tests at another heap4 ELF with the same functions and
 //! globals. Each test starts its own QEMU on its own free port; the guard kills it on drop.
 
@@ -21,17 +21,7 @@ const WAIT: Duration = Duration::from_secs(10);
 const RAM: std::ops::Range<u64> = 0x2000_0000..0x2003_0000;
 
 fn firmware() -> PathBuf {
-    if let Some(p) = std::env::var_os("MEMLIFE_DWARF_TEST_ELF") {
-        return PathBuf::from(p);
-    }
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/heap4-healthy.elf");
-    assert!(
-        path.is_file(),
-        "{} is missing: build the firmware first with `make -C firmware`",
-        path.display()
-    );
-    path
+    memlife_testkit::firmware::elf_or_env("MEMLIFE_DWARF_TEST_ELF", "heap4", "healthy")
 }
 
 fn start() -> (QemuProcess, GdbRemote, Symbols) {
@@ -203,6 +193,9 @@ fn backtrace_without_cfi_falls_back_to_lr_once_and_stops_on_exc_return() {
     assert_eq!(bt.frames[0].function, None);
     assert!(bt.frames.len() > 1, "{}", show(&bt.frames));
     assert_eq!(bt.frames[1].pc, u64::from(real.lr() & !1));
+    // After the one fallback the callers have CFI again: the walk goes on to main's caller.
+    assert!(names(&bt.frames).contains(&"main"), "{}", show(&bt.frames));
+    assert_eq!(bt.end, UnwindEnd::Outermost, "{}", show(&bt.frames));
 
     // pc 0 and an unreadable stack end the walk without a panic.
     let mut zero = real;
@@ -210,11 +203,26 @@ fn backtrace_without_cfi_falls_back_to_lr_once_and_stops_on_exc_return() {
     zero.r[14] = 0;
     let bt = unwind::unwind(&symbols, &mut t, &zero, 64);
     assert_eq!(bt.frames.len(), 1);
+    assert_eq!(bt.end, UnwindEnd::Outermost);
+    // A stack pointer whose frame would wrap past 4 GiB, and one where nothing is mapped.
     let mut wild = real;
-    wild.r[13] = 0xFFFF_FFF0;
     wild.r[15] = symbols.function("main").unwrap().0 as u32 + 8;
+    wild.r[13] = 0xFFFF_FFF0;
     let bt = unwind::unwind(&symbols, &mut t, &wild, 64);
-    assert!(bt.frames.len() <= 2, "{}", show(&bt.frames));
+    assert_eq!(bt.frames.len(), 1, "{}", show(&bt.frames));
+    assert!(
+        matches!(bt.end, UnwindEnd::Unsupported { .. }),
+        "{:?}",
+        bt.end
+    );
+    wild.r[13] = 0x9000_0000;
+    let bt = unwind::unwind(&symbols, &mut t, &wild, 64);
+    assert_eq!(bt.frames.len(), 1, "{}", show(&bt.frames));
+    assert!(
+        matches!(bt.end, UnwindEnd::ReadError { addr, .. } if addr >= 0x9000_0000),
+        "{:?}",
+        bt.end
+    );
 }
 
 #[test]

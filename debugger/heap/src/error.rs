@@ -62,10 +62,10 @@ mod tests {
             ]
         );
         // The target error's own cause (an I/O error) stays reachable too.
-        let e = HeapError::from(TargetError::Transport {
-            context: "reading memory".into(),
-            source: std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer"),
-        });
+        let e = HeapError::from(TargetError::transport(
+            "reading memory",
+            std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer"),
+        ));
         assert_eq!(chain(&e).len(), 3);
         assert_eq!(chain(&e)[2], "reset by peer");
     }

@@ -17,6 +17,8 @@
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
 //! - [`halted`]: [`walk_halted`], the walk of a halted core with busy detection from its pc.
 //! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
+//! - [`render`]: a heap state as the text table, block list, summary line and JSON every
+//!   command and monitor command prints.
 //! - `walkers`: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
 //!   `dlmalloc`, `tlsf` the ESP-IDF heap with its several regions, see [`HeapRegion`]).
 
@@ -25,6 +27,7 @@ pub mod detect;
 pub mod error;
 pub mod halted;
 pub mod image;
+pub mod render;
 pub mod state;
 mod walkers;
 

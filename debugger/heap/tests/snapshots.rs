@@ -207,13 +207,10 @@ fn random_damage_to_real_heaps_never_panics_or_hangs() {
         let clean = walk(w.as_ref(), &mut snap.clone());
         let (start, end) = (clean.heap_start, clean.heap_start + clean.heap_size);
         let bytes: u64 = snap.regions.iter().map(|r| r.data.len() as u64).sum();
-        let mut seed = 0x2545_f491_u32;
-        for round in 0..300 {
+        memlife_testkit::fuzz::cases(0x2545_f491, 300, |round, rng| {
             let mut s = snap.clone();
             for _ in 0..(1 + round % 8) {
-                seed ^= seed << 13;
-                seed ^= seed >> 17;
-                seed ^= seed << 5;
+                let seed = rng.next_u32();
                 let addr = (start + u64::from(seed) % (end - start - 8)) & !3;
                 let value = match seed % 3 {
                     0 => seed.rotate_left(11),
@@ -232,7 +229,7 @@ fn random_damage_to_real_heaps_never_panics_or_hangs() {
                 Err(memlife_heap::HeapError::Target(_)) => {}
                 Err(e) => panic!("{name}: {e}"),
             }
-        }
+        });
     }
 }
 

@@ -101,7 +101,7 @@ pub fn suggest(wanted: &str, names: &[String], max: usize) -> Vec<String> {
                 // Compare against the name's prefix of the typed length too: `stm32f4O5` vs the
                 // long `STM32F405RGTx` would otherwise be far apart.
                 let prefix: String = l.chars().take(w.chars().count()).collect();
-                100 + edit_distance(&w, &prefix).min(edit_distance(&w, &l))
+                100 + strsim::levenshtein(&w, &prefix).min(strsim::levenshtein(&w, &l))
             };
             (score, n)
         })
@@ -119,24 +119,6 @@ pub fn suggest(wanted: &str, names: &[String], max: usize) -> Vec<String> {
         }
     }
     out
-}
-
-/// Levenshtein distance over chars (one row of the table at a time).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -209,12 +191,5 @@ mod tests {
         );
         assert_eq!(suggest("nrf52480", &names, 3), ["nRF52840_xxAA"]);
         assert!(suggest("zzzzzzzzzz", &names, 3).is_empty());
-    }
-
-    #[test]
-    fn edit_distances() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("same", "same"), 0);
     }
 }

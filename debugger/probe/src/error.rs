@@ -43,13 +43,22 @@ pub enum ProbeError {
         found: Vec<String>,
     },
     /// The probe was found but could not be opened, configured or attached.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Probe {
         /// What memlife was doing.
         context: String,
         /// probe-rs's error.
         #[source]
         source: probe_rs::Error,
+    },
+    /// The session opened, then the first request on it failed.
+    #[error("{context}")]
+    Target {
+        /// What memlife was doing.
+        context: String,
+        /// The error of the request.
+        #[source]
+        source: TargetError,
     },
 }
 
@@ -86,9 +95,9 @@ pub fn target_error(context: &str, e: probe_rs::Error) -> TargetError {
     match e {
         // probe-rs gives no duration; its halt and memory timeouts are a few hundred ms.
         probe_rs::Error::Timeout => {
-            TargetError::Timeout(std::time::Duration::from_millis(500), "a probe-rs request")
+            TargetError::timeout(std::time::Duration::from_millis(500), "a probe-rs request")
         }
-        other => TargetError::transport(context.to_string(), std::io::Error::other(other)),
+        other => TargetError::transport(context, other),
     }
 }
 
@@ -101,5 +110,69 @@ pub fn memory_error(addr: u64, len: usize, e: probe_rs::Error) -> TargetError {
         probe_rs::Error::Arm(ArmError::Dap(DapError::FaultResponse))
         | probe_rs::Error::Arm(ArmError::OutOfBounds) => TargetError::Unmapped { addr, len },
         _ => target_error(&format!("accessing {len} bytes at {addr:#010x}"), e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(e: &dyn std::error::Error) -> Vec<String> {
+        let mut out = vec![e.to_string()];
+        let mut cur = e.source();
+        while let Some(c) = cur {
+            out.push(c.to_string());
+            cur = c.source();
+        }
+        out
+    }
+
+    #[test]
+    fn probe_rs_errors_stay_the_source_and_print_once() {
+        let e = target_error(
+            "halting core 0",
+            probe_rs::Error::Other("SWD wire fault".into()),
+        );
+        let lines = chain(&e);
+        assert_eq!(lines[0], "connection to the target failed: halting core 0");
+        assert!(lines[1].contains("SWD wire fault"), "{lines:?}");
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.contains("SWD wire fault"))
+                .count(),
+            1
+        );
+        let opened = ProbeError::Probe {
+            context: "attaching to STM32F405RGTx".into(),
+            source: probe_rs::Error::Other("no ack".into()),
+        };
+        let lines = chain(&opened);
+        assert_eq!(lines[0], "attaching to STM32F405RGTx");
+        assert_eq!(
+            lines.iter().filter(|l| l.contains("no ack")).count(),
+            1,
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_fault_answer_is_unmapped_memory() {
+        use probe_rs::architecture::arm::{ArmError, DapError};
+        let e = memory_error(
+            0x6000_0000,
+            4,
+            probe_rs::Error::Arm(ArmError::Dap(DapError::FaultResponse)),
+        );
+        assert!(
+            matches!(
+                e,
+                TargetError::Unmapped {
+                    addr: 0x6000_0000,
+                    len: 4
+                }
+            ),
+            "{e:?}"
+        );
     }
 }

@@ -25,11 +25,6 @@ impl HwBreakpoints {
         }
     }
 
-    /// The number of comparators.
-    pub fn units(&self) -> u32 {
-        self.units
-    }
-
     fn programmed(&self) -> usize {
         let mut addrs: Vec<u64> = self.set.iter().map(|b| b.0).collect();
         addrs.sort_unstable();
@@ -81,11 +76,6 @@ impl HwBreakpoints {
     /// True when a breakpoint is set at `addr`.
     pub fn contains(&self, addr: u64) -> bool {
         self.set.iter().any(|b| b.0 == addr)
-    }
-
-    /// Forgets everything (after the comparators were cleared).
-    pub fn clear(&mut self) {
-        self.set.clear();
     }
 }
 

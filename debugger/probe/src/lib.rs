@@ -9,40 +9,40 @@
 //!
 //! What probe-rs 0.32 gives and what memlife adds:
 //!
-//! - Chip names are checked against probe-rs's registry first ([`chip`]), with suggestions.
+//! - Chip names are checked against probe-rs's registry first (`chip`), with suggestions.
 //! - Attaching does not reset or halt: a running device is audited as it is. `--connect-under-reset`
 //!   holds reset while attaching, for firmware that disables the debug pins or sleeps deeply.
-//! - Memory goes out as aligned 32-bit transfers ([`words`]), never byte by byte.
-//! - Every breakpoint is a hardware breakpoint ([`hwbp`]): code runs from flash.
-//! - Data watchpoints are programmed into the Cortex-M DWT by hand ([`dwt`]); probe-rs has no
+//! - Memory goes out as aligned 32-bit transfers (`words`), never byte by byte.
+//! - Every breakpoint is a hardware breakpoint (`hwbp`): code runs from flash.
+//! - Data watchpoints are programmed into the Cortex-M DWT by hand (`dwt`); probe-rs has no
 //!   watchpoint API.
 //! - Registers: gdb's Cortex-M numbering (xpsr = 25) becomes probe-rs's
 //!   ([`memlife_core::cortex_m::probe_rs_number`]).
 //! - Feature `esp32`: registers the `probe-rs-espressif` plugin (ESP32 family chips and the
-//!   ESP USB-JTAG probe); on ESP32-S3 both cores halt together ([`target`]).
+//!   ESP USB-JTAG probe); on ESP32-S3 both cores halt together (`target`).
 //!
 //! # Layout
-//! - [`chip`]: registry, chip name validation and suggestions, plugin registration.
-//! - [`selector`]: `--probe VID:PID[:SERIAL]`.
-//! - [`list`]: attached probes (`memlife probes`) and choosing one.
-//! - [`target`]: [`ProbeTarget`], the trait implementations.
-//! - [`dwt`], [`hwbp`], [`words`]: the pure logic, unit-tested without hardware.
-//! - [`error`]: [`ProbeError`] and the mapping of probe-rs errors.
+//! - `chip`: registry, chip name validation and suggestions, plugin registration.
+//! - `selector`: `--probe VID:PID[:SERIAL]`.
+//! - `list`: attached probes (`memlife probes`) and choosing one.
+//! - `target`: [`ProbeTarget`], the trait implementations.
+//! - `dwt`, `hwbp`, `words`: the pure logic, unit-tested without hardware.
+//! - `error`: [`ProbeError`] and the mapping of probe-rs errors.
 
 #![warn(missing_docs)]
 
-pub mod chip;
-pub mod dwt;
-pub mod error;
-pub mod hwbp;
-pub mod list;
-pub mod selector;
-pub mod target;
-pub mod words;
+mod chip;
+mod dwt;
+mod error;
+mod hwbp;
+mod list;
+mod selector;
+mod target;
+mod words;
 
-pub use chip::{ChipInfo, resolve_chip};
+pub use chip::{ChipInfo, registry, resolve_chip};
 pub use error::ProbeError;
-pub use list::{ProbeEntry, list_probes};
+pub use list::{ProbeEntry, list_probes, usb_hint};
 pub use selector::ProbeSelector;
 pub use target::ProbeTarget;
 

@@ -119,9 +119,9 @@ impl ProbeTarget {
         if opts.connect_under_reset && halted {
             // probe-rs leaves the core caught at the reset vector; let the firmware start, so a
             // target attached under reset behaves like any other running one.
-            Control::resume(&mut target).map_err(|e| ProbeError::Probe {
+            Control::resume(&mut target).map_err(|source| ProbeError::Target {
                 context: "starting the firmware after attaching under reset".into(),
-                source: probe_rs::Error::Other(e.to_string()),
+                source,
             })?;
         }
         tracing::info!(
@@ -515,7 +515,7 @@ impl Breakpoints for ProbeTarget {
         Ok(())
     }
 
-    fn breakpoints(&self) -> Vec<(u64, BreakpointKind)> {
+    fn inserted(&self) -> Vec<(u64, BreakpointKind)> {
         self.breakpoints.list()
     }
 }

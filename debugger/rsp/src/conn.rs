@@ -132,7 +132,7 @@ impl Conn {
                     }
                     None => {
                         if !self.fill(deadline, "an acknowledgement")? {
-                            return Err(TargetError::Timeout(timeout, "acknowledgement"));
+                            return Err(TargetError::timeout(timeout, "acknowledgement"));
                         }
                     }
                 }

@@ -34,22 +34,22 @@
 //! # Layout
 //! - [`packet`]: framing (`$data#cs`), escaping, run-length decoding, replies, hex helpers.
 //! - `conn`: the socket under the client: acks, retransmission, deadlines, buffering.
-//! - [`stop`]: parsing stop replies (`S`, `T`, `W`, `X`) and console output (`O`).
-//! - [`tdesc`]: target descriptions (`target.xml` with includes) and the `g` layout.
-//! - [`client`]: [`GdbRemote`]: handshake, memory, registers, breakpoints, run control.
+//! - `packets`: one module per packet kind: the request as sent and its reply as read.
+//! - `tdesc`: target descriptions (`target.xml` with includes) and the `g` layout.
+//! - `client`: [`GdbRemote`]: handshake, memory, registers, breakpoints, run control.
 //! - `target`: the `memlife-core` trait implementations on [`GdbRemote`].
-//! - [`qemu`]: [`QemuProcess`], QEMU started halted on a free port, killed on drop.
+//! - `qemu`: [`QemuProcess`], QEMU started halted on a free port, killed on drop.
 
 #![warn(missing_docs)]
 
-pub mod client;
+mod client;
 mod conn;
 pub mod packet;
-pub mod qemu;
-pub mod stop;
+mod packets;
+mod qemu;
 mod target;
-pub mod tdesc;
+mod tdesc;
 
-pub use client::{ConnectOptions, Features, GdbRemote};
+pub use client::{ConnectOptions, Features, GdbRemote, Server};
 pub use qemu::QemuProcess;
 pub use tdesc::{RegisterInfo, RegisterLayout};

@@ -213,7 +213,7 @@ fn bad_hex(text: &[u8]) -> PacketError {
 
 /// Decodes hex text into bytes (even length, any case).
 pub fn from_hex(text: &[u8]) -> Result<Vec<u8>, PacketError> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(bad_hex(text));
     }
     text.chunks_exact(2)

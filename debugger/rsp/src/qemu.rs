@@ -197,7 +197,7 @@ impl QemuProcess {
                 }
             }
             if Instant::now() >= deadline {
-                return Err(TargetError::Timeout(
+                return Err(TargetError::timeout(
                     START_TIMEOUT,
                     "QEMU opening its gdb port",
                 ));

@@ -79,7 +79,7 @@ impl Breakpoints for GdbRemote {
         self.delete_breakpoint(addr, kind)
     }
 
-    fn breakpoints(&self) -> Vec<(u64, BreakpointKind)> {
+    fn inserted(&self) -> Vec<(u64, BreakpointKind)> {
         self.breakpoint_list()
     }
 }

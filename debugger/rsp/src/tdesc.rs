@@ -92,10 +92,10 @@ pub fn scan(xml: &str) -> Result<Vec<Item>> {
                 bitsize,
                 regnum,
             });
-        } else if let Some(attrs) = tag.strip_prefix("xi:include ") {
-            if let Some(href) = attr(attrs, "href") {
-                items.push(Item::Include(href.to_string()));
-            }
+        } else if let Some(attrs) = tag.strip_prefix("xi:include ")
+            && let Some(href) = attr(attrs, "href")
+        {
+            items.push(Item::Include(href.to_string()));
         }
     }
     Ok(items)

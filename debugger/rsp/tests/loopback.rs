@@ -3,84 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use memlife_core::{
     BreakpointKind, Breakpoints, Control, Memory, Register, Registers, StopReason, Target,
     TargetError, WatchKind, Watchpoints,
 };
-use memlife_rsp::packet::encode;
 use memlife_rsp::{ConnectOptions, GdbRemote};
-
-/// One step of a fake server's script.
-enum Step {
-    /// The client must send exactly these bytes next.
-    Expect(Vec<u8>),
-    /// The server sends these bytes.
-    Send(Vec<u8>),
-    /// The server closes the connection.
-    Close,
-    /// The server reads whatever comes and never answers, for this long.
-    Silence(Duration),
-}
-use Step::*;
-
-fn pkt(s: &str) -> Vec<u8> {
-    encode(s.as_bytes())
-}
-
-fn ack_pkt(s: &str) -> Vec<u8> {
-    let mut v = b"+".to_vec();
-    v.extend(pkt(s));
-    v
-}
-
-/// Starts a server that plays `script` to the first client; joining it returns the script's
-/// verdict (a mismatch panics in the server thread and fails the join).
-fn serve(script: Vec<Step>) -> (String, JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let handle = std::thread::spawn(move || {
-        let (mut sock, _) = listener.accept().unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        for (i, step) in script.into_iter().enumerate() {
-            match step {
-                Expect(want) => {
-                    let mut got = vec![0u8; want.len()];
-                    sock.read_exact(&mut got).unwrap_or_else(|e| {
-                        panic!(
-                            "step {i}: waiting for {:?}: {e}",
-                            String::from_utf8_lossy(&want)
-                        )
-                    });
-                    assert_eq!(
-                        String::from_utf8_lossy(&got),
-                        String::from_utf8_lossy(&want),
-                        "step {i}"
-                    );
-                }
-                Send(bytes) => sock.write_all(&bytes).unwrap(),
-                Close => return,
-                Silence(d) => {
-                    let end = Instant::now() + d;
-                    let mut sink = [0u8; 256];
-                    sock.set_read_timeout(Some(Duration::from_millis(20)))
-                        .unwrap();
-                    while Instant::now() < end {
-                        let _ = sock.read(&mut sink);
-                    }
-                }
-            }
-        }
-        // Keep the socket open until the client is done.
-        let mut rest = Vec::new();
-        let _ = sock.read_to_end(&mut rest);
-    });
-    (addr, handle)
-}
+use memlife_testkit::rsp::Step::*;
+use memlife_testkit::rsp::{Step, ack_pkt, pkt, pkt_raw, serve};
 
 const QSUP: &str = "qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;xmlRegisters=arm";
 
@@ -249,12 +180,6 @@ fn no_ack_mode_when_offered_and_split_reads() {
     server.join().unwrap();
 }
 
-/// Frames an already-encoded payload (for run-length replies `encode` would escape).
-fn pkt_raw(raw: &str) -> Vec<u8> {
-    let cs = raw.bytes().fold(0u8, |a, b| a.wrapping_add(b));
-    format!("${raw}#{cs:02x}").into_bytes()
-}
-
 #[test]
 fn retransmits_on_nack_and_rejects_bad_checksums() {
     let mut script = qemu_like_handshake();
@@ -299,7 +224,7 @@ fn silent_server_times_out() {
     let started = Instant::now();
     let err = GdbRemote::connect_with(&addr, opts(300)).unwrap_err();
     let took = started.elapsed();
-    assert!(matches!(err, TargetError::Timeout(..)), "{err:?}");
+    assert!(matches!(err, TargetError::Timeout { .. }), "{err:?}");
     assert!(
         took >= Duration::from_millis(300) && took < Duration::from_millis(1500),
         "{took:?}"
@@ -323,7 +248,7 @@ fn garbage_server_is_a_protocol_error_or_timeout_not_a_hang() {
     let started = Instant::now();
     let err = t.read_vec(0, 4).unwrap_err();
     assert!(
-        matches!(err, TargetError::Protocol(_) | TargetError::Timeout(..)),
+        matches!(err, TargetError::Protocol(_) | TargetError::Timeout { .. }),
         "{err:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(2));
@@ -409,6 +334,123 @@ fn a_server_that_stops_again_at_its_breakpoint_gets_it_lifted() {
         .unwrap();
     t.resume().unwrap();
     assert_eq!(t.halt().unwrap(), StopReason::Halted);
+    drop(t);
+    server.join().unwrap();
+}
+
+fn rcmd(command: &str) -> Vec<u8> {
+    pkt(&format!(
+        "qRcmd,{}",
+        memlife_rsp::packet::to_hex(command.as_bytes())
+    ))
+}
+
+/// Console output of a monitor command, as an `O` packet.
+fn console(text: &str) -> String {
+    format!("O{}", memlife_rsp::packet::to_hex(text.as_bytes()))
+}
+
+/// A server that is not QEMU and would refuse QEMU's `system_reset`: memlife asks its `monitor
+/// help`, recognises OpenOCD's reset syntax and sends `reset halt`, and keeps that word.
+#[test]
+fn reset_uses_the_servers_own_word() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(rcmd("help")),
+        Send(ack_pkt(&console(
+            "halt [milliseconds]\nreset [run|halt|init]\n      Reset all targets.\n",
+        ))),
+        Expect(b"+".to_vec()),
+        Send(pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(rcmd("reset halt")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        // The second reset needs no help.
+        Expect(rcmd("reset halt")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    t.reset(true).unwrap();
+    assert_eq!(t.reset_command(), Some("reset halt"));
+    t.reset(true).unwrap();
+    assert!(t.is_halted());
+    drop(t);
+    server.join().unwrap();
+}
+
+/// A server whose help says nothing memlife knows: the reset words are tried in turn until one
+/// is accepted.
+#[test]
+fn reset_falls_back_to_the_word_a_server_accepts() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(rcmd("help")),
+        Send(ack_pkt("")),
+        Expect(b"+".to_vec()),
+        Expect(rcmd("reset halt")),
+        Send(ack_pkt("E01")),
+        Expect(b"+".to_vec()),
+        Expect(rcmd("reset")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    t.reset(true).unwrap();
+    assert_eq!(t.reset_command(), Some("reset"));
+    drop(t);
+    server.join().unwrap();
+}
+
+/// `[target] reset = "..."` wins: the configured word is sent, nothing is asked.
+#[test]
+fn a_configured_reset_word_is_sent_as_is() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(rcmd("reset init")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    t.set_reset_command(Some("reset init".into()));
+    t.reset(true).unwrap();
+    drop(t);
+    server.join().unwrap();
+}
+
+/// Nothing accepted: the last refusal is the error, and memlife does not guess further.
+#[test]
+fn a_server_that_refuses_every_reset_word_is_an_error() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(rcmd("help")),
+        Send(ack_pkt("E01")),
+        Expect(b"+".to_vec()),
+    ]);
+    for word in ["reset halt", "reset", "system_reset"] {
+        script.extend([
+            Expect(rcmd(word)),
+            Send(ack_pkt("E02")),
+            Expect(b"+".to_vec()),
+        ]);
+    }
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    let err = t.reset(true).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TargetError::Refused {
+                request: "qRcmd",
+                code: 2
+            }
+        ),
+        "{err:?}"
+    );
     drop(t);
     server.join().unwrap();
 }

@@ -1,6 +1,6 @@
 //! End to end against a real `qemu-system-arm -M netduinoplus2` running the bundled firmware.
 //!
-//! Needs `firmware/build/heap4-healthy.elf` (`make -C firmware`) and `qemu-system-arm`. Each test
+//! Needs `qemu-system-arm`; `firmware/build/heap4-healthy.elf` is built on first use. Each test
 //! starts its own QEMU on its own free port; the [`QemuProcess`] guard kills it even when an
 //! assertion fails. `MEMLIFE_RSP_TEST_ELF` points the tests at another ELF with the same symbols
 //! (`model_load`, `model_release`, `xFreeBytesRemaining`), for working on this crate alone.
@@ -21,17 +21,7 @@ const MACHINE: &str = "netduinoplus2";
 const WAIT: Duration = Duration::from_secs(10);
 
 fn firmware() -> PathBuf {
-    if let Some(p) = std::env::var_os("MEMLIFE_RSP_TEST_ELF") {
-        return PathBuf::from(p);
-    }
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/heap4-healthy.elf");
-    assert!(
-        path.is_file(),
-        "{} is missing: build the firmware first with `make -C firmware`",
-        path.display()
-    );
-    path
+    memlife_testkit::firmware::elf_or_env("MEMLIFE_RSP_TEST_ELF", "heap4", "healthy")
 }
 
 fn symbol(elf: &std::path::Path, name: &str) -> u64 {
@@ -130,7 +120,7 @@ fn breakpoints_step_off_and_progress() {
         );
     }
     assert!(started.elapsed() < WAIT);
-    assert_eq!(t.breakpoints(), vec![(release, BreakpointKind::Software)]);
+    assert_eq!(t.inserted(), vec![(release, BreakpointKind::Software)]);
 
     // Single steps move the pc off the breakpoint.
     assert_eq!(t.step().unwrap(), StopReason::Step);
@@ -228,8 +218,11 @@ fn halt_reset_and_drop() {
     t.reset(true).unwrap();
     assert!(t.is_halted());
     assert_eq!(t.read_register(Register::ProgramCounter).unwrap(), reset_pc);
-    let out = t.monitor("info registers").unwrap_or_default();
-    let _ = out;
+    // QEMU was recognised during the handshake: its own reset word, no `monitor help`.
+    assert_eq!(t.reset_command(), Some("system_reset"));
+    // Monitor commands bring back QEMU's console output.
+    let out = t.monitor("info registers").unwrap();
+    assert!(out.contains(&format!("R15={reset_pc:08x}")), "{out}");
     t.reset(false).unwrap();
     assert!(!t.is_halted());
     assert_eq!(t.halt().unwrap(), StopReason::Halted);

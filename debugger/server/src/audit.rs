@@ -7,14 +7,14 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow};
 use memlife_audit::model::Verdict;
-use memlife_audit::report::{RunFacts, now_rfc3339, summarize};
+use memlife_audit::report::{RunContext, now_rfc3339};
 use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod};
 use memlife_core::{Memory, Registers, Target, TargetError};
 use memlife_heap::WalkerOptions;
 
 use crate::bridge::Bridge;
+use crate::error::{Context, Result, ServeError};
 
 /// How long the script may wait for any one breakpoint.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -65,8 +65,7 @@ impl Target for Lent {
 impl Bridge {
     /// Runs the script at `path`; returns the script's output and its checks.
     pub(crate) fn audit(&mut self, path: &str) -> Result<String> {
-        let source =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read script {path}"))?;
+        let source = std::fs::read_to_string(path).context(format!("cannot read script {path}"))?;
         self.ensure_halted().context("halting the target")?;
         let walker = memlife_heap::detect(
             &self.symbols,
@@ -75,12 +74,18 @@ impl Bridge {
             Some(self.target.as_memory()),
         )
         .context("detecting the allocator")?;
-        let started = std::time::Instant::now();
-        let date = now_rfc3339();
-        let describe = self.target.describe();
-        let target = std::mem::replace(&mut self.target, Box::new(Lent));
         let config = AuditConfig::default().with_lifecycle_defaults();
-        let aliases = config.phases.clone();
+        let run = RunContext {
+            date: now_rfc3339(),
+            started: std::time::Instant::now(),
+            elf: self.firmware.clone().unwrap_or_default(),
+            target: self.target.describe(),
+            board: None,
+            script: path.to_string(),
+            method: PeakMethod::Trace,
+            phase_aliases: config.phases.clone(),
+        };
+        let target = std::mem::replace(&mut self.target, Box::new(Lent));
         let debugger = match Debugger::new(
             target,
             Rc::clone(&self.symbols),
@@ -92,7 +97,7 @@ impl Bridge {
             Ok(d) => d,
             Err((e, target)) => {
                 self.target = target;
-                return Err(anyhow!(e).context("preparing the audit"));
+                return Err(e).context("preparing the audit");
             }
         };
         let printed = Rc::new(RefCell::new(String::new()));
@@ -107,8 +112,8 @@ impl Bridge {
         let (debugger, outcome) =
             memlife_audit::run_script(debugger, &source, out_dir, &budgets, print);
         let Some(debugger) = debugger else {
-            return Err(anyhow!(
-                "internal error: the script engine did not give the target back"
+            return Err(ServeError::Command(
+                "internal error: the script engine did not give the target back".into(),
             ));
         };
         for r in debugger.records() {
@@ -124,40 +129,7 @@ impl Bridge {
                 r.allocs
             ));
         }
-        let checks = summarize(&outcome.checks);
-        let exit_code = AuditReport::exit_code_for(&checks, outcome.error.as_ref());
-        let stops = debugger.progress().stops;
-        self.last_audit = Some(Box::new(AuditReport {
-            run: RunFacts {
-                memlife: env!("CARGO_PKG_VERSION").to_string(),
-                date,
-                elf: self.firmware.clone().unwrap_or_default(),
-                allocator: debugger.allocator().to_string(),
-                target: describe,
-                board: None,
-                script: path.to_string(),
-                heap_size: debugger.heap_size(),
-                seconds: started.elapsed().as_secs_f64(),
-                stops,
-                emulated: debugger.emulated(),
-                stepped: debugger.stepped(),
-            },
-            method: PeakMethod::Trace,
-            checks,
-            check_calls: outcome.checks.clone(),
-            phases: debugger.records().to_vec(),
-            events: debugger.events().to_vec(),
-            dumps: outcome
-                .dumps
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-            phase_aliases: aliases,
-            labels: debugger.labels().clone(),
-            heap_map: debugger.heap_map(),
-            error: outcome.error.clone(),
-            exit_code,
-        }));
+        self.last_audit = Some(Box::new(AuditReport::assemble(&run, &debugger, &outcome)));
         self.target = debugger.into_target();
         let mut out = printed.borrow().clone();
         for c in &outcome.checks {
@@ -186,7 +158,7 @@ impl Bridge {
             .last_audit
             .as_deref()
             .context("no audit has run in this session: `monitor audit FILE` first")?;
-        let page = memlife_report::write_html_report(report, Path::new(dir))?;
+        let page = memlife_render::write_html_report(report, Path::new(dir))?;
         Ok(format!("report written to {}\n", page.display()))
     }
 }

@@ -5,7 +5,6 @@ use std::net::TcpStream;
 use std::rc::Rc;
 use std::time::Duration;
 
-use anyhow::anyhow;
 use gdbstub::common::Signal;
 use gdbstub::conn::{Connection, ConnectionExt};
 use gdbstub::stub::SingleThreadStopReason;
@@ -29,6 +28,7 @@ use memlife_dwarf::Symbols;
 use memlife_heap::HeapWalker;
 
 use crate::arch::{CortexM, CortexMRegs};
+use crate::error::{Context, ServeError};
 
 /// How long one wait on the backend lasts before the connection is polled for Ctrl-C.
 const POLL: Duration = Duration::from_millis(10);
@@ -67,9 +67,12 @@ pub struct Bridge {
     pub(crate) shutdown: bool,
 }
 
-fn fatal_or_not(e: memlife_core::TargetError) -> GdbTargetError<anyhow::Error> {
+fn fatal_or_not(e: memlife_core::TargetError) -> GdbTargetError<ServeError> {
     match e.kind() {
-        ErrorKind::Transport | ErrorKind::Gone => GdbTargetError::Fatal(anyhow!(e)),
+        ErrorKind::Transport | ErrorKind::Gone => GdbTargetError::Fatal(ServeError::Target {
+            context: "the target failed".into(),
+            source: e,
+        }),
         _ => {
             tracing::debug!("non-fatal target error: {e}");
             GdbTargetError::NonFatal
@@ -104,10 +107,10 @@ impl Bridge {
 
     /// Halts a running backend (gdb expects a stopped target to look at).
     pub(crate) fn ensure_halted(&mut self) -> memlife_core::Result<()> {
-        if let Some(c) = self.target.control() {
-            if !c.is_halted() {
-                c.halt()?;
-            }
+        if let Some(c) = self.target.control()
+            && !c.is_halted()
+        {
+            c.halt()?;
         }
         Ok(())
     }
@@ -131,18 +134,17 @@ impl Bridge {
         // A client that vanished while the core ran: the backend takes no breakpoint changes
         // while it runs, so stop it for the cleanup and let it go again afterwards.
         let leftovers = !self.gdb_breakpoints.is_empty() || !self.gdb_watchpoints.is_empty();
-        if leftovers && self.is_running() {
-            if let Err(e) = self.ensure_halted() {
-                tracing::warn!("halting the target to remove the client's breakpoints: {e}");
-            }
+        if leftovers
+            && self.is_running()
+            && let Err(e) = self.ensure_halted()
+        {
+            tracing::warn!("halting the target to remove the client's breakpoints: {e}");
         }
         for (addr, kind) in std::mem::take(&mut self.gdb_breakpoints) {
             let memlife_needs =
                 kind == BreakpointKind::Software && self.dump_on.iter().any(|d| d.addr == addr);
-            if !memlife_needs {
-                if let Some(b) = self.target.breakpoints() {
-                    let _ = b.remove_breakpoint(addr, kind);
-                }
+            if !memlife_needs && let Some(b) = self.target.breakpoints() {
+                let _ = b.remove_breakpoint(addr, kind);
             }
         }
         for (addr, len, kind) in std::mem::take(&mut self.gdb_watchpoints) {
@@ -152,14 +154,12 @@ impl Bridge {
         }
         self.pending = None;
         self.stepping = false;
-        if resume {
-            if let Some(c) = self.target.control() {
-                if c.is_halted() {
-                    if let Err(e) = c.resume() {
-                        tracing::warn!("resuming the target after the client left: {e}");
-                    }
-                }
-            }
+        if resume
+            && let Some(c) = self.target.control()
+            && c.is_halted()
+            && let Err(e) = c.resume()
+        {
+            tracing::warn!("resuming the target after the client left: {e}");
         }
     }
 
@@ -173,15 +173,15 @@ impl Bridge {
         &mut self,
         reason: StopReason,
     ) -> memlife_core::Result<Option<SingleThreadStopReason<u32>>> {
-        if let StopReason::Breakpoint(pc) = reason {
-            if self.dump_on.iter().any(|d| d.addr == pc) {
-                self.dump_at(pc);
-                if !self.gdb_has_breakpoint(pc) && !self.stepping {
-                    if let Some(c) = self.target.control() {
-                        c.resume()?;
-                    }
-                    return Ok(None);
+        if let StopReason::Breakpoint(pc) = reason
+            && self.dump_on.iter().any(|d| d.addr == pc)
+        {
+            self.dump_at(pc);
+            if !self.gdb_has_breakpoint(pc) && !self.stepping {
+                if let Some(c) = self.target.control() {
+                    c.resume()?;
                 }
+                return Ok(None);
             }
         }
         Ok(Some(self.translate(reason)))
@@ -271,9 +271,9 @@ impl Bridge {
 
 impl gdbstub::target::Target for Bridge {
     type Arch = CortexM;
-    type Error = anyhow::Error;
+    type Error = ServeError;
 
-    fn base_ops(&mut self) -> BaseOps<'_, CortexM, anyhow::Error> {
+    fn base_ops(&mut self) -> BaseOps<'_, CortexM, ServeError> {
         BaseOps::SingleThread(self)
     }
 
@@ -301,12 +301,12 @@ impl SingleThreadBase for Bridge {
             .map_err(fatal_or_not)
     }
 
+    /// A read that runs past the end of readable memory gives gdb the bytes before it (gdb asks
+    /// for the rest and then names the first address it cannot read).
     fn read_addrs(&mut self, start_addr: u32, data: &mut [u8]) -> TargetResult<usize, Self> {
         self.ensure_halted().map_err(fatal_or_not)?;
-        self.target
-            .read(u64::from(start_addr), data)
-            .map_err(fatal_or_not)?;
-        Ok(data.len())
+        memlife_core::memory::read_available(self.target.as_memory(), u64::from(start_addr), data)
+            .map_err(fatal_or_not)
     }
 
     fn write_addrs(&mut self, start_addr: u32, data: &[u8]) -> TargetResult<(), Self> {
@@ -323,15 +323,15 @@ impl SingleThreadBase for Bridge {
 }
 
 impl SingleThreadResume for Bridge {
-    fn resume(&mut self, _signal: Option<Signal>) -> Result<(), anyhow::Error> {
+    fn resume(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
         self.pending = None;
         self.stepping = false;
         let c = self
             .target
             .control()
-            .ok_or_else(|| anyhow!("this target has no run control (an offline snapshot?)"))?;
+            .context("this target has no run control (an offline snapshot?)")?;
         if c.is_halted() {
-            c.resume()?;
+            c.resume().context("resuming the target")?;
         }
         Ok(())
     }
@@ -342,13 +342,13 @@ impl SingleThreadResume for Bridge {
 }
 
 impl SingleThreadSingleStep for Bridge {
-    fn step(&mut self, _signal: Option<Signal>) -> Result<(), anyhow::Error> {
-        self.ensure_halted()?;
+    fn step(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
+        self.ensure_halted().context("halting the target")?;
         let c = self
             .target
             .control()
-            .ok_or_else(|| anyhow!("this target has no run control (an offline snapshot?)"))?;
-        let stop = c.step()?;
+            .context("this target has no run control (an offline snapshot?)")?;
+        let stop = c.step().context("stepping the target")?;
         self.pending = Some(stop);
         self.stepping = true;
         Ok(())
@@ -455,7 +455,7 @@ impl BlockingEventLoop for EventLoop {
         conn: &mut TcpStream,
     ) -> Result<
         Event<SingleThreadStopReason<u32>>,
-        WaitForStopReasonError<anyhow::Error, <TcpStream as Connection>::Error>,
+        WaitForStopReasonError<ServeError, <TcpStream as Connection>::Error>,
     > {
         loop {
             if let Some(stop) = target.pending.take() {
@@ -463,17 +463,19 @@ impl BlockingEventLoop for EventLoop {
             }
             // Ctrl-C in memlife's own terminal ends the session (gdb's Ctrl-C arrives as data).
             if interrupt::requested() {
-                return Err(WaitForStopReasonError::Target(anyhow!(
-                    TargetError::Interrupted
-                )));
+                return Err(WaitForStopReasonError::Target(ServeError::Target {
+                    context: "waiting for the target to stop".into(),
+                    source: TargetError::Interrupted,
+                }));
             }
             let stop = match target.target.control() {
                 Some(c) => c
                     .wait_for_stop(POLL)
-                    .map_err(|e| WaitForStopReasonError::Target(anyhow!(e)))?,
+                    .context("waiting for the target to stop")
+                    .map_err(WaitForStopReasonError::Target)?,
                 None => {
-                    return Err(WaitForStopReasonError::Target(anyhow!(
-                        "this target has no run control"
+                    return Err(WaitForStopReasonError::Target(ServeError::Command(
+                        "this target has no run control".into(),
                     )));
                 }
             };
@@ -481,7 +483,12 @@ impl BlockingEventLoop for EventLoop {
                 match target.on_backend_stop(reason) {
                     Ok(Some(report)) => return Ok(Event::TargetStopped(report)),
                     Ok(None) => continue,
-                    Err(e) => return Err(WaitForStopReasonError::Target(anyhow!(e))),
+                    Err(e) => {
+                        return Err(WaitForStopReasonError::Target(ServeError::Target {
+                            context: "continuing after a dump".into(),
+                            source: e,
+                        }));
+                    }
                 }
             }
             if conn
@@ -497,7 +504,7 @@ impl BlockingEventLoop for EventLoop {
 
     fn on_interrupt(
         target: &mut Bridge,
-    ) -> Result<Option<SingleThreadStopReason<u32>>, anyhow::Error> {
+    ) -> Result<Option<SingleThreadStopReason<u32>>, ServeError> {
         target.stepping = false;
         let Some(c) = target.target.control() else {
             return Ok(Some(SingleThreadStopReason::Signal(Signal::SIGINT)));
@@ -505,7 +512,7 @@ impl BlockingEventLoop for EventLoop {
         let reason = if c.is_halted() {
             StopReason::Halted
         } else {
-            c.halt()?
+            c.halt().context("halting the target")?
         };
         Ok(Some(target.translate(reason)))
     }

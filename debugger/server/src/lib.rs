@@ -7,31 +7,34 @@
 //! the backend stays connected until the server ends.
 //!
 //! # Layout
-//! - [`arch`]: the Cortex-M architecture gdbstub lacks (m-profile registers, target.xml).
-//! - [`bridge`]: the gdbstub target over a `memlife_core::Target`, and the blocking event loop
+//! - `arch`: the Cortex-M architecture gdbstub lacks (m-profile registers, target.xml).
+//! - `bridge`: the gdbstub target over a `memlife_core::Target`, and the blocking event loop
 //!   (short backend waits, Ctrl-C polling, transparent dump-on breakpoints).
-//! - [`monitor`]: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
-//! - [`audit`]: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
-//! - [`heap`]: walking a halted target and writing JSON dumps atomically.
-//! - [`render`]: the text table and JSON of a heap state, shared with `memlife heap`.
+//! - `monitor`: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
+//! - `audit`: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
+//! - [`error`]: [`ServeError`], with its causes as sources.
+//! - [`heap`]: walking a halted target and writing JSON dumps atomically; the views of a heap are
+//!   `memlife_heap::render`'s, as for `memlife heap`.
 
-pub mod arch;
-pub mod audit;
-pub mod bridge;
+mod arch;
+mod audit;
+mod bridge;
+pub mod error;
 pub mod heap;
-pub mod monitor;
-pub mod render;
+mod monitor;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use gdbstub::stub::{DisconnectReason, GdbStub};
 use memlife_core::{Target, interrupt};
 use memlife_dwarf::Symbols;
 
 pub use bridge::Bridge;
+pub use error::{Result, ServeError};
+
+use crate::error::Context;
 
 /// How often an idle server (no client) looks at the listener and the backend.
 const IDLE_POLL: Duration = Duration::from_millis(50);
@@ -110,10 +113,9 @@ fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
             Err(e) if e.is_target_error() => {
                 let e = e.into_target_error();
                 bridge.on_detach(true);
-                return Err(anyhow::anyhow!(
-                    "the target failed: {}",
-                    e.map_or_else(|| "unknown error".to_string(), |e| format!("{e:#}"))
-                ));
+                return Err(e.unwrap_or_else(|| {
+                    ServeError::Command("the target failed without saying why".into())
+                }));
             }
             Err(e) => {
                 eprintln!("memlife serve: gdb client {peer} went away ({e}); the target runs on");

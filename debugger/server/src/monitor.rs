@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd};
 use memlife_core::BreakpointKind;
 use memlife_heap::{HeapWalker, WalkerOptions};
 
 use crate::bridge::{Bridge, DumpOn};
+use crate::error::{Context, Result, ServeError};
 
 /// `monitor help`.
 pub const HELP: &str = "\
@@ -70,24 +70,10 @@ impl Bridge {
         match words.as_slice() {
             [] | ["help"] => Ok(HELP.to_string()),
             ["heap"] => Ok(self.walk()?.2),
-            ["heap", "blocks"] => {
-                let (state, _, _) = self.walk()?;
-                let mut out = format!("  {:<12} {:>8}  state\n", "address", "size");
-                for b in &state.blocks {
-                    let what = if b.unclaimed {
-                        "unclaimed"
-                    } else if b.free {
-                        "free"
-                    } else {
-                        "used"
-                    };
-                    out.push_str(&format!("  {:#010x}   {:>8}  {what}\n", b.addr, b.size));
-                }
-                Ok(out)
-            }
+            ["heap", "blocks"] => Ok(memlife_heap::render::blocks(&self.walk()?.0)),
             ["heap", "json"] => {
                 let (_, json, _) = self.walk()?;
-                Ok(format!("{}\n", serde_json::to_string_pretty(&json)?))
+                Ok(format!("{json:#}\n"))
             }
             ["allocator"] => {
                 self.ensure_halted().context("halting the target")?;
@@ -149,21 +135,22 @@ impl Bridge {
                 self.shutdown = true;
                 Ok("memlife serve ends when this gdb session ends\n".into())
             }
-            _ => bail!("unknown monitor command `{line}`; `monitor help` lists them"),
+            _ => Err(ServeError::Command(format!(
+                "unknown monitor command `{line}`; `monitor help` lists them"
+            ))),
         }
     }
 
     fn dump_on_symbol(&mut self, symbol: &str, path: String) -> Result<String> {
-        let (addr, _) = self
-            .symbols
-            .function(symbol)
-            .with_context(|| format!("function `{symbol}` is not in the ELF's symbol table"))?;
+        let (addr, _) = self.symbols.function(symbol).context(format!(
+            "function `{symbol}` is not in the ELF's symbol table"
+        ))?;
         if !self.dump_on.iter().any(|d| d.addr == addr) {
             self.target
                 .breakpoints()
                 .context("this target cannot set breakpoints (an offline snapshot?)")?
                 .add_breakpoint(addr, BreakpointKind::Software)
-                .with_context(|| format!("setting a breakpoint at {symbol} ({addr:#010x})"))?;
+                .context(format!("setting a breakpoint at {symbol} ({addr:#010x})"))?;
         }
         self.dump_on.retain(|d| d.symbol != symbol);
         self.dump_on.push(DumpOn {
@@ -179,18 +166,18 @@ impl Bridge {
 
     fn dump_off_symbol(&mut self, symbol: &str) -> Result<String> {
         let Some(i) = self.dump_on.iter().position(|d| d.symbol == symbol) else {
-            bail!("no dump-on is set for `{symbol}`");
+            return Err(ServeError::Command(format!(
+                "no dump-on is set for `{symbol}`"
+            )));
         };
         let d = self.dump_on.remove(i);
         let still_needed = self.dump_on.iter().any(|o| o.addr == d.addr)
             || self
                 .gdb_breakpoints
                 .contains(&(d.addr, BreakpointKind::Software));
-        if !still_needed {
-            if let Some(b) = self.target.breakpoints() {
-                b.remove_breakpoint(d.addr, BreakpointKind::Software)
-                    .context("removing memlife's breakpoint")?;
-            }
+        if !still_needed && let Some(b) = self.target.breakpoints() {
+            b.remove_breakpoint(d.addr, BreakpointKind::Software)
+                .context("removing memlife's breakpoint")?;
         }
         Ok(format!(
             "no more dumps at {symbol} ({} written)\n",
@@ -204,7 +191,7 @@ impl MonitorCmd for Bridge {
         &mut self,
         cmd: &[u8],
         mut out: ConsoleOutput<'_>,
-    ) -> Result<(), anyhow::Error> {
+    ) -> Result<(), ServeError> {
         let line = String::from_utf8_lossy(cmd);
         match self.monitor(&line) {
             Ok(text) => out.write_raw(text.as_bytes()),

@@ -207,7 +207,7 @@ mod tests {
             assert!(self.now.remove(&addr), "{addr:#x} removed but not inserted");
             Ok(())
         }
-        fn breakpoints(&self) -> Vec<(u64, BreakpointKind)> {
+        fn inserted(&self) -> Vec<(u64, BreakpointKind)> {
             Vec::new()
         }
     }

@@ -112,8 +112,8 @@ impl Debugger {
             .iter()
             .find_map(|n| symbols.elf_symbol(n).map(|s| s.address));
         // Host-side resume decodes Thumb; `MEMLIFE_NO_EMULATION` turns it off for comparisons.
-        let emulate =
-            std::env::var_os("MEMLIFE_NO_EMULATION").is_none() && symbols.machine() == "Arm";
+        let emulate = std::env::var_os("MEMLIFE_NO_EMULATION").is_none()
+            && symbols.machine() == memlife_dwarf::Machine::Arm;
         let mut dbg = Debugger {
             target,
             symbols,

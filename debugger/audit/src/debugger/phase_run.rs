@@ -107,11 +107,11 @@ impl Debugger {
         let Some(function) = self.phases.open_function().map(str::to_string) else {
             return Err(AuditError::Config("no phase is running".into()));
         };
-        if let Some(span_fn) = self.config.spans.get(&function).cloned() {
-            if let Ok((addr, _)) = self.function(&span_fn) {
-                self.bps
-                    .remove_entry(addr, &BreakRole::Span { function: span_fn });
-            }
+        if let Some(span_fn) = self.config.spans.get(&function).cloned()
+            && let Ok((addr, _)) = self.function(&span_fn)
+        {
+            self.bps
+                .remove_entry(addr, &BreakRole::Span { function: span_fn });
         }
         self.bps.clear_span_returns();
         let watermark_peak = match self.phases.open_watermark() {

@@ -251,11 +251,11 @@ impl PhaseTracker {
         let p = self.open.take()?;
         let mut peak_used = p.peak_used.max(after.used);
         let mut peak_at = p.peak_at;
-        if let Some(wm_peak) = end.watermark_peak {
-            if wm_peak > peak_used {
-                peak_used = wm_peak;
-                peak_at = None;
-            }
+        if let Some(wm_peak) = end.watermark_peak
+            && wm_peak > peak_used
+        {
+            peak_used = wm_peak;
+            peak_at = None;
         }
         let record = PhaseRecord {
             function: p.function.clone(),

@@ -83,13 +83,12 @@ impl Debugger {
             function,
             remaining,
         } = goal
+            && (*remaining == 0 || result.is_err())
         {
-            if *remaining == 0 || result.is_err() {
-                let role = BreakRole::Goal {
-                    function: function.clone(),
-                };
-                self.bps.remove_entry(*addr, &role);
-            }
+            let role = BreakRole::Goal {
+                function: function.clone(),
+            };
+            self.bps.remove_entry(*addr, &role);
         }
         result
     }
@@ -215,11 +214,11 @@ impl Debugger {
                     if let Goal::Entry {
                         addr, remaining, ..
                     } = goal
+                        && *addr == regs.pc
+                        && *remaining > 0
                     {
-                        if *addr == regs.pc && *remaining > 0 {
-                            *remaining -= 1;
-                            d.reached |= *remaining == 0;
-                        }
+                        *remaining -= 1;
+                        d.reached |= *remaining == 0;
                     }
                 }
                 BreakRole::Hook { symbol } => d.hook = Some(symbol),

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use memlife_audit::model::Verdict;
-use memlife_audit::report::{RunFacts, now_rfc3339, summarize};
+use memlife_audit::report::{RunContext, now_rfc3339};
 use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod, ScriptError};
 
 use crate::cli::{AuditArgs, ProbeArgs, TargetArgs};
+use crate::outputs::AuditOutputs;
 use crate::runto::ensure_halted;
 use crate::session::Session;
 
@@ -38,14 +39,17 @@ fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
 /// Flags win over memlife.toml.
 fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
     let t = &args.target;
-    if t.is_given() {
-        return Ok(t.clone());
-    }
     let c = &cfg.target;
+    if t.is_given() {
+        return Ok(TargetArgs {
+            reset: c.reset.clone(),
+            ..t.clone()
+        });
+    }
     let probe = c
         .probe
         .as_deref()
-        .map(memlife_probe::ProbeSelector::parse)
+        .map(crate::boards::ProbeSelector::parse)
         .transpose()
         .map_err(|e| anyhow::anyhow!("memlife.toml [target] probe: {e}"))?;
     if c.chip.is_none() && (probe.is_some() || c.speed.is_some() || c.connect_under_reset) {
@@ -61,33 +65,84 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
             speed: c.speed,
             connect_under_reset: c.connect_under_reset,
         },
+        reset: c.reset.clone(),
     })
 }
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let started = Instant::now();
-    let date = now_rfc3339();
     let cfg = load_config(&args)?;
-    // Refuse unwritable report paths now, not after minutes of auditing.
-    if let Some(dir) = args.report.as_deref().filter(|d| d.exists() && !d.is_dir()) {
-        bail!(
-            "--report {}: exists and is not a directory (the report is DIR/index.html)",
-            dir.display()
-        );
-    }
-    if let Some(file) = args.trace.as_deref().filter(|f| f.is_dir()) {
-        bail!("--trace {}: is a directory, not a file", file.display());
-    }
+    let outputs = AuditOutputs::from_args(&args);
+    outputs.check_kinds()?;
     let elf = args
         .elf
         .clone()
         .or_else(|| cfg.elf.clone())
         .context("no firmware given: use --elf FILE or `elf = ...` in memlife.toml")?;
+    let targets = target_args(&args, &cfg)?;
+    let method = args
+        .method
+        .or(cfg.trace.method)
+        .unwrap_or(PeakMethod::Trace);
+    let mut run = RunContext {
+        date: now_rfc3339(),
+        started,
+        elf: elf.display().to_string(),
+        target: targets.describe(),
+        board: targets.qemu.clone().or_else(|| targets.chip.clone()),
+        script: args.script.display().to_string(),
+        method,
+        phase_aliases: cfg.phases.clone(),
+    };
+    // From here until the results are written, every output says this run has not finished:
+    // no earlier run's results survive an interrupted or crashed one.
+    for failure in outputs.write(&AuditReport::unfinished(&run), false) {
+        eprintln!("memlife audit: {failure}; the audit runs on and writes the other outputs");
+    }
+    let (report, mut session) = match audit(&args, &cfg, &elf, &targets, &mut run) {
+        Ok(done) => done,
+        Err(e) => {
+            // No results: the outputs say why rather than "not finished".
+            let report = AuditReport::without_results(&run, format!("{e:#}"));
+            for failure in outputs.write(&report, false) {
+                eprintln!("error: {failure}");
+            }
+            return Err(e);
+        }
+    };
+    // Reports first: whatever happens to the target afterwards, they are on disk.
+    let failures = outputs.write(&report, true);
+    let close = session.take().map_or(Ok(()), Session::close);
+    print_summary(&report, &args.script)?;
+    for failure in &failures {
+        eprintln!("error: {failure}");
+    }
+    close?;
+    if let Some(e) = &report.error {
+        bail!("{}", script_error(&args.script, e));
+    }
+    if !failures.is_empty() {
+        bail!(
+            "{} of the audit's outputs could not be written (the others were)",
+            failures.len()
+        );
+    }
+    Ok(ExitCode::from(report.exit_code as u8))
+}
+
+/// Connects, runs the script and assembles the report; the session comes back open, for the
+/// reports to be written before the target is let go.
+fn audit(
+    args: &AuditArgs,
+    cfg: &AuditConfig,
+    elf: &Path,
+    targets: &TargetArgs,
+    run: &mut RunContext,
+) -> Result<(AuditReport, Option<Session>)> {
     let source = std::fs::read_to_string(&args.script)
         .with_context(|| format!("cannot read script {}", args.script.display()))?;
-    let symbols = Rc::new(super::load_symbols(&elf)?);
-    let targets = target_args(&args, &cfg)?;
-    let mut session = Session::open(&targets, &elf, &args.leave)?;
+    let symbols = Rc::new(super::load_symbols(elf)?);
+    let mut session = Session::open(targets, elf, args.leave)?;
     let mut heap_opts = args.heap.clone();
     if heap_opts.allocator.is_none() {
         heap_opts.allocator = cfg.allocator.clone();
@@ -97,19 +152,15 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         ensure_halted(target)?;
         super::walker(&symbols, &heap_opts, Some(target))?
     };
-    let method: PeakMethod = match args.method.as_deref() {
-        Some(m) => m.parse().map_err(anyhow::Error::msg)?,
-        None => cfg.trace.method.unwrap_or(PeakMethod::Trace),
-    };
     let timeout = Duration::from_secs_f64(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT));
     let target = session.lend()?;
-    let describe = target.describe();
+    run.target = target.describe();
     let mut debugger = match Debugger::new(
         target,
         symbols.clone(),
         walker,
         cfg.clone(),
-        method,
+        run.method,
         timeout,
     ) {
         Ok(d) => d,
@@ -128,79 +179,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let Some(debugger) = debugger else {
         bail!("internal error: the script engine did not give the target back");
     };
-    let stops = debugger.progress().stops;
-    let (emulated, stepped) = (debugger.emulated(), debugger.stepped());
-    let heap_size = debugger.heap_size();
-    let allocator = debugger.allocator().to_string();
-    let phases = debugger.records().to_vec();
-    let events = debugger.events().to_vec();
-    let labels = debugger.labels().clone();
-    let heap_map = debugger.heap_map();
+    let report = AuditReport::assemble(run, &debugger, &outcome);
     session.give_back(debugger.into_target());
-
-    let checks = summarize(&outcome.checks);
-    let exit = AuditReport::exit_code_for(&checks, outcome.error.as_ref());
-    let report = AuditReport {
-        run: RunFacts {
-            memlife: env!("CARGO_PKG_VERSION").to_string(),
-            date,
-            elf: elf.display().to_string(),
-            allocator,
-            target: describe,
-            board: targets.qemu.clone().or_else(|| targets.chip.clone()),
-            script: args.script.display().to_string(),
-            heap_size,
-            seconds: started.elapsed().as_secs_f64(),
-            stops,
-            emulated,
-            stepped,
-        },
-        method,
-        checks,
-        check_calls: outcome.checks.clone(),
-        phases,
-        events,
-        dumps: outcome
-            .dumps
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
-        phase_aliases: cfg.phases.clone(),
-        labels,
-        heap_map,
-        error: outcome.error.clone(),
-        exit_code: exit,
-    };
-    // Reports first: whatever happens to the target afterwards, they are on disk.
-    if let Some(path) = &args.json {
-        report
-            .write_json(path)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &args.junit {
-        report
-            .write_junit(path)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(dir) = &args.report {
-        let page = memlife_report::write_html_report(&report, dir)?;
-        eprintln!("memlife audit: report written to {}", page.display());
-    }
-    if let Some(path) = &args.trace {
-        memlife_report::write_trace(&report, path)?;
-        eprintln!(
-            "memlife audit: trace written to {} (open it in ui.perfetto.dev)",
-            path.display()
-        );
-    }
-    let close = session.close();
-    print_summary(&report, &args.script)?;
-    if let Some(e) = &outcome.error {
-        close?;
-        bail!("{}", script_error(&args.script, e));
-    }
-    close?;
-    Ok(ExitCode::from(exit as u8))
+    Ok((report, Some(session)))
 }
 
 fn script_error(script: &Path, e: &ScriptError) -> String {
@@ -244,4 +225,44 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
         report.run.seconds
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn audit_args(args: &[&str]) -> AuditArgs {
+        match Cli::try_parse_from(args).unwrap().command {
+            Command::Audit(a) => a,
+            _ => panic!("not audit"),
+        }
+    }
+
+    fn config(text: &str) -> AuditConfig {
+        let dir = std::env::temp_dir().join(format!("memlife-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("memlife.toml");
+        std::fs::write(&path, text).unwrap();
+        let cfg = AuditConfig::load(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        cfg
+    }
+
+    #[test]
+    fn the_configured_reset_command_reaches_the_target_with_or_without_target_flags() {
+        let cfg = config("[target]\ngdb = \"127.0.0.1:3333\"\nreset = \"reset init\"\n");
+        let from_file = target_args(&audit_args(&["memlife", "audit", "s.rhai"]), &cfg).unwrap();
+        assert_eq!(from_file.gdb.as_deref(), Some("127.0.0.1:3333"));
+        assert_eq!(from_file.reset.as_deref(), Some("reset init"));
+        let flagged = audit_args(&["memlife", "audit", "s.rhai", "--gdb", "h:1"]);
+        let from_flags = target_args(&flagged, &cfg).unwrap();
+        assert_eq!(from_flags.gdb.as_deref(), Some("h:1"));
+        assert_eq!(from_flags.reset.as_deref(), Some("reset init"));
+        let none = target_args(&flagged, &config("")).unwrap();
+        assert_eq!(none.reset, None);
+    }
 }

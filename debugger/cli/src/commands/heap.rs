@@ -4,26 +4,24 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use memlife_heap::render;
 
 use crate::cli::HeapArgs;
-use crate::render;
 use crate::session::Session;
 
 pub fn run(args: HeapArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
-    let mut session = Session::open(&args.target, &args.elf, &args.stop.leave)?;
+    let mut session = Session::open(&args.target, &args.elf, args.stop.leave)?;
     let target = session.target()?;
     crate::runto::stop_where_asked(target, &symbols, &args.stop)?;
     let walker = super::walker(&symbols, &args.heap, Some(&mut *target))?;
     let (state, link) = super::walk(target, &symbols, walker.as_ref())?;
     let ctx = render::Context {
-        target: target.describe(),
         at: args.stop.at.as_deref().map(|f| (f, args.stop.hit)),
-        pc: super::where_stopped(target, &symbols),
-        link,
+        ..render::Context::of(target, &symbols, link)
     };
     let out = if args.json {
-        let mut s = serde_json::to_string_pretty(&render::json(&state, &ctx))?;
+        let mut s = serde_json::to_string_pretty(&render::json(&state, Some(&ctx)))?;
         s.push('\n');
         s
     } else {
@@ -34,8 +32,8 @@ pub fn run(args: HeapArgs) -> Result<ExitCode> {
             Some((f, hit)) => format!("{f} (hit {hit})"),
             None => "where the target stopped".to_string(),
         };
-        let map = memlife_report::heapmap::from_state(&at, &state);
-        memlife_report::write_atomic(path, memlife_report::heap_map_svg(&map).as_bytes())?;
+        let map = memlife_render::heapmap::from_state(&at, &state);
+        memlife_render::write_atomic(path, memlife_render::heap_map_svg(&map).as_bytes())?;
     }
     session.close()?;
     std::io::stdout().write_all(out.as_bytes())?;

@@ -72,5 +72,3 @@ pub fn walk(
     let walked = memlife_heap::walk_halted(walker, symbols, target).context("walking the heap")?;
     Ok((walked.state, walked.link))
 }
-
-pub use memlife_server::heap::where_stopped;

@@ -1,11 +1,18 @@
 //! `memlife probes`: the debug probes probe-rs sees, with the `--probe` value of each.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
+#[cfg(not(feature = "probe"))]
 pub fn run() -> Result<ExitCode> {
+    anyhow::bail!(crate::boards::NOT_BUILT)
+}
+
+#[cfg(feature = "probe")]
+pub fn run() -> Result<ExitCode> {
+    use std::io::Write;
+
     let probes = memlife_probe::list_probes();
     let mut out = std::io::stdout().lock();
     if probes.is_empty() {
@@ -13,7 +20,7 @@ pub fn run() -> Result<ExitCode> {
             out,
             "no debug probes found (on Linux, a probe that is plugged in but not listed usually \
              lacks udev rules; see README \"Real boards\"){}",
-            memlife_probe::list::usb_hint()
+            memlife_probe::usb_hint()
         )?;
     } else {
         for p in &probes {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::ServeArgs;
+use crate::cli::{Leave, ServeArgs};
 use crate::session::Session;
 
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
@@ -16,20 +16,13 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         );
     }
     if let Some(chip) = &args.target.chip {
-        // The GDB server describes Cortex-M registers to gdb; anything else would be garbage.
-        let info = memlife_probe::resolve_chip(&memlife_probe::chip::registry(), chip)?;
-        if !info.core_type().is_some_and(|t| t.is_cortex_m()) {
-            bail!(
-                "memlife serve speaks Cortex-M to gdb, and {} is not a Cortex-M chip; use memlife heap, snapshot or audit with it",
-                info.name
-            );
-        }
+        crate::boards::require_cortex_m(chip)?;
     }
     let symbols = super::load_symbols(&args.elf)?;
     let listener = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let bound = listener.local_addr().context("reading the bound address")?;
-    let mut session = Session::open(&args.target, &args.elf, "running")?;
+    let mut session = Session::open(&args.target, &args.elf, Leave::Running)?;
     eprintln!("memlife serve: listening on {bound}");
     let target = session.lend()?;
     let (target, outcome) = memlife_server::serve_firmware(

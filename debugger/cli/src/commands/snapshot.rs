@@ -16,7 +16,7 @@ use crate::session::Session;
 
 pub fn run(args: SnapshotArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
-    let mut session = Session::open(&args.target, &args.elf, &args.stop.leave)?;
+    let mut session = Session::open(&args.target, &args.elf, args.stop.leave)?;
     let target = session.target()?;
     crate::runto::stop_where_asked(target, &symbols, &args.stop)?;
     let mut ranges: Vec<(u64, u64)> = symbols
@@ -37,10 +37,10 @@ pub fn run(args: SnapshotArgs) -> Result<ExitCode> {
     if let (Ok(sp), Some(top)) = (
         target.read_register(Register::StackPointer),
         symbols.elf_symbol("_estack").map(|s| s.address),
-    ) {
-        if top > sp && top - sp < (1 << 20) {
-            ranges.push((sp, top - sp));
-        }
+    ) && top > sp
+        && top - sp < (1 << 20)
+    {
+        ranges.push((sp, top - sp));
     }
     ranges.extend(&args.region);
     let mut snap = Snapshot {

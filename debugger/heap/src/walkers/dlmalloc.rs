@@ -155,7 +155,7 @@ impl HeapWalker for DlmallocWalker {
                 break;
             }
             let size = size_at(p).unwrap_or(0) & !SIZE_BITS;
-            if size < 16 || size % 8 != 0 || p + size > top {
+            if size < 16 || !size.is_multiple_of(8) || p + size > top {
                 st.anomaly(
                     AnomalyKind::SizeOverflow,
                     Some(p),

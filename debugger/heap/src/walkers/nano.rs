@@ -449,15 +449,12 @@ mod tests {
 
     #[test]
     fn random_garbage_never_panics_or_hangs() {
-        let mut seed = 0x9e37_79b9_u32;
-        for round in 0..300 {
+        memlife_testkit::fuzz::cases(0x9e37_79b9, 300, |round, rng| {
             let mut r = ram(&[(0x20, false), (0x40, true), (0x100, false), (0x18, true)]);
             for _ in 0..(1 + round % 5) {
-                seed ^= seed << 13;
-                seed ^= seed >> 17;
-                seed ^= seed << 5;
+                let seed = rng.next_u32();
                 let off = (seed as usize % 0x7fc) & !3;
-                let v = if seed % 3 == 0 {
+                let v = if seed.is_multiple_of(3) {
                     BASE as u32 + seed % 0x800
                 } else {
                     seed.rotate_left(7)
@@ -472,6 +469,6 @@ mod tests {
                 0x800,
                 8,
             );
-        }
+        });
     }
 }

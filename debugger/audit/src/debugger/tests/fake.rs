@@ -196,7 +196,7 @@ impl Breakpoints for FakeTarget {
         self.inserted.remove(&addr);
         Ok(())
     }
-    fn breakpoints(&self) -> Vec<(u64, BreakpointKind)> {
+    fn inserted(&self) -> Vec<(u64, BreakpointKind)> {
         self.inserted
             .iter()
             .map(|a| (*a, BreakpointKind::Software))

@@ -229,7 +229,7 @@ fn a_return_that_never_comes_is_reported_with_what_was_awaited() {
 fn target_breakpoints(mut t: Box<dyn memlife_core::Target>) -> Vec<u64> {
     t.breakpoints()
         .unwrap()
-        .breakpoints()
+        .inserted()
         .into_iter()
         .map(|b| b.0)
         .collect()

@@ -67,7 +67,7 @@ impl Arena<'_> {
             };
             let size = raw & !ALLOCATED;
             let used = raw & ALLOCATED != 0;
-            if size == 0 || size % ALIGN != 0 || b + size > end {
+            if size == 0 || !size.is_multiple_of(ALIGN) || b + size > end {
                 st.anomaly(
                     AnomalyKind::SizeOverflow,
                     Some(b),
@@ -141,7 +141,7 @@ impl Arena<'_> {
                 );
                 break;
             }
-            if p == 0 || !self.in_arena(p) || p % ALIGN != 0 {
+            if p == 0 || !self.in_arena(p) || !p.is_multiple_of(ALIGN) {
                 st.anomaly(
                     AnomalyKind::OutOfRange,
                     Some(p),

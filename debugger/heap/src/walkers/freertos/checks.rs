@@ -47,24 +47,24 @@ pub(super) fn counters(st: &mut HeapState, c: &Counters, list_sum: u64) {
         );
     }
     let used_blocks = st.blocks.iter().filter(|b| !b.free).count() as u64;
-    if let (Some(a), Some(f)) = (c.allocs, c.frees) {
-        if a.wrapping_sub(f) != used_blocks {
-            st.anomaly(
+    if let (Some(a), Some(f)) = (c.allocs, c.frees)
+        && a.wrapping_sub(f) != used_blocks
+    {
+        st.anomaly(
                 AnomalyKind::CounterMismatch,
                 None,
                 format!("{a} allocations - {f} frees = {} live, but the walk found {used_blocks} allocated blocks", a.wrapping_sub(f)),
             );
-        }
     }
-    if let Some(m) = st.min_ever_free {
-        if m > free_counter {
-            st.anomaly(
-                AnomalyKind::CounterMismatch,
-                None,
-                format!(
-                    "xMinimumEverFreeBytesRemaining {m} exceeds xFreeBytesRemaining {free_counter}"
-                ),
-            );
-        }
+    if let Some(m) = st.min_ever_free
+        && m > free_counter
+    {
+        st.anomaly(
+            AnomalyKind::CounterMismatch,
+            None,
+            format!(
+                "xMinimumEverFreeBytesRemaining {m} exceeds xFreeBytesRemaining {free_counter}"
+            ),
+        );
     }
 }

@@ -292,14 +292,8 @@ fn a_truncated_arena_is_a_read_error_not_a_panic() {
 
 #[test]
 fn random_garbage_never_panics_or_hangs() {
-    let mut seed = 0x1234_5678_u32;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed
-    };
-    for round in 0..400 {
+    memlife_testkit::fuzz::cases(0x1234_5678, 400, |round, rng| {
+        let mut next = || rng.next_u32();
         let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
         // Corrupt a few words of the arena or globals with values that often look plausible.
         for _ in 0..(1 + round % 6) {
@@ -320,7 +314,7 @@ fn random_garbage_never_panics_or_hangs() {
         snap.add_region(X_START, f.ram.clone()).unwrap();
         // heap_4 blocks are at least 8 bytes (one header).
         crate::state::assert_walk_bounded(w.walk(&mut snap, WalkContext::default()), HEAP_SIZE, 8);
-    }
+    });
 }
 
 #[test]

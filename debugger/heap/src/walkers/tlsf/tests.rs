@@ -466,14 +466,8 @@ fn block_of_gives_the_footprint_of_used_blocks_only() {
 
 #[test]
 fn random_garbage_never_panics_or_hangs() {
-    let mut seed = 0x9e37_79b9_u32;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed
-    };
-    for round in 0..300 {
+    memlife_testkit::fuzz::cases(0x9e37_79b9, 300, |round, rng| {
+        let mut next = || rng.next_u32();
         let layout_gen = if round % 3 == 0 {
             Gen::Fixed(10)
         } else {
@@ -510,7 +504,7 @@ fn random_garbage_never_panics_or_hangs() {
                 .sum()
         });
         crate::state::assert_walk_bounded(result, walked, 16);
-    }
+    });
 }
 
 impl HeapRegion {

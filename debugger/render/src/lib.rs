@@ -1,14 +1,16 @@
-//! memlife's reports for people: the audit as one self-contained HTML page, a heap map as SVG,
-//! and the run as a Chrome trace event (Perfetto) JSON file.
+//! Renders what an audit recorded ([`AuditReport`]) for people and tools: one self-contained
+//! HTML page, a heap map as SVG, the run as a Chrome trace event (Perfetto) JSON file, and the
+//! checks as JUnit XML. (The report itself, and its JSON, is `memlife_audit::report`; one heap as
+//! text or JSON is `memlife_heap::render`.)
 //!
-//! Everything here works from what the audit recorded ([`AuditReport`]): no target access, so
-//! the CLI (`memlife audit --report DIR --trace FILE`, `memlife heap --svg FILE`) and the GDB
-//! server (`monitor report DIR`) render the same pages.
+//! Nothing here touches a target, so the CLI (`memlife audit --report DIR --trace FILE --junit
+//! FILE`, `memlife heap --svg FILE`) and the GDB server (`monitor report DIR`) render the same
+//! pages.
 //!
 //! ```no_run
-//! # fn demo(report: &memlife_audit::AuditReport) -> Result<(), memlife_report::ReportError> {
-//! memlife_report::write_html_report(report, std::path::Path::new("out/report"))?;
-//! memlife_report::write_trace(report, std::path::Path::new("out/run.trace.json"))?;
+//! # fn demo(report: &memlife_audit::AuditReport) -> Result<(), memlife_render::ReportError> {
+//! memlife_render::write_html_report(report, std::path::Path::new("out/report"))?;
+//! memlife_render::write_trace(report, std::path::Path::new("out/run.trace.json"))?;
 //! # Ok(()) }
 //! ```
 //!
@@ -19,20 +21,22 @@
 //! # Layout
 //! - [`timeline`]: one time axis for phases, spans and allocator events (there is no target
 //!   clock: a step per recorded event or boundary).
-//! - [`charts`]: the water-level curve, the build stair chart, per-layer deltas, the leak trend.
+//! - `charts`: the water-level curve, the build stair chart, per-layer deltas, the leak trend.
 //! - [`heapmap`]: the heap strip, drawn to scale.
-//! - [`html`]: the page.
-//! - [`trace`]: the Perfetto / `chrome://tracing` JSON.
-//! - [`escape`]: escaping for HTML and SVG text and attributes.
+//! - `html`: the page.
+//! - `trace`: the Perfetto / `chrome://tracing` JSON.
+//! - `junit`: the checks as JUnit XML.
+//! - `escape`: escaping for HTML, SVG and XML text and attributes.
 
 #![warn(missing_docs)]
 
-pub mod charts;
-pub mod escape;
+mod charts;
+mod escape;
 pub mod heapmap;
-pub mod html;
+mod html;
+mod junit;
 pub mod timeline;
-pub mod trace;
+mod trace;
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +44,7 @@ use memlife_audit::AuditReport;
 
 pub use heapmap::heap_map_svg;
 pub use html::render_html;
+pub use junit::{junit, write_junit};
 pub use trace::trace_json;
 
 /// What can go wrong while rendering or writing a report.
@@ -55,14 +60,8 @@ pub enum ReportError {
         message: String,
     },
     /// A file could not be written.
-    #[error("writing {path}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Write(#[from] memlife_core::output::WriteError),
     /// JSON could not be serialised.
     #[error("serialising the trace: {0}")]
     Json(#[from] serde_json::Error),
@@ -85,13 +84,10 @@ pub fn write_trace(report: &AuditReport, path: &Path) -> Result<()> {
     write_atomic(path, &json)
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it: a reader never sees half
+/// Writes `bytes` to `path` atomically (see [`memlife_core::output`]): a reader never sees half
 /// a report.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    memlife_audit::script::write_atomic(path, bytes).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(memlife_core::output::write_atomic(path, bytes)?)
 }
 
 /// Bytes as KiB with one decimal (`10.5 KiB`).

@@ -1,7 +1,8 @@
 //! Stop replies (`S`, `T`, `W`, `X`) and console output (`O`).
 //!
-//! This module only parses; turning a stop into a [`memlife_core::StopReason`] needs the client's
-//! state (inserted breakpoints, whether it stepped or interrupted) and happens there.
+//! The reply to `?`, `c`, `s` and `vCont`. This module only parses; turning a stop into a
+//! [`memlife_core::StopReason`] needs the client's state (inserted breakpoints, whether it
+//! stepped or interrupted) and happens there.
 
 use memlife_core::WatchKind;
 
@@ -9,8 +10,6 @@ use crate::packet::{PacketError, from_hex, parse_hex_u64};
 
 /// GDB's SIGINT: what a server reports after an interrupt.
 pub const SIGINT: u8 = 2;
-/// GDB's SIGTRAP: breakpoints, watchpoints and steps.
-pub const SIGTRAP: u8 = 5;
 
 /// A parsed stop reply or notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +46,12 @@ fn signal(text: &[u8]) -> Result<u8, PacketError> {
             String::from_utf8_lossy(text).into_owned(),
         )),
     }
+}
+
+/// Whether a packet is a stop reply (`S05`, `T05...`, `W00`, `X09`) rather than the answer to a
+/// request (a server may announce a stop before answering).
+pub fn is_stop_reply(data: &[u8]) -> bool {
+    matches!(data, [b'S' | b'T' | b'W' | b'X', a, b, ..] if a.is_ascii_hexdigit() && b.is_ascii_hexdigit())
 }
 
 /// Parses a stop reply or an `O` notification.
@@ -134,6 +139,17 @@ mod tests {
             parse(b"O48690a").unwrap(),
             StopPacket::Output(b"Hi\n".to_vec())
         );
+    }
+
+    #[test]
+    fn recognises_stop_replies() {
+        assert!(is_stop_reply(b"T02thread:p01.01;"));
+        assert!(is_stop_reply(b"S05"));
+        assert!(is_stop_reply(b"W00"));
+        assert!(!is_stop_reply(b"PacketSize=1000;qXfer:features:read+"));
+        assert!(!is_stop_reply(b"T"));
+        assert!(!is_stop_reply(b"Tzz"));
+        assert!(!is_stop_reply(b"OK"));
     }
 
     #[test]

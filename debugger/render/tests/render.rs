@@ -11,7 +11,7 @@ use memlife_audit::model::{
 use memlife_audit::report::{RunFacts, summarize};
 use memlife_audit::{AuditReport, PeakMethod};
 use memlife_heap::HeapStatus;
-use memlife_report::timeline::Timeline;
+use memlife_render::timeline::Timeline;
 
 const SIZE: u64 = 98_304;
 
@@ -139,7 +139,7 @@ fn sampled() -> AuditReport {
 
 #[test]
 fn hostile_strings_are_escaped_everywhere() {
-    let page = memlife_report::render_html(&sampled()).unwrap();
+    let page = memlife_render::render_html(&sampled()).unwrap();
     assert!(!page.contains("<script"), "a check message became markup");
     assert!(page.contains("lost &lt;script&gt;alert(1)&lt;/script&gt; &amp; more"));
     assert!(page.contains("<td>leak &lt;b&gt;</td>"));
@@ -163,7 +163,7 @@ fn a_sampled_run_gets_a_step_per_span_boundary() {
     let steps: Vec<u64> = t.points.iter().map(|p| p.0).collect();
     assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
     // The stair chart names the largest step by its label; the peak is the load's.
-    let page = memlife_report::render_html(&r).unwrap();
+    let page = memlife_render::render_html(&r).unwrap();
     assert!(page.contains("largest step: conv_b +9.3 KiB"));
     assert!(page.contains("peak 60.5 KiB in model_load (+60.5 KiB above entry)"));
 }
@@ -217,11 +217,11 @@ fn long_runs_are_decimated_keeping_the_extremes() {
     assert!(d.contains(&(t.step_of(17_777).unwrap(), 90_000)));
     assert!(d.contains(&(t.step_of(3_333).unwrap(), 5)));
     assert!(d.windows(2).all(|w| w[0].0 < w[1].0));
-    let page = memlife_report::render_html(&r).unwrap();
+    let page = memlife_render::render_html(&r).unwrap();
     assert!(page.len() < 2_000_000, "page of {} bytes", page.len());
     assert!(page.contains("peak 87.9 KiB in inference_run"));
     // The trace keeps every event.
-    let trace = memlife_report::trace_json(&r);
+    let trace = memlife_render::trace_json(&r);
     let events = trace["traceEvents"].as_array().unwrap();
     assert_eq!(events.iter().filter(|e| e["ph"] == "i").count() as u64, n);
 }
@@ -229,11 +229,11 @@ fn long_runs_are_decimated_keeping_the_extremes() {
 #[test]
 fn an_audit_without_phases_still_renders() {
     let r = report(vec![], vec![], "");
-    let page = memlife_report::render_html(&r).unwrap();
+    let page = memlife_render::render_html(&r).unwrap();
     assert!(page.contains("no phases or allocations were recorded"));
     assert!(page.contains("no build phase with spans was recorded"));
     assert!(page.contains("no release phase was recorded"));
-    let trace = memlife_report::trace_json(&r);
+    let trace = memlife_render::trace_json(&r);
     assert_eq!(trace["displayTimeUnit"], "ms");
 }
 
@@ -321,7 +321,7 @@ fn the_heap_strip_holds_blocks_past_the_nominal_size() {
         (0x1800, 0x800, true),
         (0x3000, 0x800, false),
     ]);
-    let svg = memlife_report::heap_map_svg(&HeapMap::new("x".into(), &s, None, |_| None));
+    let svg = memlife_render::heap_map_svg(&HeapMap::new("x".into(), &s, None, |_| None));
     for rect in svg.split("<rect class=\"block").skip(1) {
         let attr = |name: &str| -> f64 {
             rect.split(&format!(" {name}=\""))
@@ -336,4 +336,31 @@ fn the_heap_strip_holds_blocks_past_the_nominal_size() {
         assert!(attr("x") + attr("width") <= 950.01, "{rect}");
     }
     assert!(svg.contains("0x00003800"));
+}
+
+/// What every output holds while an audit runs (and after one that was killed): it renders in
+/// every format and says the audit has not finished.
+#[test]
+fn an_unfinished_audit_renders_everywhere_and_says_so() {
+    let ctx = memlife_audit::report::RunContext {
+        date: "2026-05-01T10:00:00Z".into(),
+        started: std::time::Instant::now(),
+        elf: "fw.elf".into(),
+        target: "qemu-system-arm -M netduinoplus2".into(),
+        board: Some("netduinoplus2".into()),
+        script: "scripts/lifecycle.rhai".into(),
+        method: PeakMethod::Trace,
+        phase_aliases: BTreeMap::new(),
+    };
+    let report = AuditReport::unfinished(&ctx);
+    let page = memlife_render::render_html(&report).unwrap();
+    assert!(page.contains("has not finished"), "{page}");
+    assert!(page.contains("ERROR"), "{page}");
+    let junit = memlife_render::junit(&report);
+    assert!(
+        junit.contains("errors=\"1\"") && junit.contains("has not finished"),
+        "{junit}"
+    );
+    let trace = memlife_render::trace_json(&report);
+    assert!(trace["traceEvents"].is_array(), "{trace}");
 }

@@ -1,11 +1,17 @@
-//! Text and JSON renderings of a heap state.
+//! A heap state as people and tools read it: the text table of `memlife heap` and
+//! `monitor heap`, its block list (`monitor heap blocks`), the one-line summary CI logs grep, and
+//! the JSON object of `memlife heap --json`, `monitor heap json`, `monitor dump` and the audit's
+//! `dump()` (keys: docs/heap-json.md). Every view of a heap goes through here, so they agree.
 
 use std::fmt::Write as _;
 
-use memlife_core::LinkStats;
-use memlife_heap::{HeapState, HeapStatus};
+use memlife_core::{LinkStats, Register, Target};
+use memlife_dwarf::Symbols;
+
+use crate::{HeapState, HeapStatus};
 
 /// Where the heap was looked at, for the header line and the JSON.
+#[derive(Debug, Clone)]
 pub struct Context<'a> {
     /// The target description.
     pub target: String,
@@ -15,6 +21,23 @@ pub struct Context<'a> {
     pub pc: Option<(u64, Option<String>)>,
     /// What the walk cost on the link.
     pub link: LinkStats,
+}
+
+impl Context<'_> {
+    /// Where `target` stands now: its description, and its pc with the function holding it
+    /// (when the pc can be read); `at` is left for the caller.
+    pub fn of(target: &mut dyn Target, symbols: &Symbols, link: LinkStats) -> Self {
+        let pc = target
+            .read_register(Register::ProgramCounter)
+            .ok()
+            .map(|pc| (pc, symbols.function_at(pc).map(|s| s.name.clone())));
+        Context {
+            target: target.describe(),
+            at: None,
+            pc,
+            link,
+        }
+    }
 }
 
 fn ratio(v: Option<f64>) -> String {
@@ -132,7 +155,21 @@ pub fn text(state: &HeapState, ctx: &Context<'_>) -> String {
         ctx.link.reads, ctx.link.bytes
     );
     let _ = writeln!(out);
-    let _ = writeln!(out, "  {:<12} {:>8}  state", "address", "size");
+    out.push_str(&blocks(state));
+    if !state.anomalies.is_empty() {
+        let _ = writeln!(out);
+        for a in &state.anomalies {
+            let _ = writeln!(out, "anomaly    {:?}: {}", a.kind, a.message);
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", summary(state));
+    out
+}
+
+/// The block list: a header line, then one line per block with its address, size and state.
+pub fn blocks(state: &HeapState) -> String {
+    let mut out = format!("  {:<12} {:>8}  state\n", "address", "size");
     for b in &state.blocks {
         let what = if b.unclaimed {
             "unclaimed"
@@ -143,14 +180,6 @@ pub fn text(state: &HeapState, ctx: &Context<'_>) -> String {
         };
         let _ = writeln!(out, "  {:#010x}   {:>8}  {what}", b.addr, b.size);
     }
-    if !state.anomalies.is_empty() {
-        let _ = writeln!(out);
-        for a in &state.anomalies {
-            let _ = writeln!(out, "anomaly    {:?}: {}", a.kind, a.message);
-        }
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(out, "{}", summary(state));
     out
 }
 
@@ -174,24 +203,103 @@ pub fn summary(state: &HeapState) -> String {
     )
 }
 
-/// The JSON object of `memlife heap --json`.
-pub fn json(state: &HeapState, ctx: &Context<'_>) -> serde_json::Value {
+/// The JSON object of a heap (docs/heap-json.md); with `ctx`, also where it was looked at
+/// (`target`, `link`, `at`, `pc`), as `memlife heap --json` prints it.
+pub fn json(state: &HeapState, ctx: Option<&Context<'_>>) -> serde_json::Value {
     let mut v = serde_json::to_value(state.report()).unwrap_or_default();
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert("target".into(), ctx.target.clone().into());
+    let (Some(obj), Some(ctx)) = (v.as_object_mut(), ctx) else {
+        return v;
+    };
+    obj.insert("target".into(), ctx.target.clone().into());
+    obj.insert(
+        "link".into(),
+        serde_json::to_value(ctx.link).unwrap_or_default(),
+    );
+    if let Some((f, n)) = ctx.at {
+        obj.insert("at".into(), serde_json::json!({ "function": f, "hit": n }));
+    }
+    if let Some((pc, func)) = &ctx.pc {
         obj.insert(
-            "link".into(),
-            serde_json::to_value(ctx.link).unwrap_or_default(),
+            "pc".into(),
+            serde_json::json!({ "address": pc, "function": func }),
         );
-        if let Some((f, n)) = ctx.at {
-            obj.insert("at".into(), serde_json::json!({ "function": f, "hit": n }));
-        }
-        if let Some((pc, func)) = &ctx.pc {
-            obj.insert(
-                "pc".into(),
-                serde_json::json!({ "address": pc, "function": func }),
-            );
-        }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::Block;
+
+    fn state() -> HeapState {
+        let mut s = HeapState::empty("freertos-heap4");
+        (s.heap_start, s.heap_size) = (0x2000_0000, 0x100);
+        s.blocks = vec![
+            Block {
+                addr: 0x2000_0000,
+                size: 0x40,
+                free: false,
+                unclaimed: false,
+            },
+            Block {
+                addr: 0x2000_0040,
+                size: 0xc0,
+                free: true,
+                unclaimed: false,
+            },
+        ];
+        (
+            s.total_free,
+            s.used,
+            s.largest_free,
+            s.free_blocks,
+            s.used_blocks,
+        ) = (0xc0, 0x40, 0xc0, 1, 1);
+        s
+    }
+
+    #[test]
+    fn the_table_holds_the_block_list_and_ends_with_the_summary() {
+        let s = state();
+        let ctx = Context {
+            target: "gdb-remote 127.0.0.1:1234".into(),
+            at: Some(("model_release", 2)),
+            pc: Some((0x0800_0100, Some("model_release".into()))),
+            link: LinkStats::default(),
+        };
+        let t = text(&s, &ctx);
+        assert!(t.contains(&blocks(&s)), "{t}");
+        assert!(t.contains("stopped    at entry 2 of model_release"), "{t}");
+        assert!(t.trim_end().ends_with(&summary(&s)), "{t}");
+        assert_eq!(
+            blocks(&s).lines().nth(2),
+            Some("  0x20000040        192  free")
+        );
+    }
+
+    #[test]
+    fn json_is_the_heap_report_plus_where_it_was_looked_at() {
+        let s = state();
+        let bare = json(&s, None);
+        assert_eq!(bare, serde_json::to_value(s.report()).unwrap());
+        assert!(bare.get("target").is_none());
+        let ctx = Context {
+            target: "snapshot (t)".into(),
+            at: None,
+            pc: Some((0x0800_0100, None)),
+            link: LinkStats {
+                reads: 3,
+                bytes: 256,
+                max_read: 2046,
+            },
+        };
+        let placed = json(&s, Some(&ctx));
+        assert_eq!(placed["target"], "snapshot (t)");
+        assert_eq!(placed["link"]["reads"], 3);
+        assert_eq!(placed["pc"]["address"], 0x0800_0100);
+        assert!(placed.get("at").is_none());
+        assert_eq!(placed["total_free"], bare["total_free"]);
+    }
 }

@@ -1,0 +1,65 @@
+//! The repository and its firmware. A test asks for the ELF it needs; when it is missing, the
+//! first such ask in a process runs `make -C firmware`, holding an exclusive lock on a file
+//! beside the build, so that several test binaries or test threads never run two makes over the
+//! same files. An ELF that exists is used as it is (`make test` builds the firmware before the
+//! Rust tests, so a present ELF is current there), which keeps a warm test run free of make.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `firmware/build/ALLOC-SCENARIO.elf`, built first when missing.
+pub fn elf(alloc: &str, scenario: &str) -> PathBuf {
+    let path = repo().join(format!("firmware/build/{alloc}-{scenario}.elf"));
+    if !path.is_file() {
+        build_once();
+    }
+    assert!(
+        path.is_file(),
+        "{} is not built by `make -C firmware`",
+        path.display()
+    );
+    path
+}
+
+/// The ELF named by the environment variable `var` when set (to work on a crate with another
+/// firmware), else [`elf`]`(alloc, scenario)`.
+pub fn elf_or_env(var: &str, alloc: &str, scenario: &str) -> PathBuf {
+    match std::env::var_os(var) {
+        Some(p) => PathBuf::from(p),
+        None => elf(alloc, scenario),
+    }
+}
+
+/// Runs `make -C firmware -j2` once per process, under the build lock.
+fn build_once() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = repo().join("firmware");
+        let lock_path = dir.join("build/.make.lock");
+        std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .unwrap();
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        let out = std::process::Command::new("make")
+            .arg("-C")
+            .arg(&dir)
+            .arg("-j2")
+            .output()
+            .expect("running make (is it installed?)");
+        assert!(
+            out.status.success(),
+            "make -C firmware failed (see firmware/README.md for the toolchain):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The lock is released when `lock` is dropped here.
+    });
+}

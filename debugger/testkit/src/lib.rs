@@ -1,0 +1,20 @@
+//! What memlife's tests share, so that no test file carries its own copy: a dev-dependency
+//! only, never part of memlife itself.
+//!
+//! # Layout
+//! - [`firmware`]: the repository, and the bundled firmware ELFs, built on first use (once, under
+//!   a lock, so parallel tests and test binaries do not race `make`).
+//! - [`process`]: children under guards that kill what they started, commands with a deadline,
+//!   gdb-multiarch in batch mode, fresh temporary directories.
+//! - [`fuzz`]: a seeded xorshift generator and the loop of random cases around it.
+//! - [`ram`]: fake target RAM (a one-region [`memlife_core::Snapshot`]) and little-endian words.
+//! - [`rsp`]: scripted GDB servers on loopback: the exact bytes a client must send, and what
+//!   the server answers.
+
+#![allow(clippy::unwrap_used, clippy::panic, clippy::expect_used)]
+
+pub mod firmware;
+pub mod fuzz;
+pub mod process;
+pub mod ram;
+pub mod rsp;
