@@ -115,6 +115,20 @@ impl Arena<'_> {
                 "end marker outside the arena".into(),
             ),
         }
+        // The last marker (`pxEnd`) links nowhere: NULL, protected or not. heap_5's other
+        // markers link to the next region or hold a stale link once absorbed.
+        if self.regions.last().is_some_and(|r| r.1 == end)
+            && let Some(link) = self.next_at(end)
+            && !self.protector.is_allocated_link(link)
+        {
+            st.anomaly(
+                AnomalyKind::BadHeader,
+                Some(end),
+                format!(
+                    "end marker at {end:#010x} has pxNextFreeBlock = {link:#010x}, expected NULL"
+                ),
+            );
+        }
     }
 
     /// Follows the free list from the block `xStart` (at `x_start`) links to, up to `px_end`:
