@@ -2,6 +2,8 @@
 //!
 //! ```toml
 //! elf = "firmware/build/heap4-healthy.elf"
+//! # allocator = "tlsf"             # when detection picks the wrong one
+//! # poisoning = "light"            # ESP-IDF heap poisoning, when DWARF does not show it
 //! [target]
 //! qemu = "netduinoplus2"          # or gdb = "127.0.0.1:3333", or chip = "STM32F405RGTx"
 //! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
@@ -103,6 +105,8 @@ pub struct AuditConfig {
     pub target: TargetConfig,
     /// Allocator override.
     pub allocator: Option<String>,
+    /// ESP-IDF heap-poisoning override (`none`, `light`, `comprehensive`).
+    pub poisoning: Option<String>,
     /// Phase aliases (`load` → `model_load`).
     pub phases: BTreeMap<String, String>,
     /// Spans per phase function (`graph_build` → `op_init`).
@@ -209,6 +213,7 @@ mod tests {
             r#"
             elf = "fw.elf"
             allocator = "heap4"
+            poisoning = "light"
             [target]
             qemu = "netduinoplus2"
             [phases]
@@ -225,6 +230,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.phase_function("load"), "model_load");
+        assert_eq!(cfg.poisoning.as_deref(), Some("light"));
         assert_eq!(cfg.phase_function("graph_build"), "graph_build");
         assert_eq!(cfg.budgets["build_step"], 4096.0);
         assert_eq!(cfg.trace.method, Some(PeakMethod::Sample));

@@ -193,6 +193,34 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
             )))
         },
     );
+    // `t.heap_caps_free_size(caps)` and friends: a walk, then the ESP-IDF figure.
+    for (name, f) in crate::values::HEAP_CAPS {
+        fn on_target(
+            ctx: &NativeCallContext,
+            t: &mut TargetHandle,
+            f: crate::values::CapsFn,
+            caps: Result<u32, String>,
+        ) -> RhaiResult<Dynamic> {
+            let state = t
+                .with(ctx, Debugger::walk)?
+                .map_err(|e| err(ctx, Chain(&e)))?;
+            crate::values::heap_caps(ctx, &state, f, caps)
+        }
+        engine.register_fn(
+            name,
+            move |ctx: NativeCallContext, t: &mut TargetHandle, caps: &str| {
+                use crate::values::CapsArg;
+                on_target(&ctx, t, f, caps.parse_caps_arg())
+            },
+        );
+        engine.register_fn(
+            name,
+            move |ctx: NativeCallContext, t: &mut TargetHandle, caps: i64| {
+                use crate::values::CapsArg;
+                on_target(&ctx, t, f, caps.parse_caps_arg())
+            },
+        );
+    }
     engine.register_fn(
         "phase",
         |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Map> {

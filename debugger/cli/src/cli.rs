@@ -224,9 +224,13 @@ pub struct StopArgs {
 /// Allocator choices that symbols cannot make.
 #[derive(Debug, Args, Clone)]
 pub struct HeapOptions {
-    /// Force the allocator instead of detecting it: heap4, heap5, nano, dlmalloc.
+    /// Force the allocator instead of detecting it: heap4, heap5, nano, dlmalloc, tlsf (ESP-IDF).
     #[arg(long, value_name = "NAME")]
     pub allocator: Option<String>,
+    /// ESP-IDF heap poisoning built into the firmware (none, light, comprehensive), when DWARF
+    /// does not show it (`poisoning` in memlife.toml).
+    #[arg(long, value_name = "MODE")]
+    pub poisoning: Option<String>,
     /// heap_5 region (repeatable), when the firmware's HeapRegion_t table is not in DWARF.
     #[arg(long, value_name = "START:LEN", value_parser = parse_region)]
     pub heap_region: Vec<(u64, u64)>,

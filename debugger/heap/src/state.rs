@@ -14,6 +14,10 @@ pub struct Block {
     /// Never handed out by sbrk yet (newlib: between the break and the heap limit).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unclaimed: bool,
+    /// The size the caller asked for, where the allocator records it (ESP-IDF with heap
+    /// poisoning); `None` elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alloc_size: Option<u64>,
 }
 
 /// What kind of damage an anomaly is.
@@ -40,6 +44,12 @@ pub enum AnomalyKind {
     TooManyBlocks,
     /// An allocator's occupancy bitmap disagrees with its lists (TLSF `fl_bitmap`/`sl_bitmap`).
     BitmapMismatch,
+    /// A block in use was written past its requested size (its tail canary is broken).
+    Overrun,
+    /// A block in use was written before its data (its head canary or recorded size is broken).
+    Underrun,
+    /// Free memory no longer holds the allocator's free fill.
+    WriteAfterFree,
 }
 
 /// Something the walk found wrong.
@@ -111,6 +121,13 @@ pub struct HeapState {
     /// Multi-heap allocators (ESP-IDF): each registered heap on its own; empty elsewhere.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<HeapRegion>,
+    /// What the firmware's own heap API would return at this moment (docs/heap-json.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub firmware_view: Option<crate::FirmwareView>,
+    /// ESP-IDF heap poisoning built in: `none`, `light` or `comprehensive`; `None` for
+    /// allocators without the option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poisoning: Option<&'static str>,
 }
 
 /// One heap of a multi-heap allocator (an ESP-IDF `registered_heaps` entry), with its own
@@ -224,6 +241,8 @@ impl HeapState {
             anomalies: Vec::new(),
             largest_allocatable: None,
             regions: Vec::new(),
+            firmware_view: None,
+            poisoning: None,
         }
     }
 

@@ -263,9 +263,12 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
                 size,
                 free,
                 unclaimed: false,
+                alloc_size: None,
             })
             .collect(),
         anomalies: vec![],
+        firmware_view: None,
+        poisoning: None,
     }
 }
 

@@ -147,6 +147,9 @@ fn audit(
     if heap_opts.allocator.is_none() {
         heap_opts.allocator = cfg.allocator.clone();
     }
+    if heap_opts.poisoning.is_none() {
+        heap_opts.poisoning = cfg.poisoning.clone();
+    }
     let walker = {
         let target = session.target()?;
         ensure_halted(target)?;

@@ -58,6 +58,12 @@ pub fn walker(
         heap_regions: opts.heap_region.clone(),
         heap_break: opts.heap_break,
         heap_limit: opts.heap_limit,
+        poisoning: opts
+            .poisoning
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
     };
     let mem = target.map(|t| t.as_memory());
     Ok(memlife_heap::detect(symbols, forced, &walker_opts, mem)?)

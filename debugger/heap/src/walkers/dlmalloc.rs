@@ -186,6 +186,7 @@ impl HeapWalker for DlmallocWalker {
                 size,
                 free,
                 unclaimed: false,
+                alloc_size: None,
             });
         }
         st.blocks.push(Block {
@@ -193,6 +194,7 @@ impl HeapWalker for DlmallocWalker {
             size: top_size,
             free: true,
             unclaimed: false,
+            alloc_size: None,
         });
 
         // Bins: each a circular doubly linked list through fd, headed at bin_at(i).

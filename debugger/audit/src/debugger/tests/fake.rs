@@ -277,6 +277,8 @@ impl HeapWalker for FakeWalker {
             anomalies: Vec::new(),
             largest_allocatable: None,
             regions: Vec::new(),
+            firmware_view: None,
+            poisoning: None,
         })
     }
 

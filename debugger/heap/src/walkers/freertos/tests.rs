@@ -5,6 +5,7 @@ use memlife_core::Snapshot;
 
 use super::*;
 use crate::AnomalyKind as K;
+use crate::firmware_view::{FreeRtosView, HeapStats};
 
 const X_START: u64 = 0x2000_0000;
 const PX_END: u64 = 0x2000_0008;
@@ -311,7 +312,8 @@ fn before_the_first_malloc_the_heap_is_uninitialised() {
             addr: UC_HEAP,
             size: HEAP_SIZE - 8,
             free: true,
-            unclaimed: false
+            unclaimed: false,
+            alloc_size: None
         }]
     );
     assert_eq!(st.free_list, vec![UC_HEAP]);
@@ -499,4 +501,51 @@ fn heap5_damaged_protected_link_is_corrupt() {
     assert!(kinds(&st).contains(&K::OutOfRange), "{:?}", st.anomalies);
     let (f, regions, _) = heap5(&THREE_REGIONS, 0x5a5a_1234, 0x5a5a_1234);
     assert_eq!(walk5(&f, regions, false).status, HeapStatus::Corrupt);
+}
+
+fn stats(st: &HeapState) -> FreeRtosView {
+    match st.firmware_view {
+        Some(crate::FirmwareView::FreeRtos(v)) => v,
+        ref other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn firmware_view_is_what_vportgetheapstats_returns() {
+    let f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0x5a5a_1234);
+    let st = f.walk(true);
+    let v = stats(&st);
+    assert_eq!(
+        v.heap_stats,
+        HeapStats {
+            xAvailableHeapSpaceInBytes: u64::from(f.get(FREE)),
+            xSizeOfLargestFreeBlockInBytes: 0x238,
+            xSizeOfSmallestFreeBlockInBytes: 0x80,
+            xNumberOfFreeBlocks: 2,
+            xMinimumEverFreeBytesRemaining: u64::from(f.get(MIN)),
+            xNumberOfSuccessfulAllocations: 5,
+            xNumberOfSuccessfulFrees: 3,
+        }
+    );
+    assert_eq!(v.xPortGetFreeHeapSize, u64::from(f.get(FREE)));
+    assert_eq!(v.xPortGetMinimumEverFreeHeapSize, u64::from(f.get(MIN)));
+    let json = serde_json::to_value(st.report()).unwrap();
+    assert_eq!(json["firmware_view"]["api"], "freertos");
+    assert_eq!(
+        json["firmware_view"]["heap_stats"]["xNumberOfFreeBlocks"],
+        2
+    );
+}
+
+#[test]
+fn heap5_markers_still_linked_count_as_free_blocks_but_not_as_the_smallest() {
+    let (f, regions, free) = heap5(&THREE_REGIONS, 0x5a5a_1234, 0x5a5a_1234);
+    let st = walk5(&f, regions, true);
+    let s = stats(&st).heap_stats;
+    // Four free blocks and region 1's marker; region 2's was absorbed, region 3's is pxEnd.
+    assert_eq!(s.xNumberOfFreeBlocks, 5);
+    assert_eq!(st.free_blocks, 4);
+    assert_eq!(s.xSizeOfSmallestFreeBlockInBytes, 0x30);
+    assert_eq!(s.xSizeOfLargestFreeBlockInBytes, 0xf8);
+    assert_eq!(s.xAvailableHeapSpaceInBytes, free);
 }
