@@ -334,6 +334,17 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn(
+        "damage",
+        |ctx: NativeCallContext, t: &mut TargetHandle, h: HeapHandle| -> RhaiResult<Array> {
+            t.with(&ctx, |d| {
+                d.damage(&h.0)
+                    .iter()
+                    .map(crate::values::damage_map)
+                    .collect()
+            })
+        },
+    );
+    engine.register_fn(
         "label_spans",
         |ctx: NativeCallContext, t: &mut TargetHandle, function: &str, names: Array| {
             // Names are for reports only: anything that is not a string is shown as written.

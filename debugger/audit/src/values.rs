@@ -113,6 +113,21 @@ pub fn leaks(d: &Debugger, before: &HeapState, after: &HeapState) -> Array {
         .collect()
 }
 
+/// A damaged block as scripts see it: `kind`, `block`, `alloc_size`, `site` (`()` when unknown),
+/// `message`.
+pub(crate) fn damage_map(d: &crate::model::Damage) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("kind".into(), d.kind.clone().into());
+    m.insert("block".into(), Dynamic::from_int(int(d.block)));
+    m.insert("alloc_size".into(), opt_int(d.alloc_size));
+    m.insert(
+        "site".into(),
+        d.site.clone().map_or(Dynamic::UNIT, Dynamic::from),
+    );
+    m.insert("message".into(), d.message.clone().into());
+    Dynamic::from_map(m)
+}
+
 /// `diff(a, b)`: how the heap changed from `a` to `b`.
 pub fn diff(a: &HeapState, b: &HeapState) -> Map {
     let used = |s: &HeapState| -> BTreeSet<(u64, u64)> {
@@ -428,6 +443,10 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
             sm.insert(
                 "peak_above".into(),
                 Dynamic::from_int(int(s.peak_used.saturating_sub(s.before_used))),
+            );
+            sm.insert(
+                "damage".into(),
+                s.damage.iter().map(damage_map).collect::<Array>().into(),
             );
             Dynamic::from_map(sm)
         })

@@ -152,7 +152,8 @@ fn every_example_gives_its_verdict_on_every_allocator() {
                     "inference-peak",
                     "overlap",
                     "fragmentation",
-                    "leak"
+                    "leak",
+                    "integrity"
                 ],
                 "{name}"
             );

@@ -79,4 +79,10 @@ pub trait HeapWalker: std::fmt::Debug + Send {
 
     /// The globals resolved from the ELF (for `memlife symbols`).
     fn resolved(&self) -> Vec<ResolvedSymbol>;
+
+    /// Whether a walk checks the blocks' contents (ESP-IDF heap poisoning canaries), so that a
+    /// walk after each step of a program can tell which step damaged a block.
+    fn checks_integrity(&self) -> bool {
+        false
+    }
 }

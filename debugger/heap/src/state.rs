@@ -52,6 +52,24 @@ pub enum AnomalyKind {
     WriteAfterFree,
 }
 
+impl AnomalyKind {
+    /// Damage to a block's contents found by the allocator's canaries or fill (not its lists).
+    pub fn is_integrity(self) -> bool {
+        matches!(
+            self,
+            AnomalyKind::Overrun | AnomalyKind::Underrun | AnomalyKind::WriteAfterFree
+        )
+    }
+
+    /// The name the JSON uses (`overrun`, `write-after-free`...).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+}
+
 /// Something the walk found wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Anomaly {

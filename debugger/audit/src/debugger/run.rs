@@ -248,8 +248,38 @@ impl Debugger {
     fn close_span(&mut self) -> Result<(), AuditError> {
         let used = self.current_used()?;
         let traced = self.method == crate::config::PeakMethod::Trace && self.trace.on;
-        self.phases.close_span(used, self.trace.seq, traced);
+        let damage = if self.walker.checks_integrity() {
+            let state = self.walk()?;
+            self.damage(&state)
+        } else {
+            Vec::new()
+        };
+        self.phases.close_span(used, self.trace.seq, traced, damage);
         Ok(())
+    }
+
+    /// The blocks whose contents `state` found damaged, with the allocation site the trace
+    /// recorded for each.
+    pub fn damage(&self, state: &memlife_heap::HeapState) -> Vec<crate::model::Damage> {
+        state
+            .anomalies
+            .iter()
+            .filter(|a| a.kind.is_integrity())
+            .filter_map(|a| {
+                let block = a.addr?;
+                Some(crate::model::Damage {
+                    kind: a.kind.name(),
+                    block,
+                    alloc_size: state
+                        .blocks
+                        .iter()
+                        .find(|b| b.addr == block)
+                        .and_then(|b| b.alloc_size),
+                    site: self.live().get(&block).map(|l| l.site.to_string()),
+                    message: a.message.clone(),
+                })
+            })
+            .collect()
     }
 
     fn goal_name(&self, goal: &Goal) -> String {

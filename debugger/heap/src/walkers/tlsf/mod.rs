@@ -193,6 +193,10 @@ impl HeapWalker for TlsfWalker {
         self.resolved.clone()
     }
 
+    fn checks_integrity(&self) -> bool {
+        self.poisoning != Poisoning::None
+    }
+
     fn low_water_mark(&self) -> LowWaterMark {
         LowWaterMark::PerHeap {
             counter: "minimum_free_bytes",
