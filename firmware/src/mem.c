@@ -81,7 +81,10 @@ void *mem_alloc(size_t size, const char *where)
 
 void mem_init(void)
 {
-#if defined(ALLOC_TLSF)
+#if defined(ALLOC_HEAP4) && defined(HEAP5_REGIONS)
+    extern const HeapRegion_t xHeapRegions[];
+    vPortDefineHeapRegions(xHeapRegions);
+#elif defined(ALLOC_TLSF)
     heap_caps_init();
 #elif defined(ALLOC_NANO)
     /* Take the whole 96 KiB from sbrk once and give it back: nano then works

@@ -59,10 +59,20 @@
 #endif
 #define SCEN_DEFERRED_DECODE (SCEN_BRANCH_BUFFERS || SCEN_BAD_SHARE_HINT)
 
-#if defined(ALLOC_HEAP4)
+#if defined(ALLOC_HEAP4) && defined(HEAP5_REGIONS) && configENABLE_HEAP_PROTECTOR
+#define ALLOC_NAME "heap5p"
+#elif defined(ALLOC_HEAP4) && defined(HEAP5_REGIONS)
+#define ALLOC_NAME "heap5"
+#elif defined(ALLOC_HEAP4) && defined(configENABLE_HEAP_PROTECTOR) && configENABLE_HEAP_PROTECTOR
+#define ALLOC_NAME "heap4p"
+#elif defined(ALLOC_HEAP4)
 #define ALLOC_NAME "heap4"
 #elif defined(ALLOC_NANO)
 #define ALLOC_NAME "nano"
+#elif defined(ALLOC_TLSF) && defined(CONFIG_HEAP_POISONING_COMPREHENSIVE)
+#define ALLOC_NAME "tlsfpc"
+#elif defined(ALLOC_TLSF) && defined(CONFIG_HEAP_POISONING_LIGHT)
+#define ALLOC_NAME "tlsfp"
 #elif defined(ALLOC_TLSF) && defined(TLSF_FIXED_CONTROL)
 #define ALLOC_NAME "tlsf_fixed"
 #elif defined(ALLOC_TLSF)
