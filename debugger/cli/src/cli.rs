@@ -257,6 +257,11 @@ pub struct HeapArgs {
     /// Print one JSON object (stable keys, see docs/heap-json.md) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// ESP-IDF: also give `heap_caps_get_info`, `heap_caps_get_free_size` and
+    /// `heap_caps_get_largest_free_block` for this capability mask (repeatable; names such as
+    /// `8BIT`, `INTERNAL|DMA`, or a number) under `firmware_view.heap_caps`.
+    #[arg(long, value_name = "CAPS", value_parser = parse_caps_arg)]
+    pub caps: Vec<u32>,
     /// Also write the heap map (the arena as a strip, blocks to scale) as an SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -313,7 +318,11 @@ pub fn parse_budget(s: &str) -> Result<(String, f64), String> {
 }
 
 /// Parses `START:LEN`.
-pub fn parse_region(s: &str) -> Result<(u64, u64), String> {
+pub fn parse_caps_arg(s: &str) -> Result<u32, String> {
+    memlife_heap::parse_caps(s)
+}
+
+fn parse_region(s: &str) -> Result<(u64, u64), String> {
     let (a, l) = s
         .split_once(':')
         .ok_or_else(|| format!("`{s}` is not START:LEN"))?;
