@@ -69,6 +69,7 @@ fn span(function: &str, arg: u64, before: u64, after: u64, seq: u64) -> SpanReco
         peak_used: before.max(after),
         seq_begin: seq,
         seq_end: seq,
+        damage: Vec::new(),
     }
 }
 
