@@ -204,9 +204,14 @@ impl HeapWalker for TlsfWalker {
     }
 
     /// The user pointer is the block + 8 (`prev_phys_block`, then the size word right before
-    /// the user data).
+    /// the user data), + 8 more with heap poisoning (the poison head sits in front of the data).
     fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
-        Some((ptr.checked_sub(8)?, 8))
+        let head = if self.poisoning == Poisoning::None {
+            0
+        } else {
+            8
+        };
+        Some((ptr.checked_sub(8 + head)?, 8))
     }
 
     /// A block in use counts `size + 4` (what `multi_heap_malloc` takes from `free_bytes`).

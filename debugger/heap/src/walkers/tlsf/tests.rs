@@ -464,6 +464,16 @@ fn block_of_gives_the_footprint_of_used_blocks_only() {
     );
     let (free, _, _) = a.blocks[1];
     assert_eq!(w.block_of(&mut snap, free + 8).unwrap(), None);
+    // With heap poisoning the caller's pointer is 8 bytes further, past the poison head.
+    let mut w = walker(dynamic());
+    w.poisoning = Poisoning::Light;
+    assert_eq!(
+        w.block_of(&mut snap, used + 16).unwrap(),
+        Some(BlockRef {
+            addr: used,
+            size: size + 4
+        })
+    );
 }
 
 #[test]
