@@ -479,3 +479,89 @@ if h.allocator == "esp-idf-tlsf" {
         );
     }
 }
+
+/// The `overrun` scenario (an operator writes a few bytes past its output buffer): on the
+/// heap-poisoning builds `lifecycle.rhai`'s `integrity` fails, naming the layer after which the
+/// tail canary was first found broken, the block, its requested size and where it was
+/// allocated; every other check and every other allocator passes (without canaries with a
+/// warning that nothing could be checked).
+#[test]
+fn overrun_fails_integrity_only_where_the_heap_has_canaries() {
+    let dir = tempdir("overrun");
+    for alloc in [
+        "heap4", "heap4p", "heap5", "heap5p", "nano", "tlsf", "tlsfp", "tlsfpc",
+    ] {
+        let elf = elf(alloc, "overrun");
+        let json = dir.join(format!("{alloc}.json"));
+        let script = repo().join("scripts/lifecycle.rhai");
+        let (config, elf_s, script_s, json_s, dir_s) = (
+            example("healthy"),
+            elf.to_str().unwrap().to_string(),
+            script.to_str().unwrap().to_string(),
+            json.to_str().unwrap().to_string(),
+            dir.to_str().unwrap().to_string(),
+        );
+        let mut args: Vec<&str> = vec![
+            "audit",
+            "--config",
+            config.to_str().unwrap(),
+            "--elf",
+            &elf_s,
+            &script_s,
+            "--json",
+            &json_s,
+            "--out",
+            &dir_s,
+        ];
+        if alloc == "tlsfpc" {
+            // Our firmware links none of the routines that tell comprehensive mode apart.
+            args.extend(["--poisoning", "comprehensive"]);
+        }
+        let out = run_memlife(&args);
+        let text = stdout(&out);
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let checks = report["checks"].as_array().unwrap();
+        let failing: Vec<&str> = checks
+            .iter()
+            .filter(|c| c["verdict"] == "fail")
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        let integrity = checks.iter().find(|c| c["name"] == "integrity").unwrap();
+        let message = integrity["message"].as_str().unwrap();
+        if alloc.starts_with("tlsfp") {
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{alloc}: {text}{}",
+                stderr(&out)
+            );
+            assert_eq!(failing, ["integrity"], "{alloc}: {text}");
+            for want in [
+                "overrun: first found after op_invoke #",
+                "(layer 14 det_post)",
+                " B requested)",
+                "allocated at op_execute (ops.c:",
+                "tail canary",
+            ] {
+                assert!(
+                    message.contains(want),
+                    "{alloc}: `{want}` not in: {message}"
+                );
+            }
+            assert!(
+                !message.contains("unknown site"),
+                "{alloc}: the allocation site is traced: {message}"
+            );
+        } else {
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{alloc}: {text}{}",
+                stderr(&out)
+            );
+            assert!(failing.is_empty(), "{alloc}: {failing:?}");
+            assert_eq!(integrity["verdict"], "warn", "{alloc}: {message}");
+        }
+    }
+}
