@@ -565,3 +565,84 @@ fn overrun_fails_integrity_only_where_the_heap_has_canaries() {
         }
     }
 }
+
+/// The firmware's own figures in scripts: `h.firmware_view` and `t.heap_caps_*(caps)` (caps by
+/// name or number) against `g_firmware_view`, which the firmware filled from its own API right
+/// before the call to model_release, read through DWARF with `t.var`.
+#[test]
+fn scripts_read_the_firmwares_own_figures() {
+    let dir = tempdir("fwview-script");
+    let esp = dir.join("esp.rhai");
+    std::fs::write(
+        &esp,
+        r#"
+let t = target();
+t.run_to("model_release", 2);
+let fw = t.var("g_firmware_view");
+let h = t.heap();
+let v = h.firmware_view;
+check("api", v.api == "esp-idf" && h.poisoning == "light", `${v.api} ${h.poisoning}`);
+for j in 0..fw.caps_count {
+    let c = fw.caps[j];
+    check(`free ${c}`, t.heap_caps_free_size(c) == fw.caps_free_size[j], `${t.heap_caps_free_size(c)} ${fw.caps_free_size[j]}`);
+    check(`largest ${c}`, h.heap_caps_largest_free_block(c) == fw.caps_largest_free_block[j], "");
+    let i = t.heap_caps_info(c);
+    check(`info ${c}`, i.total_allocated_bytes == fw.caps_info[j].total_allocated_bytes && i.total_blocks == fw.caps_info[j].total_blocks, "");
+}
+check("by name", t.heap_caps_free_size("8BIT") == t.heap_caps_free_size(4)
+    && t.heap_caps_free_size("MALLOC_CAP_INTERNAL|8BIT") == t.heap_caps_free_size(2048 + 4), "");
+check("heaps", v.heaps[0].info.free_blocks == fw.heaps[0].free_blocks, "");
+"#,
+    )
+    .unwrap();
+    let freertos = dir.join("freertos.rhai");
+    std::fs::write(
+        &freertos,
+        r#"
+let t = target();
+t.run_to("model_release", 3);
+let fw = t.var("g_firmware_view");
+let s = t.heap().firmware_view.heap_stats;
+check("captures", fw.captures == 3, `${fw.captures}`);
+check("stats", s.xNumberOfFreeBlocks == fw.stats.xNumberOfFreeBlocks
+    && s.xSizeOfSmallestFreeBlockInBytes == fw.stats.xSizeOfSmallestFreeBlockInBytes
+    && s.xNumberOfSuccessfulAllocations == fw.stats.xNumberOfSuccessfulAllocations, "");
+t.heap_caps_free_size("8BIT");
+"#,
+    )
+    .unwrap();
+    let esp_elf = elf("tlsfp", "fragmentation");
+    let out = run_memlife(&[
+        "audit",
+        "--elf",
+        esp_elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        esp.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("PASS free 4"), "{text}");
+    assert!(!text.contains("FAIL"), "{text}");
+    // heap_caps_* are ESP-IDF's: on FreeRTOS the script stops with a clear error.
+    let heap5 = elf("heap5", "fragmentation");
+    let out = run_memlife(&[
+        "audit",
+        "--elf",
+        heap5.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        freertos.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("PASS captures") && text.contains("PASS stats"),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        stderr(&out).contains("heap_caps_* are ESP-IDF functions; this heap is freertos-heap5"),
+        "{}",
+        stderr(&out)
+    );
+}
