@@ -312,3 +312,38 @@ fn a_script_that_keeps_its_target_in_a_reference_cycle_ends_normally() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["checks"][0]["name"], "loaded", "{report}");
 }
+
+#[test]
+fn bad_poisoning_or_caps() {
+    let tlsf = elf("tlsf", "healthy");
+    let tlsf = tlsf.to_str().unwrap();
+    expect_exit_2(
+        &["symbols", "--elf", tlsf, "--poisoning", "heavy"],
+        "unknown heap poisoning `heavy` (none, light, comprehensive)",
+    );
+    expect_exit_2(
+        &[
+            "heap",
+            "--elf",
+            tlsf,
+            "--qemu",
+            "netduinoplus2",
+            "--caps",
+            "FAST",
+        ],
+        "unknown heap capability `FAST`",
+    );
+    let heap4 = elf("heap4", "healthy");
+    expect_exit_2(
+        &[
+            "heap",
+            "--elf",
+            heap4.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--caps",
+            "8BIT",
+        ],
+        "--caps: heap capabilities are ESP-IDF's; this firmware's heap is freertos-heap4",
+    );
+}
