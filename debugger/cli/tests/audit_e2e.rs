@@ -646,3 +646,40 @@ t.heap_caps_free_size("8BIT");
         stderr(&out)
     );
 }
+
+/// heap_4 with the heap protector and heap_5's regions (with and without it) give every example
+/// the verdict heap_4 gives: the same exit code and the same failing checks.
+#[test]
+fn option_builds_give_every_example_heap4s_verdict() {
+    let dir = tempdir("audit-options");
+    for scenario in SCENARIOS {
+        let (exit, failing) = expectation(scenario);
+        for alloc in ["heap4p", "heap5", "heap5p"] {
+            let elf = elf(alloc, scenario);
+            let junit = dir.join(format!("{alloc}-{scenario}.xml"));
+            let script = repo().join("scripts/lifecycle.rhai");
+            let out = run_memlife(&[
+                "audit",
+                "--config",
+                example(scenario).to_str().unwrap(),
+                "--elf",
+                elf.to_str().unwrap(),
+                script.to_str().unwrap(),
+                "--junit",
+                junit.to_str().unwrap(),
+                "--out",
+                dir.to_str().unwrap(),
+            ]);
+            let name = format!("{alloc}-{scenario}");
+            let text = stdout(&out);
+            assert_eq!(
+                out.status.code(),
+                Some(exit),
+                "{name}: {text}{}",
+                stderr(&out)
+            );
+            let xml = std::fs::read_to_string(&junit).unwrap();
+            assert_eq!(junit_failures(&xml), failing, "{name}: {text}");
+        }
+    }
+}
