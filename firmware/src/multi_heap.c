@@ -14,9 +14,9 @@
 
 #ifdef MULTI_HEAP_POISONING
 #ifdef MULTI_HEAP_POISONING_SLOW
-const uint32_t multi_heap_poisoning_level = 2u;
+__attribute__((used)) const uint32_t multi_heap_poisoning_level = 2u;
 #else
-const uint32_t multi_heap_poisoning_level = 1u;
+__attribute__((used)) const uint32_t multi_heap_poisoning_level = 1u;
 #endif
 const poison_head_t *volatile multi_heap_last_corrupt;
 volatile uint32_t multi_heap_poison_errors;
@@ -76,6 +76,12 @@ multi_heap_handle_t multi_heap_register(void *start, size_t size)
     if (start == NULL || (uintptr_t)start % sizeof(void *) != 0u || size <= sizeof(heap_t)) {
         return NULL;
     }
+#ifdef MULTI_HEAP_POISONING
+    /* A real read keeps the level in the ELF (--gc-sections) for debuggers. */
+    if (*(const volatile uint32_t *)&multi_heap_poisoning_level == 0u) {
+        return NULL;
+    }
+#endif
     heap_t *heap = start;
     size_t pool_size = size - sizeof(heap_t);
     tlsf_t tlsf = tlsf_create_with_pool((uint8_t *)start + sizeof(heap_t), pool_size);
