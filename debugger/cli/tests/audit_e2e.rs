@@ -501,7 +501,7 @@ fn overrun_fails_integrity_only_where_the_heap_has_canaries() {
             json.to_str().unwrap().to_string(),
             dir.to_str().unwrap().to_string(),
         );
-        let mut args: Vec<&str> = vec![
+        let args: Vec<&str> = vec![
             "audit",
             "--config",
             config.to_str().unwrap(),
@@ -513,10 +513,6 @@ fn overrun_fails_integrity_only_where_the_heap_has_canaries() {
             "--out",
             &dir_s,
         ];
-        if alloc == "tlsfpc" {
-            // Our firmware links none of the routines that tell comprehensive mode apart.
-            args.extend(["--poisoning", "comprehensive"]);
-        }
         let out = run_memlife(&args);
         let text = stdout(&out);
         let report: serde_json::Value =

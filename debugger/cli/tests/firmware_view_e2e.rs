@@ -221,11 +221,6 @@ fn three_stops(alloc: &str, scenario: &str, view: bool) -> usize {
         for c in &caps {
             args.extend(["--caps", c.as_str()]);
         }
-        if alloc == "tlsfpc" {
-            // Our firmware links none of the routines that tell comprehensive mode apart: say
-            // it, so that every walk also checks the free fill.
-            args.extend(["--poisoning", "comprehensive"]);
-        }
         let v = memlife_json(&args);
         let poisoning = match alloc {
             "tlsf" => "none",

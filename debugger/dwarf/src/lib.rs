@@ -245,6 +245,12 @@ impl Symbols {
         self.elf.code(addr, len)
     }
 
+    /// Bytes of constant data at `addr` from the ELF's read-only data sections (a `const`
+    /// global's value without reading the target), or `None` outside them.
+    pub fn rodata(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.elf.rodata(addr, len)
+    }
+
     /// The processor the image is built for.
     pub fn machine(&self) -> Machine {
         self.elf.machine

@@ -46,11 +46,21 @@ impl Poisoning {
     }
 
     /// From the ELF: the poison head type exists only when poisoning is built in; the routine
-    /// that checks the free fill only in comprehensive mode.
+    /// that checks the free fill only in comprehensive mode. A firmware may also state the
+    /// level in a constant global `multi_heap_poisoning_level` (1 light, 2 comprehensive).
     pub fn detect(symbols: &Symbols) -> Poisoning {
         let types = symbols.types();
         if types.find_struct("poison_head_t").is_none() {
             return Poisoning::None;
+        }
+        let level = symbols
+            .static_location("multi_heap_poisoning_level", &[])
+            .and_then(|(addr, _)| symbols.rodata(addr, 4).or_else(|| symbols.code(addr, 4)))
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        match level {
+            Some(1) => return Poisoning::Light,
+            Some(2) => return Poisoning::Comprehensive,
+            _ => {}
         }
         let comprehensive = [
             "verify_fill_pattern",
