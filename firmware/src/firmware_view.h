@@ -42,7 +42,7 @@ struct firmware_view_espidf {
 typedef struct firmware_view_espidf firmware_view_t;
 #elif defined(ALLOC_NANO)
 #include <malloc.h>
-/* newlib-nano */
+/* newlib-nano and newlib's full malloc (dl) */
 struct firmware_view_newlib {
     uint32_t captures;
     struct mallinfo info; /* newlib's own mallinfo() */

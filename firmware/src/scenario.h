@@ -76,6 +76,8 @@
 #define ALLOC_NAME "heap4p"
 #elif defined(ALLOC_HEAP4)
 #define ALLOC_NAME "heap4"
+#elif defined(ALLOC_NANO) && defined(ALLOC_DLMALLOC)
+#define ALLOC_NAME "dl"
 #elif defined(ALLOC_NANO)
 #define ALLOC_NAME "nano"
 #elif defined(ALLOC_TLSF) && defined(CONFIG_HEAP_POISONING_COMPREHENSIVE)

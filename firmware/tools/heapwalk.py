@@ -211,6 +211,9 @@ def stat():
         if heap5:
             r["markers"] = markers
         return r
+    if not has_symbol("__malloc_free_list"):
+        raise gdb.GdbError("heapwalk: no heap4/heap5, tlsf or newlib-nano heap here "
+                           "(dlmalloc builds: print g_firmware_view)")
     c = val("(unsigned)__malloc_free_list")
     largest = n = tot = 0
     while c != 0 and n < 10000:
