@@ -128,6 +128,23 @@ pub struct Expectation {
     pub failing: Vec<String>,
 }
 
+/// Budget names earlier scripts used, and the one name each stands for now. `cycles` is how
+/// many lifecycles a script runs, whatever the script; `more_cycles` the untraced ones after
+/// them (leak.rhai).
+pub const DEPRECATED_BUDGETS: &[(&str, &str)] = &[
+    ("iterations", "cycles"),
+    ("lifecycles", "cycles"),
+    ("switches", "more_cycles"),
+];
+
+/// The current name of a budget (itself unless deprecated).
+pub fn budget_name(name: &str) -> &str {
+    DEPRECATED_BUDGETS
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new)
+}
+
 /// Why the configuration could not be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -192,6 +209,27 @@ impl AuditConfig {
         Ok(cfg)
     }
 
+    /// Renames deprecated budget keys to their current names; a key already under its current
+    /// name wins. Returns one warning per renamed key, for the caller to print.
+    pub fn upgrade_budgets(&mut self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (old, new) in DEPRECATED_BUDGETS {
+            let Some(v) = self.budgets.remove(*old) else {
+                continue;
+            };
+            let kept = if self.budgets.contains_key(*new) {
+                format!("; `{new}` is also set and wins")
+            } else {
+                self.budgets.insert((*new).to_string(), v);
+                String::new()
+            };
+            warnings.push(format!(
+                "budget `{old}` is deprecated: call it `{new}` ([budgets] in memlife.toml){kept}"
+            ));
+        }
+        warnings
+    }
+
     /// The function a phase name stands for (an alias or the function itself).
     pub fn phase_function<'a>(&'a self, name: &'a str) -> &'a str {
         self.phases.get(name).map_or(name, String::as_str)
@@ -240,5 +278,25 @@ mod tests {
         assert!(board.target.connect_under_reset);
         let cfg = cfg.with_lifecycle_defaults();
         assert_eq!(cfg.spans["graph_build"], "op_init");
+    }
+
+    #[test]
+    fn deprecated_budget_names_become_the_current_ones_with_a_warning() {
+        let mut cfg: AuditConfig =
+            toml::from_str("[budgets]\niterations = 4\nswitches = 7\nbuild_step = 1").unwrap();
+        let warnings = cfg.upgrade_budgets();
+        assert_eq!(cfg.budgets["cycles"], 4.0);
+        assert_eq!(cfg.budgets["more_cycles"], 7.0);
+        assert!(!cfg.budgets.contains_key("iterations"));
+        assert_eq!(warnings.len(), 2);
+        assert!(warnings[0].contains("`iterations` is deprecated: call it `cycles`"));
+        // The current name wins over an old one.
+        let mut both: AuditConfig =
+            toml::from_str("[budgets]\nlifecycles = 10\ncycles = 3").unwrap();
+        let warnings = both.upgrade_budgets();
+        assert_eq!(both.budgets["cycles"], 3.0);
+        assert!(warnings[0].contains("`cycles` is also set and wins"));
+        assert_eq!(budget_name("lifecycles"), "cycles");
+        assert_eq!(budget_name("build_step"), "build_step");
     }
 }

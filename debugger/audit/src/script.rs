@@ -389,6 +389,15 @@ fn position(pos: Position) -> (Option<usize>, Option<usize>) {
     (pos.line(), pos.position())
 }
 
+/// The current name of a budget a script asks for, with a warning when it used an old one.
+fn current_budget(name: &str) -> &str {
+    let current = crate::config::budget_name(name);
+    if current != name {
+        ::tracing::warn!("budget(\"{name}\") is deprecated: use budget(\"{current}\")");
+    }
+    current
+}
+
 /// Runs a script against a debugger. The debugger comes back (for the report and cleanup) with
 /// whatever the script recorded, also when it failed. It is `None` only if it could not be taken
 /// back from the script's handles, which nothing a script can do brings about (the handles
@@ -421,6 +430,7 @@ pub fn run_script(
     engine.register_fn(
         "budget",
         move |ctx: NativeCallContext, name: &str| -> RhaiResult<f64> {
+            let name = current_budget(name);
             budgets.get(name).copied().ok_or_else(|| {
                 err(
                     &ctx,
@@ -430,7 +440,10 @@ pub fn run_script(
         },
     );
     engine.register_fn("budget", move |name: &str, default: f64| -> f64 {
-        budgets2.get(name).copied().unwrap_or(default)
+        budgets2
+            .get(current_budget(name))
+            .copied()
+            .unwrap_or(default)
     });
     let error = match engine.compile(source) {
         Err(e) => {
@@ -535,6 +548,24 @@ mod tests {
         assert_eq!(printed, "malloc");
         assert!(outcome.error.unwrap().message.contains("stop here"));
         assert_eq!(dbg.unwrap().records().len(), 1);
+    }
+
+    #[test]
+    fn a_deprecated_budget_name_reads_the_current_one() {
+        let sym = fake::symbols();
+        let fw = Firmware::new(&sym);
+        let (dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
+        let budgets = [("cycles".to_string(), 5.0)].into_iter().collect();
+        let out = std::env::temp_dir().join(format!("memlife-budget-{}", std::process::id()));
+        let (_, outcome) = run_script(
+            dbg,
+            r#"check("old", budget("iterations", 1.0) == 5.0 && budget("lifecycles") == 5.0);"#,
+            &out,
+            &budgets,
+            Rc::new(|_: &str| {}),
+        );
+        assert_eq!(outcome.error, None);
+        assert_eq!(outcome.checks[0].verdict, Verdict::Pass);
     }
 
     #[test]

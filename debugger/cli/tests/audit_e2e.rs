@@ -179,7 +179,7 @@ fn every_example_gives_its_verdict_on_every_allocator() {
 }
 
 #[test]
-fn leak_script_names_the_leak_over_sixty_switches() {
+fn leak_script_names_the_leak_over_the_configured_cycles_and_fifty_more() {
     let out = run_memlife(&[
         "audit",
         "--config",
@@ -189,12 +189,13 @@ fn leak_script_names_the_leak_over_sixty_switches() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
     assert!(
-        text.contains("fell from 97920 to 76208 B over 59 switches: 368 B lost per switch"),
+        text.contains("fell from 97920 to 78784 B over 52 switches: 368 B lost per switch"),
         "{text}"
     );
     assert!(text.contains("engine.c:51"), "{text}");
     // The ESP-IDF heap loses 364 B per switch (firmware/README.md: 70 switches leave 71208 of
-    // 96688 B, i.e. 96324 after the first and 96324 - 59 x 364 after the sixtieth).
+    // 96688 B, i.e. 96324 after the first and 96324 - 52 x 364 after the 53rd: the example
+    // sets `cycles = 3`, leak.rhai adds 50 more).
     let tlsf = elf("tlsf", "leak-on-switch");
     let out = run_memlife(&[
         "audit",
@@ -207,7 +208,7 @@ fn leak_script_names_the_leak_over_sixty_switches() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
     assert!(
-        text.contains("fell from 96324 to 74848 B over 59 switches: 364 B lost per switch"),
+        text.contains("fell from 96324 to 77396 B over 52 switches: 364 B lost per switch"),
         "{text}"
     );
     assert!(
@@ -224,6 +225,48 @@ fn leak_script_names_the_leak_over_sixty_switches() {
         repo().join("scripts/leak.rhai").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn leak_script_runs_under_every_peak_method_and_events_carry_their_request() {
+    let dir = tempdir("leak-methods");
+    for method in ["sample", "watermark", "trace"] {
+        let json = dir.join(format!("{method}.json"));
+        let out = run_memlife(&[
+            "audit",
+            "--config",
+            example("leak-on-switch").to_str().unwrap(),
+            "--method",
+            method,
+            "--json",
+            json.to_str().unwrap(),
+            repo().join("scripts/leak.rhai").to_str().unwrap(),
+        ]);
+        let text = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{method}: {text}{}",
+            stderr(&out)
+        );
+        assert!(text.contains("368 B lost per switch"), "{method}: {text}");
+        if method == "trace" {
+            let report: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            let allocs: Vec<&serde_json::Value> = report["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["kind"] == "alloc")
+                .collect();
+            assert!(!allocs.is_empty());
+            // The size asked at the allocator's entry, at most the block's size.
+            for e in allocs {
+                let request = e["request"].as_u64().unwrap_or_else(|| panic!("{e}"));
+                assert!(request > 0 && request <= e["size"].as_u64().unwrap(), "{e}");
+            }
+        }
+    }
 }
 
 #[test]

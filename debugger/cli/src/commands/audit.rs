@@ -33,6 +33,9 @@ fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
     cfg.phases.extend(args.phases.iter().cloned());
     cfg.spans.extend(args.spans.iter().cloned());
     cfg.budgets.extend(args.budgets.iter().cloned());
+    for warning in cfg.upgrade_budgets() {
+        eprintln!("warning: {warning}");
+    }
     Ok(cfg.with_lifecycle_defaults())
 }
 

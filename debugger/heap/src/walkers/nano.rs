@@ -305,6 +305,8 @@ impl HeapWalker for NanoWalker {
             }
         }
         let chunk_free: u64 = free_set.iter().map(|(_, s)| s).sum();
+        st.brk = Some(brk);
+        st.free_list_bytes = Some(chunk_free);
         let largest_chunk = free_set.iter().map(|(_, s)| *s).max().unwrap_or(0);
         st.counters
             .push(("arena (sbrk_start..break)".into(), brk - start));
@@ -411,6 +413,11 @@ mod tests {
         assert_eq!(st.free_blocks, 2);
         assert_eq!(st.used_blocks, 2);
         assert_eq!(st.largest_free, LIMIT - brk);
+        assert_eq!(st.brk, Some(brk));
+        assert_eq!(st.free_list_bytes, Some(0x40 + 0x18));
+        let json = crate::render::json(&st, None);
+        assert_eq!(json["break"], brk);
+        assert_eq!(json["free_list_bytes"], 0x40 + 0x18);
     }
 
     #[test]
