@@ -36,7 +36,7 @@ fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
     for warning in cfg.upgrade_budgets() {
         eprintln!("warning: {warning}");
     }
-    Ok(cfg.with_lifecycle_defaults())
+    Ok(cfg)
 }
 
 /// Flags win over memlife.toml.
@@ -74,7 +74,10 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let started = Instant::now();
-    let cfg = load_config(&args)?;
+    // What the user wrote is checked against the ELF; the bundled firmware's names fill in
+    // what it does not say.
+    let given = load_config(&args)?;
+    let cfg = given.clone().with_lifecycle_defaults();
     let outputs = AuditOutputs::from_args(&args);
     outputs.check_kinds()?;
     let elf = args
@@ -102,7 +105,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     for failure in outputs.write(&AuditReport::unfinished(&run), false) {
         eprintln!("memlife audit: {failure}; the audit runs on and writes the other outputs");
     }
-    let (report, mut session) = match audit(&args, &cfg, &elf, &targets, &mut run) {
+    let (report, mut session) = match audit(&args, &given, &cfg, &elf, &targets, &mut run) {
         Ok(done) => done,
         Err(e) => {
             // No results: the outputs say why rather than "not finished".
@@ -137,6 +140,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
 /// reports to be written before the target is let go.
 fn audit(
     args: &AuditArgs,
+    given: &AuditConfig,
     cfg: &AuditConfig,
     elf: &Path,
     targets: &TargetArgs,
@@ -145,6 +149,15 @@ fn audit(
     let source = std::fs::read_to_string(&args.script)
         .with_context(|| format!("cannot read script {}", args.script.display()))?;
     let symbols = Rc::new(super::load_symbols(elf)?);
+    let functions = symbols
+        .elf_symbols()
+        .iter()
+        .filter(|s| s.kind == memlife_dwarf::SymbolKind::Function)
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>();
+    given
+        .check_functions(&functions)
+        .map_err(|e| anyhow::anyhow!("memlife.toml or flags: {e}"))?;
     let mut session = Session::open(targets, elf, args.leave)?;
     let mut heap_opts = args.heap.clone();
     if heap_opts.allocator.is_none() {
