@@ -252,6 +252,16 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn(
+        "has_role",
+        |ctx: NativeCallContext, t: &mut TargetHandle, role: &str| {
+            // A role the configuration maps (or the bundled firmware's default) to a function
+            // this ELF has.
+            t.with(&ctx, |d| {
+                d.function(d.config().phase_function(role)).is_ok()
+            })
+        },
+    );
+    engine.register_fn(
         "phase_function",
         |ctx: NativeCallContext, t: &mut TargetHandle, alias: &str| {
             t.with(&ctx, |d| d.config().phase_function(alias).to_string())
@@ -337,6 +347,12 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
                 "",
             )?;
             Ok(ok)
+        },
+    );
+    engine.register_fn(
+        "skip",
+        |ctx: NativeCallContext, name: &str, reason: &str| -> RhaiResult<()> {
+            record(&ctx, name, Verdict::Skip, reason)
         },
     );
     engine.register_fn(
@@ -574,6 +590,7 @@ mod tests {
             check("a", true, "");
             warn("b", "careful");
             check("c", false);
+            skip("d", "no [phases] switch in memlife.toml");
         "#);
         let got: Vec<(&str, Verdict)> = outcome
             .checks
@@ -585,7 +602,8 @@ mod tests {
             vec![
                 ("a", Verdict::Pass),
                 ("b", Verdict::Warn),
-                ("c", Verdict::Fail)
+                ("c", Verdict::Fail),
+                ("d", Verdict::Skip)
             ]
         );
         assert_eq!(outcome.checks[2].line, Some(4));

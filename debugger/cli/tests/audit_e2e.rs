@@ -521,3 +521,32 @@ if h.allocator == "esp-idf-tlsf" {
         );
     }
 }
+
+#[test]
+fn leak_script_finds_the_cpp_firmwares_leak_per_cycle_by_configuration_only() {
+    let leak = memlife_testkit::firmware::elf("cpp", "leak");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("cpp-interpreter").to_str().unwrap(),
+        "--elf",
+        leak.to_str().unwrap(),
+        repo().join("scripts/leak.rhai").to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    // No switch in this firmware: the loss is per cycle (firmware/README.md: 152 B).
+    assert!(text.contains("152 B lost per cycle"), "{text}");
+    assert!(!text.contains("per switch"), "{text}");
+    assert!(text.contains("conv.cpp:79"), "{text}");
+    let healthy = memlife_testkit::firmware::elf("cpp", "healthy");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example("cpp-interpreter").to_str().unwrap(),
+        "--elf",
+        healthy.to_str().unwrap(),
+        repo().join("scripts/leak.rhai").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}

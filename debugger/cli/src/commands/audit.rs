@@ -210,7 +210,7 @@ fn script_error(script: &Path, e: &ScriptError) -> String {
 
 fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let (mut pass, mut fail, mut warn) = (0, 0, 0);
+    let (mut pass, mut fail, mut warn, mut skipped) = (0, 0, 0, 0);
     for c in &report.checks {
         let word = match c.verdict {
             Verdict::Pass => {
@@ -225,6 +225,10 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
                 warn += 1;
                 "WARN"
             }
+            Verdict::Skip => {
+                skipped += 1;
+                "SKIP"
+            }
         };
         if c.message.is_empty() {
             writeln!(out, "{word} {}", c.name)?;
@@ -234,8 +238,13 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
     }
     writeln!(
         out,
-        "{}: {pass} passed, {fail} failed, {warn} warnings ({} phases, {} allocation events, {:.1} s)",
+        "{}: {pass} passed, {fail} failed, {warn} warnings{} ({} phases, {} allocation events, {:.1} s)",
         script.display(),
+        if skipped > 0 {
+            format!(", {skipped} skipped")
+        } else {
+            String::new()
+        },
         report.phases.len(),
         report.events.len(),
         report.run.seconds
