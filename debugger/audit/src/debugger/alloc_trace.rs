@@ -107,7 +107,11 @@ pub(super) fn site_of(symbols: &Symbols, skip: &[String], backtrace: &[u64]) -> 
     for &ret in backtrace.iter().skip(1) {
         for loc in symbols.locate(ret.saturating_sub(2)) {
             let name = loc.function.clone().unwrap_or_else(|| "??".into());
-            if skip.contains(&name) {
+            // C++'s `operator new`/`delete` are malloc/free wrappers: the site is their caller.
+            if skip.contains(&name)
+                || name.starts_with("operator new")
+                || name.starts_with("operator delete")
+            {
                 continue;
             }
             let file = loc

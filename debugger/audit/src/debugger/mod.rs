@@ -309,6 +309,7 @@ impl Debugger {
             .iter()
             .filter(|s| s.kind == memlife_dwarf::SymbolKind::Function)
             .map(|s| s.name.as_str())
+            .chain(self.symbols.demangled_functions())
     }
 
     /// Heap size as last walked.

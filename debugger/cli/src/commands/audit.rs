@@ -154,9 +154,10 @@ fn audit(
         .iter()
         .filter(|s| s.kind == memlife_dwarf::SymbolKind::Function)
         .map(|s| s.name.as_str())
+        .chain(symbols.demangled_functions())
         .collect::<Vec<_>>();
     given
-        .check_functions(&functions)
+        .check_functions(&functions, &|n| symbols.function(n).is_some())
         .map_err(|e| anyhow::anyhow!("memlife.toml or flags: {e}"))?;
     let mut session = Session::open(targets, elf, args.leave)?;
     let mut heap_opts = args.heap.clone();
