@@ -262,6 +262,24 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn(
+        "has_var",
+        |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| {
+            t.with(&ctx, |d| d.symbols().variable(name, &[]).is_some())
+        },
+    );
+    engine.register_fn(
+        "span_function",
+        |ctx: NativeCallContext, t: &mut TargetHandle, role: &str| {
+            // The span function recorded inside a role's phase ("" when none is configured).
+            t.with(&ctx, |d| {
+                let c = d.config();
+                c.span_of(c.phase_function(role))
+                    .unwrap_or_default()
+                    .to_string()
+            })
+        },
+    );
+    engine.register_fn(
         "phase_function",
         |ctx: NativeCallContext, t: &mut TargetHandle, alias: &str| {
             t.with(&ctx, |d| d.config().phase_function(alias).to_string())

@@ -556,3 +556,54 @@ fn leak_script_finds_the_cpp_firmwares_leak_per_cycle_by_configuration_only() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
+
+#[test]
+fn every_script_runs_on_the_cpp_firmware_by_configuration_only() {
+    let dir = tempdir("cpp-scripts");
+    let leak = memlife_testkit::firmware::elf("cpp", "leak");
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
+        .collect();
+    scripts.sort();
+    assert!(scripts.len() >= 7);
+    for script in scripts {
+        let junit = dir.join("j.xml");
+        let out = run_memlife(&[
+            "audit",
+            "--config",
+            example("cpp-interpreter").to_str().unwrap(),
+            "--elf",
+            leak.to_str().unwrap(),
+            script.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let name = script.file_name().unwrap().to_string_lossy().to_string();
+        let text = stdout(&out);
+        let code = out.status.code();
+        assert!(
+            code == Some(0) || code == Some(1),
+            "{name}: {code:?}\n{text}{}",
+            stderr(&out)
+        );
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        // No tensor table in this firmware: overlap is skipped, with the reason.
+        if name == "overlap.rhai" || name == "lifecycle.rhai" {
+            assert!(
+                xml.contains("<skipped message=\"") && text.contains("SKIP overlap"),
+                "{name}: {xml}"
+            );
+        }
+        if name == "leak.rhai" || name == "lifecycle.rhai" {
+            assert_eq!(code, Some(1), "{name}: {text}");
+            assert!(
+                text.contains("152 B") && text.contains("per cycle"),
+                "{name}: {text}"
+            );
+        }
+    }
+}
