@@ -42,6 +42,20 @@ pub enum Command {
     Serve(ServeArgs),
     /// List the debug probes attached to this machine (for --chip and --probe).
     Probes,
+    /// Write a commented memlife.toml for a firmware: the allocator detected, the lifecycle
+    /// functions guessed from their names (with file:line and why), alternatives as comments.
+    Init(InitArgs),
+}
+
+/// `memlife init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    /// Where to write it (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `memlife serve`.

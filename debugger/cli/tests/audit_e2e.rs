@@ -607,3 +607,59 @@ fn every_script_runs_on_the_cpp_firmware_by_configuration_only() {
         }
     }
 }
+
+#[test]
+fn init_then_audit_with_no_edits_finds_the_cpp_leak_and_load_peak() {
+    let dir = tempdir("init");
+    let elf = memlife_testkit::firmware::elf("cpp", "leak-load-peak");
+    let cfg = dir.join("memlife.toml");
+    let out = run_memlife(&[
+        "init",
+        "--elf",
+        elf.to_str().unwrap(),
+        "-o",
+        cfg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let toml = std::fs::read_to_string(&cfg).unwrap();
+    // The guesses, each with where it is and why.
+    assert!(toml.contains("newlib-nano"), "{toml}");
+    assert!(
+        toml.contains("run = \"tinyml::Interpreter::Invoke()\"    # interpreter.cpp:"),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("release = \"app::Teardown(app::Session*)\""),
+        "{toml}"
+    );
+    assert!(toml.contains("#   or "), "alternatives as comments: {toml}");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        cfg.to_str().unwrap(),
+        repo().join("scripts/lifecycle.rhai").to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("FAIL leak: free after release drops 152 B per cycle"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "allocated at tinyml::ops::Conv2D::Eval(tinyml::Context&, tinyml::Node&) (conv.cpp:79)"
+        ),
+        "{text}"
+    );
+    // The load peak (firmware/README.md: about 68 KiB above the baseline, over the 60% budget).
+    assert!(text.contains("FAIL load-peak"), "{text}");
+    assert!(text.contains("peaks 698"), "{text}");
+    assert!(
+        !text.contains("FAIL build-step") && !text.contains("FAIL fragmentation"),
+        "{text}"
+    );
+}

@@ -21,7 +21,7 @@
 //! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
 //! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
 
-mod demangle;
+pub mod demangle;
 mod elf;
 mod error;
 mod source;
@@ -32,7 +32,7 @@ mod vars;
 
 use std::path::Path;
 
-pub use demangle::demangle;
+pub use demangle::demangle as demangle_name;
 pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::SymbolError;
 pub use source::SourceLocation;
