@@ -663,3 +663,122 @@ fn init_then_audit_with_no_edits_finds_the_cpp_leak_and_load_peak() {
         "{text}"
     );
 }
+
+/// A small firmware of nobody here, written and built by the test: an int8 MLP with
+/// `mlp_open`/`mlp_prepare`/`mlp_execute`/`mlp_close`, four executions per cycle, no switch, a
+/// per-layer function whose first argument is the layer index, newlib-nano, and a 128-byte
+/// activation buffer never freed.
+const MLP_C: &str = r#"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mem.h"
+void fw_halted(void) { for (;;) {} }
+void fw_fail(const char *why, uint32_t code) { (void)why; (void)code; for (;;) {} }
+typedef struct { int8_t *w[3]; int8_t *act; } mlp_t;
+static volatile int sink;
+__attribute__((noinline)) void layer_forward(int idx, mlp_t *m) {
+    int8_t *tmp = malloc(64 + 32 * idx);
+    memset(tmp, idx, 64);
+    sink += tmp[3] + m->w[idx][0];
+    free(tmp);
+}
+__attribute__((noinline)) mlp_t *mlp_open(void) {
+    mlp_t *m = malloc(sizeof *m);
+    memset(m, 0, sizeof *m);
+    return m;
+}
+__attribute__((noinline)) void mlp_prepare(mlp_t *m) {
+    for (int i = 0; i < 3; i++) { m->w[i] = malloc(256); memset(m->w[i], i, 256); }
+    m->act = malloc(128);
+}
+__attribute__((noinline)) void mlp_execute(mlp_t *m) { for (int i = 0; i < 3; i++) layer_forward(i, m); }
+__attribute__((noinline)) void mlp_close(mlp_t *m) {
+    for (int i = 0; i < 3; i++) free(m->w[i]);
+    free(m); /* m->act is never freed */
+}
+int main(void) {
+    for (;;) {
+        mlp_t *m = mlp_open();
+        mlp_prepare(m);
+        for (int k = 0; k < 4; k++) mlp_execute(m);
+        mlp_close(m);
+    }
+}
+"#;
+
+#[test]
+fn every_script_runs_on_a_third_firmware_with_names_of_its_own() {
+    let dir = tempdir("mlp");
+    let fw = repo().join("firmware");
+    std::fs::write(dir.join("mlp.c"), MLP_C).unwrap();
+    let elf = dir.join("mlp.elf");
+    let out = std::process::Command::new("arm-none-eabi-gcc")
+        .args([
+            "-mcpu=cortex-m4",
+            "-mthumb",
+            "-mfloat-abi=soft",
+            "-O2",
+            "-g",
+            "-std=c11",
+        ])
+        .arg(format!("-I{}", fw.join("src").display()))
+        .arg(dir.join("mlp.c"))
+        .arg(fw.join("src/startup.c"))
+        .arg(fw.join("src/sysmem.c"))
+        .args(["--specs=nano.specs", "-nostartfiles"])
+        .arg(format!("-L{}", fw.join("ld").display()))
+        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
+        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
+        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cfg = dir.join("memlife.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"mlp_open\"\nbuild = \"mlp_prepare\"\nrun = \"mlp_execute\"\nrelease = \"mlp_close\"\n[spans]\nrun = \"layer_forward\"\n[budgets]\ncycles = 3\nmore_cycles = 5\n",
+            elf.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
+        .collect();
+    scripts.sort();
+    for script in scripts {
+        let name = script.file_name().unwrap().to_string_lossy().to_string();
+        let out = run_memlife(&[
+            "audit",
+            "--config",
+            cfg.to_str().unwrap(),
+            script.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let text = stdout(&out);
+        let code = out.status.code();
+        assert!(
+            code == Some(0) || code == Some(1),
+            "{name}: {code:?}\n{text}{}",
+            stderr(&out)
+        );
+        if name == "leak.rhai" || name == "lifecycle.rhai" {
+            assert_eq!(code, Some(1), "{name}: {text}");
+            // 128 B asked, a 136-byte newlib chunk (its size word, 8-byte aligned).
+            assert!(
+                text.contains("136 B") && text.contains("per cycle"),
+                "{name}: {text}"
+            );
+            assert!(
+                text.contains("allocated at mlp_prepare (mlp.c:"),
+                "{name}: {text}"
+            );
+        }
+    }
+}
