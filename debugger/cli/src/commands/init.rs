@@ -197,7 +197,7 @@ fn render(symbols: &Symbols, elf: &Path) -> String {
                     c.name,
                     c.file,
                     c.line,
-                    if c.params { "" } else { ", no parameters" }
+                    if c.name.ends_with("()") { ", no parameters" } else { "" }
                 );
             }
             None => {
