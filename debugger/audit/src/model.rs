@@ -331,6 +331,8 @@ pub enum Verdict {
     Fail,
     /// A warning: reported, not failing.
     Warn,
+    /// Not run: the configuration lacks what the check needs (the message says what to add).
+    Skip,
 }
 
 #[cfg(test)]

@@ -42,6 +42,20 @@ pub enum Command {
     Serve(ServeArgs),
     /// List the debug probes attached to this machine (for --chip and --probe).
     Probes,
+    /// Write a commented memlife.toml for a firmware: the allocator detected, the lifecycle
+    /// functions guessed from their names (with file:line and why), alternatives as comments.
+    Init(InitArgs),
+}
+
+/// `memlife init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    /// Where to write it (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `memlife serve`.
@@ -84,8 +98,9 @@ pub struct AuditArgs {
     /// A phase alias for scripts (repeatable), over memlife.toml's [phases]: `load=my_load_fn`.
     #[arg(long = "phase", value_name = "ALIAS=FUNCTION", value_parser = parse_pair)]
     pub phases: Vec<(String, String)>,
-    /// Spans recorded inside a phase function (repeatable), over [spans]: `graph_build=op_init`.
-    #[arg(long = "span", value_name = "PHASE=FUNCTION", value_parser = parse_pair)]
+    /// Spans recorded inside a phase (repeatable), over [spans]: the phase by its role or its
+    /// function, then the span function: `run=layer_forward`, `graph_build=op_init`.
+    #[arg(long = "span", value_name = "ROLE|FUNCTION=SPAN_FUNCTION", value_parser = parse_pair)]
     pub spans: Vec<(String, String)>,
     /// A budget for scripts (repeatable), over [budgets]: `build_step=4096`.
     #[arg(long = "budget", value_name = "NAME=NUMBER", value_parser = parse_budget)]

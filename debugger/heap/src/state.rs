@@ -124,6 +124,13 @@ pub struct HeapState {
     /// newlib: bytes between the break and the heap limit (`None` when the limit is unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unclaimed: Option<u64>,
+    /// newlib: the sbrk break (the end of the chunks the free list and the walk cover).
+    #[serde(rename = "break", skip_serializing_if = "Option::is_none")]
+    pub brk: Option<u64>,
+    /// newlib: the bytes of the chunks on the free list (`total_free` minus `unclaimed`), what
+    /// the allocator itself could hand out without moving the break.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_list_bytes: Option<u64>,
     /// The allocator's own counters as read (`xFreeBytesRemaining` ...), for cross-checks.
     pub counters: Vec<(String, u64)>,
     /// Free-list order (addresses of the free blocks as the list links them).
@@ -253,6 +260,8 @@ impl HeapState {
             used_blocks: 0,
             min_ever_free: None,
             unclaimed: None,
+            brk: None,
+            free_list_bytes: None,
             counters: Vec::new(),
             free_list: Vec::new(),
             blocks: Vec::new(),

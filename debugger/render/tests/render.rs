@@ -255,6 +255,8 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
         largest_allocatable: None,
         regions: vec![],
         unclaimed: None,
+        brk: None,
+        free_list_bytes: None,
         counters: vec![],
         free_list: vec![],
         blocks: blocks

@@ -196,10 +196,17 @@ impl Debugger {
         for role in self.bps.roles_at(regs.pc) {
             match role {
                 BreakRole::Malloc { size_arg } => self.malloc_entered(regs, size_arg),
+                BreakRole::MallocRequest { size_arg } => {
+                    let size = regs.args.get(size_arg).copied().unwrap_or(0);
+                    self.bps.push_request(regs.sp, size);
+                }
                 BreakRole::MallocExit => {
                     let ptr = regs.args[0];
                     if ptr != 0 {
                         self.malloc_exited(ptr, regs)?;
+                    } else {
+                        // A failed allocation: its request is spent.
+                        self.bps.pop_request(regs.sp);
                     }
                 }
                 BreakRole::Free { ptr_arg } => {

@@ -3,6 +3,7 @@
 
 mod audit;
 mod heap;
+mod init;
 mod probes;
 mod serve;
 mod snapshot;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Audit(args) => audit::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Probes => probes::run(),
+        Command::Init(args) => init::run(args),
     }
 }
 

@@ -310,6 +310,8 @@ impl HeapWalker for NanoWalker {
         }
         let chunk_free: u64 = free_set.iter().map(|(_, s)| s).sum();
         st.firmware_view = Some(mallinfo(brk.wrapping_sub(sbrk_start), chunk_free));
+        st.brk = Some(brk);
+        st.free_list_bytes = Some(chunk_free);
         let largest_chunk = free_set.iter().map(|(_, s)| *s).max().unwrap_or(0);
         st.counters
             .push(("arena (sbrk_start..break)".into(), brk - start));
@@ -444,6 +446,11 @@ mod tests {
                 ..Mallinfo::default()
             }
         );
+        assert_eq!(st.brk, Some(brk));
+        assert_eq!(st.free_list_bytes, Some(0x40 + 0x18));
+        let json = crate::render::json(&st, None);
+        assert_eq!(json["break"], brk);
+        assert_eq!(json["free_list_bytes"], 0x40 + 0x18);
     }
 
     #[test]
