@@ -21,10 +21,11 @@ __attribute__((used)) const uint32_t multi_heap_poisoning_level = 1u;
 const poison_head_t *volatile multi_heap_last_corrupt;
 volatile uint32_t multi_heap_poison_errors;
 
-/* The public figures hide the poisoning overhead once per heap. */
+/* The public figures hide the poisoning overhead once per heap; a figure no larger than the
+ * overhead could not hold a single poisoned allocation, so it reads as 0. */
 static size_t less_overhead(size_t x)
 {
-    return x > POISON_OVERHEAD ? x - POISON_OVERHEAD : x;
+    return x > POISON_OVERHEAD ? x - POISON_OVERHEAD : 0u;
 }
 
 /* Both canaries of a used block (head = the TLSF payload) intact? */
