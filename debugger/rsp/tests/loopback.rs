@@ -180,6 +180,82 @@ fn no_ack_mode_when_offered_and_split_reads() {
     server.join().unwrap();
 }
 
+/// A no-ack handshake with `PacketSize=100`: 126 bytes per `m`.
+fn small_packet_handshake() -> Vec<Step> {
+    vec![
+        Expect(pkt(QSUP)),
+        Send(ack_pkt("PacketSize=100;QStartNoAckMode+")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("QStartNoAckMode")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("?")),
+        Send(pkt("S05")),
+        Expect(pkt("vCont?")),
+        Send(pkt("")),
+        Expect(pkt("qqemu.sstepbits")),
+        Send(pkt("")),
+    ]
+}
+
+#[test]
+fn short_memory_replies_are_asked_for_again_at_the_right_offset() {
+    let mut script = small_packet_handshake();
+    script.extend([
+        // Three pipelined reads; the first reply is 26 bytes short.
+        Expect(pkt("m20000000,7e")),
+        Expect(pkt("m2000007e,7e")),
+        Expect(pkt("m200000fc,30")),
+        Send(pkt(&"11".repeat(100))),
+        Send(pkt(&"22".repeat(126))),
+        Send(pkt(&"33".repeat(48))),
+        // The gap is asked for again, and comes in two more short replies.
+        Expect(pkt("m20000064,1a")),
+        Send(pkt(&"aa".repeat(20))),
+        Expect(pkt("m20000078,6")),
+        Send(pkt(&"bb".repeat(6))),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    let data = t.read_vec(0x2000_0000, 300).unwrap();
+    assert!(data[..100].iter().all(|&b| b == 0x11));
+    assert!(data[100..120].iter().all(|&b| b == 0xaa));
+    assert!(data[120..126].iter().all(|&b| b == 0xbb));
+    assert!(data[126..252].iter().all(|&b| b == 0x22), "not shifted");
+    assert!(data[252..].iter().all(|&b| b == 0x33), "not shifted");
+    drop(t);
+    server.join().unwrap();
+}
+
+#[test]
+fn a_short_reply_whose_rest_is_refused_fails_naming_the_address() {
+    let mut script = small_packet_handshake();
+    script.extend([
+        Expect(pkt("m20000000,7e")),
+        Expect(pkt("m2000007e,2")),
+        Send(pkt(&"11".repeat(100))),
+        Send(pkt("2222")),
+        Expect(pkt("m20000064,1a")),
+        Send(pkt("E14")),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    let err = t.read_vec(0x2000_0000, 128).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TargetError::Unmapped {
+                addr: 0x2000_0064,
+                len: 26
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("0x20000064"), "{err}");
+    drop(t);
+    server.join().unwrap();
+}
+
 #[test]
 fn retransmits_on_nack_and_rejects_bad_checksums() {
     let mut script = qemu_like_handshake();
