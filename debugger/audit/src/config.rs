@@ -184,6 +184,14 @@ impl AuditConfig {
             path: path.display().to_string(),
             message: e.to_string().trim().replace('\n', " "),
         })?;
+        if let Some(secs) = cfg.timeout
+            && let Err(message) = memlife_core::limits::timeout_secs(secs)
+        {
+            return Err(ConfigError::Invalid {
+                path: path.display().to_string(),
+                message,
+            });
+        }
         if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent())
             && elf.is_relative()
         {

@@ -107,8 +107,8 @@ pub struct AuditArgs {
     /// Directory for the files scripts write (heap dumps).
     #[arg(long, value_name = "DIR", default_value = "memlife-out")]
     pub out: PathBuf,
-    /// Seconds to wait for any one breakpoint.
-    #[arg(long, value_name = "SECONDS")]
+    /// Seconds to wait for any one breakpoint (more than 0, at most a week).
+    #[arg(long, value_name = "SECONDS", value_parser = memlife_core::limits::parse_timeout)]
     pub timeout: Option<f64>,
     /// What to leave a live target doing at the end: running (default) or halted.
     #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
@@ -212,8 +212,9 @@ pub struct StopArgs {
     /// With --at: stop at the N-th entry.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "at", value_parser = clap::value_parser!(u32).range(1..))]
     pub hit: u32,
-    /// Give up (exit 2) when the target has not stopped after this many seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    /// Give up (exit 2) when the target has not stopped after this many seconds (more than 0,
+    /// at most a week).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = memlife_core::limits::parse_timeout)]
     pub timeout: f64,
     /// What to leave the live target doing at the end: running (default) or halted.
     /// A QEMU started with --qemu is always stopped.

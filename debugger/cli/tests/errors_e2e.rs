@@ -312,3 +312,57 @@ fn a_script_that_keeps_its_target_in_a_reference_cycle_ends_normally() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["checks"][0]["name"], "loaded", "{report}");
 }
+
+#[test]
+fn invalid_timeouts_are_refused_not_panicked_on() {
+    let elf = elf("heap4", "healthy");
+    let elf = elf.to_str().unwrap();
+    for bad in ["-1", "nan", "inf", "1e30", "18446744073709551616", "0"] {
+        let flag = format!("--timeout={bad}");
+        expect_exit_2(
+            &[
+                "audit",
+                "--elf",
+                elf,
+                "--gdb",
+                "127.0.0.1:1",
+                &flag,
+                "x.rhai",
+            ],
+            "timeout",
+        );
+        expect_exit_2(
+            &[
+                "heap",
+                "--elf",
+                elf,
+                "--gdb",
+                "127.0.0.1:1",
+                "--at",
+                "main",
+                &flag,
+            ],
+            "timeout",
+        );
+    }
+    // The same values in memlife.toml: the file is named, before any target is touched.
+    let dir = tempdir("timeout-config");
+    for bad in ["-1", "nan", "inf", "1e30", "18446744073709551616.0"] {
+        let config = dir.join("memlife.toml");
+        std::fs::write(&config, format!("timeout = {bad}\n")).unwrap();
+        let err = expect_exit_2(
+            &[
+                "audit",
+                "--config",
+                config.to_str().unwrap(),
+                "--elf",
+                elf,
+                "--gdb",
+                "127.0.0.1:1",
+                "x.rhai",
+            ],
+            "timeout",
+        );
+        assert!(err.contains("memlife.toml"), "{bad}: {err}");
+    }
+}

@@ -17,12 +17,14 @@
 //! - [`target`]: [`Target`], the composite every backend implements, and [`LinkStats`].
 //! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
 //! - [`output`]: writing output files atomically, without following planted links.
+//! - [`limits`]: what a timeout in seconds may be.
 
 pub mod breakpoints;
 pub mod control;
 pub mod cortex_m;
 pub mod error;
 pub mod interrupt;
+pub mod limits;
 pub mod memory;
 pub mod output;
 pub mod registers;

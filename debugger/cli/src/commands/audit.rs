@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use memlife_audit::model::Verdict;
@@ -152,7 +152,9 @@ fn audit(
         ensure_halted(target)?;
         super::walker(&symbols, &heap_opts, Some(target))?
     };
-    let timeout = Duration::from_secs_f64(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT));
+    let timeout =
+        memlife_core::limits::timeout_secs(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT))
+            .map_err(anyhow::Error::msg)?;
     let target = session.lend()?;
     run.target = target.describe();
     let mut debugger = match Debugger::new(
