@@ -140,7 +140,9 @@ impl QemuProcess {
         cmd.args(["-M", machine, "-accel", "tcg,thread=single", "-S", "-gdb"])
             .arg(format!("tcp:127.0.0.1:{port}"))
             .args(["-display", "none", "-monitor", "none", "-serial", "null"])
-            .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
+            // Semihosting goes to the debugger (File-I/O requests memlife answers), never to the
+            // host: a firmware cannot open, write or delete the user's files.
+            .args(["-semihosting-config", "enable=on,target=gdb", "-kernel"])
             .arg(elf)
             .args(extra_args)
             .stdin(Stdio::null())

@@ -45,9 +45,9 @@ impl GdbRemote {
             StopPacket::Terminated(sig) => {
                 self.state = RunState::Gone(format!("the program was terminated by signal {sig}"));
             }
-            StopPacket::Output(_) => {
+            StopPacket::Output(_) | StopPacket::FileIo(_) => {
                 return Err(TargetError::Protocol(
-                    "console output as the reply to '?'".into(),
+                    "console output or a File-I/O request as the reply to '?'".into(),
                 ));
             }
         }

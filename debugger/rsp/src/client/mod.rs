@@ -20,6 +20,7 @@
 //! - `breakpoints`: `Z`/`z` breakpoints and watchpoints.
 //! - `run`: continue, step (off a breakpoint), interrupt, reset, waiting for stop replies.
 //! - `reset`: which monitor command resets the target, by the server memlife talks to.
+//! - `semihosting`: answering the firmware's semihosting calls (File-I/O requests).
 
 mod breakpoints;
 mod handshake;
@@ -28,6 +29,7 @@ mod registers;
 mod requests;
 mod reset;
 mod run;
+mod semihosting;
 
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -107,6 +109,8 @@ pub struct GdbRemote {
     stats: LinkStats,
     /// The monitor command that resets the target: configured, or found at the first reset.
     reset_command: Option<String>,
+    /// A semihosting request for host file access was refused (and said so) already.
+    semihosting_refused: bool,
 }
 
 /// `BreakpointKind` has no `Ord`; this mirrors it for the set.
@@ -192,6 +196,7 @@ impl GdbRemote {
             pending_writes: Vec::new(),
             stats: LinkStats::default(),
             reset_command: None,
+            semihosting_refused: false,
         };
         client.handshake()?;
         Ok(client)

@@ -213,6 +213,10 @@ impl GdbRemote {
                     tracing::info!(target: "memlife_rsp::console", "{}", String::from_utf8_lossy(&text));
                     continue;
                 }
+                StopPacket::FileIo(io) => {
+                    self.answer_file_io(io)?;
+                    continue;
+                }
                 StopPacket::Exited(code) => {
                     self.state = RunState::Exited(i32::from(code));
                     StopReason::Exited(i32::from(code))
