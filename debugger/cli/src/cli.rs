@@ -58,6 +58,14 @@ pub struct ServeArgs {
     /// Allow a --listen address other than loopback: anyone who reaches it controls the target.
     #[arg(long)]
     pub allow_remote: bool,
+    /// Where clients' `monitor dump`, `dump-on` and `report` files go (relative paths only,
+    /// never out of it).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dump_dir: PathBuf,
+    /// A directory `monitor audit FILE` may read `.rhai` scripts from (repeatable; default:
+    /// the working directory).
+    #[arg(long, value_name = "DIR")]
+    pub script_dir: Vec<PathBuf>,
 }
 
 /// `memlife audit`.

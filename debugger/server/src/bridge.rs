@@ -65,6 +65,8 @@ pub struct Bridge {
     pub firmware: Option<String>,
     /// `monitor shutdown` was given: end the server after this client.
     pub(crate) shutdown: bool,
+    /// Where clients' dumps, reports and scripts may be.
+    pub places: crate::places::Places,
 }
 
 fn fatal_or_not(e: memlife_core::TargetError) -> GdbTargetError<ServeError> {
@@ -97,6 +99,7 @@ impl Bridge {
             pending: None,
             stepping: false,
             shutdown: false,
+            places: crate::places::Places::default(),
         }
     }
 
@@ -196,7 +199,7 @@ impl Bridge {
             d.written += 1;
             let path = d.path.replace("{n}", &d.written.to_string());
             let symbol = d.symbol.clone();
-            match self.write_dump(std::path::Path::new(&path)) {
+            match self.write_dump(&path) {
                 Ok(()) => tracing::info!("dump at {symbol} written to {path}"),
                 Err(e) => {
                     tracing::warn!("dump at {symbol} to {path} failed: {e:#}");

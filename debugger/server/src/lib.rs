@@ -12,6 +12,8 @@
 //!   (short backend waits, Ctrl-C polling, transparent dump-on breakpoints).
 //! - `monitor`: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
 //! - `audit`: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
+//! - [`places`]: where a client's dumps, reports and scripts may be (never outside the server's
+//!   directories).
 //! - [`error`]: [`ServeError`], with its causes as sources.
 //! - [`heap`]: walking a halted target and writing JSON dumps atomically; the views of a heap are
 //!   `memlife_heap::render`'s, as for `memlife heap`.
@@ -22,6 +24,7 @@ mod bridge;
 pub mod error;
 pub mod heap;
 mod monitor;
+pub mod places;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -58,8 +61,26 @@ pub fn serve_firmware(
     symbols: Symbols,
     firmware: Option<String>,
 ) -> (Box<dyn Target>, Result<()>) {
+    serve_in(
+        listener,
+        target,
+        symbols,
+        firmware,
+        places::Places::default(),
+    )
+}
+
+/// [`serve_firmware`], with the directories clients may use.
+pub fn serve_in(
+    listener: &TcpListener,
+    target: Box<dyn Target>,
+    symbols: Symbols,
+    firmware: Option<String>,
+    places: places::Places,
+) -> (Box<dyn Target>, Result<()>) {
     let mut bridge = Bridge::new(target, symbols);
     bridge.firmware = firmware;
+    bridge.places = places;
     let outcome = serve_clients(listener, &mut bridge);
     (bridge.into_target(), outcome)
 }

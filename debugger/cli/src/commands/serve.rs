@@ -1,6 +1,7 @@
 //! `memlife serve`: open the target, then be a GDB server for it until told to stop.
 
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -25,11 +26,20 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     let mut session = Session::open(&args.target, &args.elf, Leave::Running)?;
     eprintln!("memlife serve: listening on {bound}");
     let target = session.lend()?;
-    let (target, outcome) = memlife_server::serve_firmware(
+    let places = memlife_server::places::Places {
+        dump_dir: args.dump_dir.clone(),
+        script_dirs: if args.script_dir.is_empty() {
+            vec![PathBuf::from(".")]
+        } else {
+            args.script_dir.clone()
+        },
+    };
+    let (target, outcome) = memlife_server::serve_in(
         &listener,
         target,
         symbols,
         Some(args.elf.display().to_string()),
+        places,
     );
     session.give_back(target);
     let closed = session.close();
