@@ -516,3 +516,44 @@ fn serve_keeps_clients_inside_its_directories() {
     assert!(server.dumps.join("inside.json").is_file(), "{text}");
     server.wait_exit();
 }
+
+/// A client that stops in the middle of a packet, or sends one without end, is dropped (the
+/// packet deadline, the packet size bound) and the next client is served.
+#[test]
+fn a_stalled_or_endless_client_does_not_block_the_next_one() {
+    let elf = elf("heap4", "healthy");
+    let server = Server::start(&elf);
+    let started = Instant::now();
+    // Stalls mid-packet and stays connected.
+    let mut stalled = TcpStream::connect(&server.addr).unwrap();
+    stalled.write_all(b"+$qSupported:multipro").unwrap();
+    let mut next = TcpStream::connect(&server.addr).unwrap();
+    next.write_all(format!("+{}", packet("?")).as_bytes()).unwrap();
+    let text = read_until(&mut next, &["$T", "$S"], Duration::from_secs(30));
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(20),
+        "served after {waited:?}: {text}"
+    );
+    drop(next);
+    drop(stalled);
+    // An endless packet: refused once it outgrows the buffer, long before it ends.
+    let mut endless = TcpStream::connect(&server.addr).unwrap();
+    endless.write_all(b"+$").unwrap();
+    let started = Instant::now();
+    let chunk = vec![b'a'; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 100 << 20 {
+        if endless.write_all(&chunk).is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    assert!(sent < 100 << 20, "the server read 100 MB of one packet");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    drop(endless);
+    let mut last = TcpStream::connect(&server.addr).unwrap();
+    last.write_all(format!("+{}", packet("?")).as_bytes()).unwrap();
+    read_until(&mut last, &["$T", "$S"], Duration::from_secs(30));
+    assert!(server.log().contains("went away"), "{}", server.log());
+}

@@ -1,7 +1,6 @@
 //! The gdbstub [`Target`](gdbstub::target::Target) over a memlife backend, and the blocking
 //! event loop that runs it: short waits on the backend, polling the connection for Ctrl-C.
 
-use std::net::TcpStream;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -449,16 +448,16 @@ pub enum EventLoop {}
 
 impl BlockingEventLoop for EventLoop {
     type Target = Bridge;
-    type Connection = TcpStream;
+    type Connection = crate::client::ClientConn;
     type StopReason = SingleThreadStopReason<u32>;
 
     #[allow(clippy::type_complexity)]
     fn wait_for_stop_reason(
         target: &mut Bridge,
-        conn: &mut TcpStream,
+        conn: &mut crate::client::ClientConn,
     ) -> Result<
         Event<SingleThreadStopReason<u32>>,
-        WaitForStopReasonError<ServeError, <TcpStream as Connection>::Error>,
+        WaitForStopReasonError<ServeError, <crate::client::ClientConn as Connection>::Error>,
     > {
         loop {
             if let Some(stop) = target.pending.take() {

@@ -12,6 +12,7 @@
 //!   (short backend waits, Ctrl-C polling, transparent dump-on breakpoints).
 //! - `monitor`: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
 //! - `audit`: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
+//! - [`client`]: a client's connection, with a deadline on every packet and a bound on its size.
 //! - [`places`]: where a client's dumps, reports and scripts may be (never outside the server's
 //!   directories).
 //! - [`error`]: [`ServeError`], with its causes as sources.
@@ -21,6 +22,7 @@
 mod arch;
 mod audit;
 mod bridge;
+pub mod client;
 pub mod error;
 pub mod heap;
 mod monitor;
@@ -107,7 +109,20 @@ fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
             .context("configuring the client socket")?;
         eprintln!("memlife serve: gdb client {peer} connected");
         bridge.on_attach();
-        match GdbStub::new(stream).run_blocking::<bridge::EventLoop>(bridge) {
+        // A fixed buffer: a packet longer than it ends the session instead of growing memory.
+        let mut buffer = vec![0u8; client::MAX_PACKET];
+        let stub = match GdbStub::builder(client::ClientConn::new(stream))
+            .with_packet_buffer(&mut buffer)
+            .build()
+        {
+            Ok(stub) => stub,
+            Err(e) => {
+                return Err(ServeError::Command(format!(
+                    "starting the gdb session: {e}"
+                )));
+            }
+        };
+        match stub.run_blocking::<bridge::EventLoop>(bridge) {
             Ok(DisconnectReason::Disconnect) => {
                 eprintln!("memlife serve: gdb client {peer} detached; the target runs on");
                 bridge.on_detach(true);
