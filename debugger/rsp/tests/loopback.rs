@@ -530,3 +530,43 @@ fn a_server_that_refuses_every_reset_word_is_an_error() {
     drop(t);
     server.join().unwrap();
 }
+
+/// A server that serves its target description one byte per request is cut off after a bounded
+/// number of requests instead of keeping the handshake going for a million of them.
+#[test]
+fn a_target_description_served_byte_by_byte_is_bounded() {
+    {
+        let part = "mA";
+        let mut script = vec![
+            Expect(pkt(QSUP)),
+            Send(ack_pkt(
+                "PacketSize=100;QStartNoAckMode+;qXfer:features:read+",
+            )),
+            Expect(b"+".to_vec()),
+            Expect(pkt("QStartNoAckMode")),
+            Send(ack_pkt("OK")),
+            Expect(b"+".to_vec()),
+            Expect(pkt("?")),
+            Send(pkt("S05")),
+            Expect(pkt("vCont?")),
+            Send(pkt("")),
+            Expect(pkt("qqemu.sstepbits")),
+            Send(pkt("")),
+        ];
+        for offset in 0..512 {
+            script.push(Expect(pkt(&format!(
+                "qXfer:features:read:target.xml:{offset:x},fb"
+            ))));
+            script.push(Send(pkt(part)));
+        }
+        let (addr, server) = serve(script);
+        let started = Instant::now();
+        let err = GdbRemote::connect_with(&addr, opts(2000)).unwrap_err();
+        assert!(
+            matches!(&err, TargetError::Protocol(m) if m.contains("512 requests")),
+            "{err:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        server.join().unwrap();
+    }
+}

@@ -111,6 +111,9 @@ pub struct GdbRemote {
     reset_command: Option<String>,
     /// A semihosting request for host file access was refused (and said so) already.
     semihosting_refused: bool,
+    /// `qXfer:features:read` requests and bytes so far (bounded, see `handshake`).
+    xfer_requests: u32,
+    xfer_bytes: usize,
 }
 
 /// `BreakpointKind` has no `Ord`; this mirrors it for the set.
@@ -197,6 +200,8 @@ impl GdbRemote {
             stats: LinkStats::default(),
             reset_command: None,
             semihosting_refused: false,
+            xfer_requests: 0,
+            xfer_bytes: 0,
         };
         client.handshake()?;
         Ok(client)
