@@ -268,12 +268,15 @@ impl QemuProcess {
 
     /// Connects a [`GdbRemote`] to this QEMU.
     pub fn connect(&self) -> Result<GdbRemote> {
-        GdbRemote::connect(&self.addr.to_string())
+        self.connect_with(ConnectOptions::default())
     }
 
     /// Connects with explicit timeouts.
     pub fn connect_with(&self, options: ConnectOptions) -> Result<GdbRemote> {
-        GdbRemote::connect_with(&self.addr.to_string(), options)
+        let mut client = GdbRemote::connect_with(&self.addr.to_string(), options)?;
+        // QEMU reports a kill by signal as an ordinary exit (`W00`); its stderr says otherwise.
+        client.server_log = Some(Arc::clone(&self.stderr));
+        Ok(client)
     }
 }
 
@@ -282,4 +285,15 @@ impl Drop for QemuProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The signal QEMU says it was terminated by (`terminating on signal 15 from pid 123`), with
+/// the rest of its words, from its stderr.
+pub(crate) fn killed_by(stderr: &str) -> Option<(u8, String)> {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("terminating on signal "))?;
+    let after = line.split("terminating on signal ").nth(1)?;
+    let signal = after.split_whitespace().next()?.parse().ok()?;
+    Some((signal, line.trim().to_string()))
 }

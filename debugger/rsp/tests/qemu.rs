@@ -263,3 +263,20 @@ fn firmware_semihosting_cannot_create_host_files() {
     );
     assert!(!probe.exists(), "the firmware created {}", probe.display());
 }
+
+/// QEMU killed by SIGTERM still sends `W00`; memlife reports the signal, not "exited with
+/// status 0".
+#[test]
+fn qemu_killed_by_sigterm_is_reported_as_such() {
+    let (qemu, mut t, _) = start();
+    t.resume().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &qemu.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stop = t.wait_for_stop(WAIT).unwrap();
+    assert_eq!(stop, Some(StopReason::Terminated(15)), "{}", qemu.stderr());
+    let err = t.read_u32(0x2000_0000).unwrap_err();
+    assert!(err.to_string().contains("QEMU was killed by signal 15"), "{err}");
+}

@@ -114,6 +114,8 @@ pub struct GdbRemote {
     /// `qXfer:features:read` requests and bytes so far (bounded, see `handshake`).
     xfer_requests: u32,
     xfer_bytes: usize,
+    /// The stderr of the QEMU this client talks to, when memlife started it.
+    pub(crate) server_log: Option<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>,
 }
 
 /// `BreakpointKind` has no `Ord`; this mirrors it for the set.
@@ -202,6 +204,7 @@ impl GdbRemote {
             semihosting_refused: false,
             xfer_requests: 0,
             xfer_bytes: 0,
+            server_log: None,
         };
         client.handshake()?;
         Ok(client)
