@@ -366,3 +366,47 @@ fn invalid_timeouts_are_refused_not_panicked_on() {
         assert!(err.contains("memlife.toml"), "{bad}: {err}");
     }
 }
+
+/// A snapshot whose description carries terminal escape sequences: the text output shows them
+/// escaped, so a file cannot clear the screen or retitle the terminal.
+#[test]
+fn text_output_escapes_control_characters_from_a_snapshot() {
+    let dir = tempdir("snap-escape");
+    let elf = elf("heap4", "healthy");
+    let e = elf.to_str().unwrap();
+    let file = dir.join("heap.mlsnap");
+    let f = file.to_str().unwrap();
+    let out = run_memlife(&[
+        "snapshot",
+        "--elf",
+        e,
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "model_release",
+        "-o",
+        f,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Rewrite the header's description: magic (8), version (4), header length (4), JSON.
+    let bytes = std::fs::read(&file).unwrap();
+    let len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[16..16 + len]).unwrap();
+    header["description"] = "evil \u{1b}[2J\u{1b}]0;owned\u{7}\r".into();
+    let json = serde_json::to_vec(&header).unwrap();
+    let mut rewritten = bytes[..12].to_vec();
+    rewritten.extend((json.len() as u32).to_le_bytes());
+    rewritten.extend(&json);
+    rewritten.extend(&bytes[16 + len..]);
+    std::fs::write(&file, rewritten).unwrap();
+    let out = run_memlife(&["heap", "--elf", e, "--snapshot", f]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("evil \\u{1b}[2J"), "{text}");
+    assert!(
+        !text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{text:?}"
+    );
+}

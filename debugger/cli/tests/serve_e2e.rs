@@ -528,7 +528,8 @@ fn a_stalled_or_endless_client_does_not_block_the_next_one() {
     let mut stalled = TcpStream::connect(&server.addr).unwrap();
     stalled.write_all(b"+$qSupported:multipro").unwrap();
     let mut next = TcpStream::connect(&server.addr).unwrap();
-    next.write_all(format!("+{}", packet("?")).as_bytes()).unwrap();
+    next.write_all(format!("+{}", packet("?")).as_bytes())
+        .unwrap();
     let text = read_until(&mut next, &["$T", "$S"], Duration::from_secs(30));
     let waited = started.elapsed();
     assert!(
@@ -553,7 +554,8 @@ fn a_stalled_or_endless_client_does_not_block_the_next_one() {
     assert!(started.elapsed() < Duration::from_secs(20));
     drop(endless);
     let mut last = TcpStream::connect(&server.addr).unwrap();
-    last.write_all(format!("+{}", packet("?")).as_bytes()).unwrap();
+    last.write_all(format!("+{}", packet("?")).as_bytes())
+        .unwrap();
     read_until(&mut last, &["$T", "$S"], Duration::from_secs(30));
     assert!(server.log().contains("went away"), "{}", server.log());
 }

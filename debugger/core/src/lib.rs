@@ -18,6 +18,7 @@
 //! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
 //! - [`output`]: writing output files atomically, without following planted links.
 //! - [`limits`]: what a timeout in seconds may be.
+//! - [`text`]: strings from files and targets made safe for a terminal.
 
 pub mod breakpoints;
 pub mod control;
@@ -30,6 +31,7 @@ pub mod output;
 pub mod registers;
 pub mod snapshot;
 pub mod target;
+pub mod text;
 
 pub use breakpoints::{BreakpointKind, Breakpoints, WatchKind, Watchpoints};
 pub use control::{Control, StopReason};

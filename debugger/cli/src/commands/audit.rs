@@ -212,10 +212,13 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
                 "WARN"
             }
         };
+        // Names and messages may carry strings read from target RAM.
+        let name = memlife_core::text::printable(&c.name);
         if c.message.is_empty() {
-            writeln!(out, "{word} {}", c.name)?;
+            writeln!(out, "{word} {name}")?;
         } else {
-            writeln!(out, "{word} {}: {}", c.name, c.message)?;
+            let message = memlife_core::text::printable(&c.message);
+            writeln!(out, "{word} {name}: {message}")?;
         }
     }
     writeln!(
