@@ -410,3 +410,31 @@ fn text_output_escapes_control_characters_from_a_snapshot() {
         "{text:?}"
     );
 }
+
+/// Without `setpriv` on PATH a QEMU memlife starts would outlive a SIGKILL of memlife: memlife
+/// says so instead of promising it.
+#[test]
+fn without_setpriv_memlife_says_qemu_may_outlive_a_sigkill() {
+    let dir = tempdir("no-setpriv");
+    let qemu = std::process::Command::new("sh")
+        .args(["-c", "command -v qemu-system-arm"])
+        .output()
+        .unwrap();
+    let qemu = String::from_utf8(qemu.stdout).unwrap();
+    std::os::unix::fs::symlink(qemu.trim(), dir.join("qemu-system-arm")).unwrap();
+    let elf = elf("heap4", "healthy");
+    let mut cmd = memlife();
+    cmd.env("PATH", &dir).args([
+        "heap",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "model_release",
+    ]);
+    let out = run_with_timeout(cmd, Duration::from_secs(120));
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("setpriv") && err.contains("SIGKILL"), "{err}");
+}

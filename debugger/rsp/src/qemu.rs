@@ -5,7 +5,8 @@
 //! kills and reaps QEMU when dropped, so a failing test or an error path never leaves one behind.
 //! Where util-linux's `setpriv` is installed (every Debian system), QEMU is also started with a
 //! parent-death signal, so it dies with memlife even when memlife itself is killed (`kill -9`,
-//! a crashed CI runner) and no destructor runs.
+//! a crashed CI runner) and no destructor runs. Without `setpriv` memlife says so when it starts
+//! QEMU: then a SIGKILL of memlife leaves QEMU running.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -94,7 +95,15 @@ fn qemu_command() -> Result<Command> {
             cmd.args(["--pdeathsig", "KILL", "--"]).arg(qemu);
             cmd
         }
-        None => Command::new(qemu),
+        None => {
+            // Without it (and without `unsafe`, which memlife forbids) there is no way to set
+            // the parent-death signal: say so rather than promise it.
+            tracing::warn!(
+                "setpriv (util-linux) is not on PATH: QEMU ends with memlife on errors, Ctrl-C \
+                 and SIGTERM, but not if memlife itself is killed with SIGKILL"
+            );
+            Command::new(qemu)
+        }
     })
 }
 

@@ -278,5 +278,8 @@ fn qemu_killed_by_sigterm_is_reported_as_such() {
     let stop = t.wait_for_stop(WAIT).unwrap();
     assert_eq!(stop, Some(StopReason::Terminated(15)), "{}", qemu.stderr());
     let err = t.read_u32(0x2000_0000).unwrap_err();
-    assert!(err.to_string().contains("QEMU was killed by signal 15"), "{err}");
+    assert!(
+        err.to_string().contains("QEMU was killed by signal 15"),
+        "{err}"
+    );
 }
