@@ -355,3 +355,17 @@ fn heap5_regions_and_marker_links() {
     assert_eq!(st.free_list, vec![r1 + 0x40, r2]);
     assert_eq!(st.heap_size, (m1 - r1) + (m2 - r2));
 }
+
+#[test]
+fn garbage_heap5_region_sizes_are_refused_before_any_read() {
+    assert!(regions::check_regions(&[(0x2000_0000, 0x8000), (0x2001_0000, 0x4000)]).is_ok());
+    for bad in [
+        vec![(0x2000_0000, 0xffff_fff0)],
+        vec![(0xffff_ff00, 0x1000)],
+        vec![(0x2000_0000, regions::MAX_REGION + 1)],
+        vec![(0x2000_0000, 16); regions::MAX_REGIONS + 1],
+    ] {
+        let err = regions::check_regions(&bad).unwrap_err();
+        assert!(err.to_string().contains("damaged"), "{err}");
+    }
+}
