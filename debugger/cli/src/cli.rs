@@ -171,6 +171,14 @@ pub struct TargetArgs {
     /// one memlife would choose.
     #[arg(skip)]
     pub reset: Option<String>,
+    /// Give up (exit 2) when talking to a GDB server (--gdb, --qemu) has taken this many
+    /// seconds in all, however fast each reply was. Default: 3600 (one hour); `memlife serve`
+    /// has none unless given.
+    #[arg(long, value_name = "SECONDS", value_parser = memlife_core::limits::parse_timeout)]
+    pub deadline: Option<f64>,
+    /// No default deadline (`memlife serve` runs as long as its user wants).
+    #[arg(skip)]
+    pub no_default_deadline: bool,
 }
 
 /// Options of `--chip` (probe-rs).

@@ -438,3 +438,30 @@ fn without_setpriv_memlife_says_qemu_may_outlive_a_sigkill() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("setpriv") && err.contains("SIGKILL"), "{err}");
 }
+
+/// `--deadline` bounds the whole command, however patient `--timeout` is.
+#[test]
+fn the_whole_command_deadline_ends_a_long_wait() {
+    let elf = elf("heap4", "healthy");
+    let started = std::time::Instant::now();
+    let err = expect_exit_2(
+        &[
+            "heap",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            "model_release",
+            "--hit",
+            "100000",
+            "--timeout",
+            "600",
+            "--deadline",
+            "2",
+        ],
+        "--deadline",
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+    expect_exit_2(&["heap", "--elf", "x", "--deadline", "nan"], "timeout");
+}

@@ -38,6 +38,7 @@ fn opts(read_ms: u64) -> ConnectOptions {
     ConnectOptions {
         connect_timeout: Duration::from_secs(2),
         read_timeout: Duration::from_millis(read_ms),
+        deadline: None,
     }
 }
 
@@ -569,4 +570,32 @@ fn a_target_description_served_byte_by_byte_is_bounded() {
         assert!(started.elapsed() < Duration::from_secs(10));
         server.join().unwrap();
     }
+}
+
+/// A server that answers every request just within the reply timeout cannot keep the client
+/// busy past its deadline.
+#[test]
+fn a_slow_server_is_bounded_by_the_whole_command_deadline() {
+    let mut script = small_packet_handshake();
+    for i in 0..20u64 {
+        script.push(Expect(pkt(&format!("m{:x},4", 0x2000_0000 + 4 * i))));
+        script.push(Silence(Duration::from_millis(150)));
+        script.push(Send(pkt("01020304")));
+    }
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(1000)).unwrap();
+    t.set_deadline(Some(Instant::now() + Duration::from_millis(700)));
+    let started = Instant::now();
+    let mut err = None;
+    for i in 0..20u64 {
+        if let Err(e) = t.read_u32(0x2000_0000 + 4 * i) {
+            err = Some(e);
+            break;
+        }
+    }
+    let err = err.expect("the deadline ended the reads");
+    assert!(err.to_string().contains("--deadline"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    drop(t);
+    let _ = server.join();
 }

@@ -66,6 +66,8 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
             connect_under_reset: c.connect_under_reset,
         },
         reset: c.reset.clone(),
+        deadline: t.deadline,
+        no_default_deadline: false,
     })
 }
 

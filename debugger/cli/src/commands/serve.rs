@@ -9,7 +9,9 @@ use anyhow::{Context, Result, bail};
 use crate::cli::{Leave, ServeArgs};
 use crate::session::Session;
 
-pub fn run(args: ServeArgs) -> Result<ExitCode> {
+pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
+    // A server runs as long as its user wants: only an explicit --deadline bounds it.
+    args.target.no_default_deadline = true;
     if !args.listen.ip().is_loopback() && !args.allow_remote {
         bail!(
             "--listen {} is not a loopback address: anyone who reaches it can control the target; add --allow-remote to mean it",

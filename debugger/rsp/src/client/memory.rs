@@ -52,6 +52,7 @@ impl GdbRemote {
         let mut gaps: Vec<(usize, u64, usize)> = Vec::new();
         let mut first_error = None;
         for batch in chunks.chunks(PIPELINE_DEPTH) {
+            self.check_deadline()?;
             let mut packets = self.take_pending_writes();
             let writes = packets.len();
             packets.extend(

@@ -195,11 +195,14 @@ impl GdbRemote {
 
     /// Reads stop replies until one arrives or `timeout` passes.
     pub(super) fn wait_stop(&mut self, timeout: Duration) -> Result<Option<StopReason>> {
-        let deadline = Instant::now() + timeout;
+        self.check_deadline()?;
+        let deadline = Instant::now() + self.until_deadline(timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let r = self.conn.recv(left, "a stop reply");
             let Some(data) = self.note(r)? else {
+                // Cut short by the whole command's deadline: say so, not "no stop yet".
+                self.check_deadline()?;
                 return Ok(None);
             };
             let parsed = stop::parse(&data).map_err(|e| {
