@@ -465,3 +465,54 @@ fn the_whole_command_deadline_ends_a_long_wait() {
     assert!(started.elapsed() < Duration::from_secs(30), "{err}");
     expect_exit_2(&["heap", "--elf", "x", "--deadline", "nan"], "timeout");
 }
+
+/// A firmware that HardFaults in a phase: the audit ends at once (not at its timeout) with the
+/// fault, where and when it happened, the status registers decoded and the call chain; the
+/// JSON report carries the same message.
+#[test]
+fn a_faulting_firmware_is_reported_as_a_fault_not_a_missed_breakpoint() {
+    let dir = tempdir("fault");
+    let script = dir.join("load.rhai");
+    std::fs::write(
+        &script,
+        "let t = target();\nlet load = t.phase(\"model_load\");\ncheck(\"loaded\", load.allocs > 0, \"\");\n",
+    )
+    .unwrap();
+    let json = dir.join("audit.json");
+    let elf = elf("hostile", "fault");
+    let started = std::time::Instant::now();
+    let err = expect_exit_2(
+        &[
+            "audit",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--timeout",
+            "60",
+            "--json",
+            json.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+        "target faulted: HardFault at pc 0x",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "waited for the timeout: {err}"
+    );
+    for part in [
+        "in decode_layer (",
+        "fault.c:",
+        "during phase model_load",
+        "CFSR 0x00010000: UNDEFINSTR",
+        "HFSR 0x40000000: FORCED",
+        "call chain: decode_layer",
+    ] {
+        assert!(err.contains(part), "`{part}` in: {err}");
+    }
+    assert!(!err.contains("not reached"), "{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("UNDEFINSTR"), "{report}");
+}
