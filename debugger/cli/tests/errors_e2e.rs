@@ -516,3 +516,42 @@ fn a_faulting_firmware_is_reported_as_a_fault_not_a_missed_breakpoint() {
     let message = report["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("UNDEFINSTR"), "{report}");
 }
+
+/// Rhai's limits hold: an array past its bound and a script that piles up memory (every value
+/// within bounds, their sum not) end as script errors with the line, exit 2, in bounded time.
+#[test]
+fn script_limits_end_a_script_with_its_line() {
+    let dir = tempdir("rhai-limits");
+    let elf = elf("heap4", "healthy");
+    for (name, source, line, needle) in [
+        (
+            "push.rhai",
+            "let a = [];\nfor i in 0..200000 { a.push(i); }\n",
+            ":2:",
+            "array",
+        ),
+        (
+            "memory.rhai",
+            "let s = \"x\";\nwhile s.len() < 500000 { s += s; }\nlet m = #{};\nfor i in 0..60000 {\n    m[\"k\" + i] = s + i;\n}\n",
+            ":5:",
+            "MiB of memory",
+        ),
+    ] {
+        let script = dir.join(name);
+        std::fs::write(&script, source).unwrap();
+        let started = std::time::Instant::now();
+        let err = expect_exit_2(
+            &[
+                "audit",
+                "--elf",
+                elf.to_str().unwrap(),
+                "--qemu",
+                "netduinoplus2",
+                script.to_str().unwrap(),
+            ],
+            needle,
+        );
+        assert!(err.contains(&format!("{name}{line}")), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(60), "{name}: {err}");
+    }
+}
