@@ -290,6 +290,10 @@ fn a_truncated_arena_is_a_read_error_not_a_panic() {
     ));
 }
 
+/// Bounds on a walk's work over garbage (see `random_garbage_never_panics_or_hangs`).
+const WORK_READS: u64 = 64;
+const WORK_BYTES_PER_RAM_BYTE: u64 = 4;
+
 #[test]
 fn random_garbage_never_panics_or_hangs() {
     memlife_testkit::fuzz::cases(0x1234_5678, 400, |round, rng| {
@@ -312,8 +316,15 @@ fn random_garbage_never_panics_or_hangs() {
         }
         let mut snap = Snapshot::default();
         snap.add_region(X_START, f.ram.clone()).unwrap();
-        // heap_4 blocks are at least 8 bytes (one header).
-        crate::state::assert_walk_bounded(w.walk(&mut snap, WalkContext::default()), HEAP_SIZE, 8);
+        // heap_4 blocks are at least 8 bytes (one header). The work is bounded too: a few bulk
+        // reads, never more bytes than a few times the RAM.
+        let mut mem = memlife_testkit::ram::Counted::new(snap);
+        crate::state::assert_walk_bounded(w.walk(&mut mem, WalkContext::default()), HEAP_SIZE, 8);
+        mem.assert_within(
+            WORK_READS,
+            WORK_BYTES_PER_RAM_BYTE * 0x600,
+            "heap_4 garbage walk",
+        );
     });
 }
 
