@@ -165,3 +165,18 @@ fn walkers_over_arbitrary_memory() {
     }
     bounded("walkers", started, Duration::from_secs(300));
 }
+
+/// Inputs the fuzzers found crashes with (`fuzz/regressions`), through every harness.
+#[test]
+fn regressions_found_by_fuzzing() {
+    let dir = memlife_testkit::firmware::repo().join("fuzz/regressions");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        harness::rsp_packet(&data);
+        harness::snapshot(&data);
+        harness::elf(&data);
+        n += 1;
+    }
+    assert!(n >= 1, "no regression inputs in {}", dir.display());
+}
