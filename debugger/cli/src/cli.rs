@@ -52,9 +52,14 @@ pub struct ServeArgs {
     pub elf: PathBuf,
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Address to listen on for gdb; port 0 picks a free one (printed on stderr).
-    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:3333")]
-    pub listen: std::net::SocketAddr,
+    /// Address to listen on for gdb; port 0 picks a free one (printed on stderr). `unix:PATH`
+    /// listens on a new Unix socket only its owner can connect to (gdb: `target remote PATH`).
+    #[arg(
+        long,
+        value_name = "HOST:PORT|unix:PATH",
+        default_value = "127.0.0.1:3333"
+    )]
+    pub listen: String,
     /// Allow a --listen address other than loopback: anyone who reaches it controls the target.
     #[arg(long)]
     pub allow_remote: bool,

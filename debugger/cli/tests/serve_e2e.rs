@@ -559,3 +559,63 @@ fn a_stalled_or_endless_client_does_not_block_the_next_one() {
     read_until(&mut last, &["$T", "$S"], Duration::from_secs(30));
     assert!(server.log().contains("went away"), "{}", server.log());
 }
+
+/// `--listen unix:PATH`: a socket only its owner may use, which gdb-multiarch reaches with
+/// `target remote PATH`; removed when the server ends. An existing file is never replaced.
+#[test]
+fn serve_listens_on_an_owner_only_unix_socket() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let elf = elf("heap4", "healthy");
+    let dir = tempdir("serve-unix");
+    let socket = dir.join("gdb.sock");
+    let mut cmd = memlife();
+    cmd.args(["serve", "--elf"])
+        .arg(&elf)
+        .args(["--qemu", "netduinoplus2", "--listen"])
+        .arg(format!("unix:{}", socket.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut guard = ChildGuard(cmd.spawn().unwrap());
+    let started = Instant::now();
+    while !socket.exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no socket");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let meta = std::fs::symlink_metadata(&socket).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let out = gdb_batch(
+        &elf,
+        socket.to_str().unwrap(),
+        &["monitor allocator", "monitor shutdown"],
+    );
+    let text = all_output(&out);
+    assert!(text.contains("allocator  freertos-heap4"), "{text}");
+    let status = loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "serve did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    assert!(!socket.exists(), "the socket file stays behind");
+    // A path that exists is refused, not replaced.
+    std::fs::write(&socket, "someone's file").unwrap();
+    let out = run_memlife(&[
+        "serve",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--listen",
+        &format!("unix:{}", socket.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the path exists"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "someone's file");
+}

@@ -6,6 +6,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use gdbstub::conn::{Connection, ConnectionExt};
@@ -26,19 +27,72 @@ enum Frame {
     Checksum(Instant, u8),
 }
 
-/// A client's TCP stream with the mid-packet deadline.
+/// A client's socket: TCP, or a Unix socket (`--listen unix:PATH`).
+#[derive(Debug)]
+pub enum Stream {
+    /// `--listen HOST:PORT`.
+    Tcp(TcpStream),
+    /// `--listen unix:PATH`.
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nonblocking(on),
+            Stream::Unix(s) => s.set_nonblocking(on),
+        }
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => Read::read(s, buf),
+            Stream::Unix(s) => Read::read(s, buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => Write::write(s, buf),
+            Stream::Unix(s) => Write::write(s, buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => Write::flush(s),
+            Stream::Unix(s) => Write::flush(s),
+        }
+    }
+}
+
+/// A client's stream with the mid-packet deadline.
 #[derive(Debug)]
 pub struct ClientConn {
-    stream: TcpStream,
+    stream: Stream,
     frame: Frame,
+    /// A byte `peek` took off the socket, for the next `read`.
+    peeked: Option<u8>,
 }
 
 impl ClientConn {
     /// Wraps an accepted stream.
-    pub fn new(stream: TcpStream) -> Self {
+    pub fn new(stream: Stream) -> Self {
         ClientConn {
             stream,
             frame: Frame::Idle,
+            peeked: None,
         }
     }
 
@@ -94,12 +148,19 @@ impl Connection for ClientConn {
     }
 
     fn on_session_start(&mut self) -> Result<(), Self::Error> {
-        self.stream.set_nodelay(true)
+        match &self.stream {
+            Stream::Tcp(s) => s.set_nodelay(true),
+            Stream::Unix(_) => Ok(()),
+        }
     }
 }
 
 impl ConnectionExt for ClientConn {
     fn read(&mut self) -> Result<u8, Self::Error> {
+        if let Some(b) = self.peeked.take() {
+            self.track(b);
+            return Ok(b);
+        }
         self.stream.set_nonblocking(false)?;
         let timeout = self.read_timeout()?;
         self.stream.set_read_timeout(timeout)?;
@@ -117,16 +178,23 @@ impl ConnectionExt for ClientConn {
     }
 
     fn peek(&mut self) -> Result<Option<u8>, Self::Error> {
-        // A running target: the event loop looks for gdb's bytes between short waits.
+        // A running target: the event loop looks for gdb's bytes between short waits. The byte
+        // is taken off the socket and kept for `read` (Unix sockets have no stable peek).
+        if self.peeked.is_some() {
+            return Ok(self.peeked);
+        }
         self.read_timeout()?;
         self.stream.set_nonblocking(true)?;
         let mut buf = [0u8];
-        match TcpStream::peek(&self.stream, &mut buf) {
+        match Read::read(&mut self.stream, &mut buf) {
             Ok(0) => Err(std::io::Error::new(
                 ErrorKind::UnexpectedEof,
                 "the client closed the connection",
             )),
-            Ok(_) => Ok(Some(buf[0])),
+            Ok(_) => {
+                self.peeked = Some(buf[0]);
+                Ok(self.peeked)
+            }
             Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(None),
             Err(e) => Err(e),
         }
@@ -143,7 +211,7 @@ mod tests {
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
         let _client = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
         let (stream, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
-        let mut c = ClientConn::new(stream);
+        let mut c = ClientConn::new(Stream::Tcp(stream));
         for &b in b"+$m0,4#fd" {
             c.track(b);
         }

@@ -72,9 +72,57 @@ pub fn serve_firmware(
     )
 }
 
+/// Where clients connect: a TCP port or a Unix socket.
+#[derive(Debug)]
+pub enum Listener {
+    /// `HOST:PORT`.
+    Tcp(TcpListener),
+    /// A Unix socket (owner-only permissions are the caller's job).
+    Unix(std::os::unix::net::UnixListener),
+}
+
+impl Listener {
+    fn set_nonblocking(&self) -> std::io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.set_nonblocking(true),
+            Listener::Unix(l) => l.set_nonblocking(true),
+        }
+    }
+
+    /// The next client, blocking, and a name for it.
+    fn accept(&self) -> std::io::Result<(client::Stream, String)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, peer) = l.accept()?;
+                s.set_nonblocking(false)?;
+                Ok((client::Stream::Tcp(s), peer.to_string()))
+            }
+            Listener::Unix(l) => {
+                let (s, _) = l.accept()?;
+                s.set_nonblocking(false)?;
+                Ok((client::Stream::Unix(s), "on the unix socket".to_string()))
+            }
+        }
+    }
+}
+
 /// [`serve_firmware`], with the directories clients may use.
 pub fn serve_in(
     listener: &TcpListener,
+    target: Box<dyn Target>,
+    symbols: Symbols,
+    firmware: Option<String>,
+    places: places::Places,
+) -> (Box<dyn Target>, Result<()>) {
+    match listener.try_clone() {
+        Ok(l) => serve_on(&Listener::Tcp(l), target, symbols, firmware, places),
+        Err(e) => (target, Err(e).context("using the listener")),
+    }
+}
+
+/// [`serve_in`] on any [`Listener`].
+pub fn serve_on(
+    listener: &Listener,
     target: Box<dyn Target>,
     symbols: Symbols,
     firmware: Option<String>,
@@ -87,9 +135,9 @@ pub fn serve_in(
     (bridge.into_target(), outcome)
 }
 
-fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
+fn serve_clients(listener: &Listener, bridge: &mut Bridge) -> Result<()> {
     listener
-        .set_nonblocking(true)
+        .set_nonblocking()
         .context("configuring the listener")?;
     loop {
         let (stream, peer) = match listener.accept() {
@@ -104,9 +152,6 @@ fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
             }
             Err(e) => return Err(e).context("accepting a gdb client"),
         };
-        stream
-            .set_nonblocking(false)
-            .context("configuring the client socket")?;
         eprintln!("memlife serve: gdb client {peer} connected");
         bridge.on_attach();
         // A fixed buffer: a packet longer than it ends the session instead of growing memory.
