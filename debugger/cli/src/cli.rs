@@ -464,9 +464,8 @@ mod tests {
         let Command::Serve(args) = cli.command else {
             panic!("not serve")
         };
-        assert_eq!(args.listen.to_string(), "127.0.0.1:3333");
+        assert_eq!(args.listen, "127.0.0.1:3333");
         assert!(!args.allow_remote);
-        let bad = Cli::try_parse_from(["memlife", "serve", "--elf", "x", "--listen", "nope"]);
-        assert!(bad.is_err());
+        // `HOST:PORT` or `unix:PATH` is told apart by `serve` itself (errors_e2e checks `nope`).
     }
 }

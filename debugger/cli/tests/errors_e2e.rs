@@ -555,3 +555,20 @@ fn script_limits_end_a_script_with_its_line() {
         assert!(started.elapsed() < Duration::from_secs(60), "{name}: {err}");
     }
 }
+
+#[test]
+fn serve_refuses_a_listen_address_that_is_neither_tcp_nor_unix() {
+    let elf = elf("heap4", "healthy");
+    expect_exit_2(
+        &[
+            "serve",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--listen",
+            "nope",
+        ],
+        "give HOST:PORT or unix:PATH",
+    );
+}
