@@ -101,6 +101,7 @@ typedef struct {
     int8_t scores[N_CLASSES];
     uint32_t output_crc;
     uint32_t inferences;
+    int8_t *post_out;          /* overrun: det_post's own (too small) output buffer */
 } engine_t;
 
 typedef struct {

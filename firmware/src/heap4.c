@@ -1,13 +1,24 @@
-/* heap4.c - first-fit allocator with FreeRTOS heap_4's data layout.
+/* heap4.c - first-fit allocator with FreeRTOS heap_4's data layout, and with
+ * HEAP5_REGIONS heap_5's (several regions); optional heap protector.
  *
  * Written from the layout facts only (docs/allocators/freertos-heap4-heap5.md),
  * not from the FreeRTOS sources. What a heap walker relies on:
  *  - blocks are BlockLink_t headers followed by the payload; xBlockSize is the
  *    whole block size including the header, multiple of portBYTE_ALIGNMENT;
  *  - the MSB of xBlockSize marks an allocated block; an allocated block has
- *    pxNextFreeBlock == NULL;
+ *    pxNextFreeBlock == NULL (protector: see below);
  *  - the free list starts at the static struct xStart, is address-ordered and
- *    ends at pxEnd, a zero-size header inside ucHeap at its (aligned) top;
+ *    ends at pxEnd, a zero-size header at the (aligned) top of the arena
+ *    (heap_5: of the last region);
+ *  - heap_5: every region ends in a zero-size marker; right after
+ *    vPortDefineHeapRegions each marker but the last is linked into the free
+ *    list (marker -> first block of the next region); a block freed next to a
+ *    marker absorbs it (size 0), the marker then leaves the list and keeps a
+ *    stale link;
+ *  - protector: every stored link (xStart's, free blocks', markers', pxEnd's
+ *    own) is pointer ^ xHeapCanary; the variable pxEnd and every xBlockSize are
+ *    plain; an allocated block's link is NULL ^ canary
+ *    (configHEAP_PROTECT_ALLOCATED=1) or a raw NULL (=0);
  *  - xFreeBytesRemaining is the sum of free block sizes, headers included.
  * It is portable (size_t / uintptr_t) so that the host test can run it on a
  * 64-bit machine, where headers are 16 bytes. */
@@ -24,7 +35,7 @@
 #define heapFREE_BLOCK(b)             ((b)->xBlockSize &= ~heapBLOCK_ALLOCATED_BITMASK)
 
 typedef struct A_BLOCK_LINK {
-    struct A_BLOCK_LINK *pxNextFreeBlock; /* next free block, address order */
+    struct A_BLOCK_LINK *pxNextFreeBlock; /* next free block, address order (maybe XORed) */
     size_t xBlockSize;                    /* whole block incl. header; MSB = allocated */
 } BlockLink_t;
 
@@ -34,14 +45,43 @@ static const size_t xHeapStructSize =
 /* A remainder is split off only if it can hold more than two headers. */
 #define heapMINIMUM_BLOCK_SIZE ((size_t)(xHeapStructSize << 1))
 
+#ifndef HEAP5_REGIONS
 static uint8_t ucHeap[configTOTAL_HEAP_SIZE];
+#endif
 static BlockLink_t xStart;
-static BlockLink_t *pxEnd = NULL; /* NULL until the lazy init in pvPortMalloc */
+static BlockLink_t *pxEnd = NULL; /* NULL until the heap is built; never XORed */
 
 static size_t xFreeBytesRemaining = 0U;
 static size_t xMinimumEverFreeBytesRemaining = 0U;
 static size_t xNumberOfSuccessfulAllocations = 0U;
 static size_t xNumberOfSuccessfulFrees = 0U;
+
+#if configENABLE_HEAP_PROTECTOR
+/* One XOR both encodes and decodes a stored link. */
+static portPOINTER_SIZE_TYPE xHeapCanary;
+#define heapPROTECT_BLOCK_POINTER(p) \
+    ((BlockLink_t *)((portPOINTER_SIZE_TYPE)(p) ^ xHeapCanary))
+#ifdef HEAP5_REGIONS
+/* heap_5 bounds a block pointer by the regions' hull (gaps included). */
+static uint8_t *pucHeapLowAddress = NULL;
+static uint8_t *pucHeapHighAddress = NULL;
+#define heapBLOCK_IN_HEAP(p) \
+    ((uint8_t *)(p) >= pucHeapLowAddress && (uint8_t *)(p) < pucHeapHighAddress)
+#else
+#define heapBLOCK_IN_HEAP(p) \
+    ((uint8_t *)(p) >= &ucHeap[0] && (uint8_t *)(p) < &ucHeap[configTOTAL_HEAP_SIZE])
+#endif
+#else
+#define heapPROTECT_BLOCK_POINTER(p) ((BlockLink_t *)(p))
+#define heapBLOCK_IN_HEAP(p)         1
+#endif
+
+/* What an allocated block's link holds. */
+#if configENABLE_HEAP_PROTECTOR && configHEAP_PROTECT_ALLOCATED
+#define heapALLOCATED_LINK heapPROTECT_BLOCK_POINTER(NULL)
+#else
+#define heapALLOCATED_LINK ((BlockLink_t *)NULL)
+#endif
 
 volatile UBaseType_t uxSchedulerSuspended = 0U;
 
@@ -51,12 +91,21 @@ volatile UBaseType_t uxSchedulerSuspended = 0U;
 static inline void prvSuspend(void) { uxSchedulerSuspended++; }
 static inline void prvResume(void) { uxSchedulerSuspended--; }
 
+static inline void prvGetCanary(void)
+{
+#if configENABLE_HEAP_PROTECTOR
+    vApplicationGetRandomHeapCanary(&xHeapCanary);
+#endif
+}
+
+#ifndef HEAP5_REGIONS
 static void prvHeapInit(void)
 {
     uintptr_t uxStart = (uintptr_t)ucHeap;
     uintptr_t uxTop = (uintptr_t)ucHeap + configTOTAL_HEAP_SIZE;
     BlockLink_t *pxFirst;
 
+    prvGetCanary();
     uxStart = (uxStart + portBYTE_ALIGNMENT_MASK) & ~(uintptr_t)portBYTE_ALIGNMENT_MASK;
 
     /* End marker lives inside the arena, aligned down, at its top. */
@@ -64,50 +113,110 @@ static void prvHeapInit(void)
     uxTop &= ~(uintptr_t)portBYTE_ALIGNMENT_MASK;
     pxEnd = (BlockLink_t *)uxTop;
     pxEnd->xBlockSize = 0U;
-    pxEnd->pxNextFreeBlock = NULL;
+    pxEnd->pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(NULL);
 
     /* One free block spans everything from the aligned start to pxEnd. */
     pxFirst = (BlockLink_t *)uxStart;
     pxFirst->xBlockSize = (size_t)(uxTop - uxStart);
-    pxFirst->pxNextFreeBlock = pxEnd;
+    pxFirst->pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(pxEnd);
 
-    xStart.pxNextFreeBlock = pxFirst;
+    xStart.pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(pxFirst);
     xStart.xBlockSize = 0U;
 
     xFreeBytesRemaining = pxFirst->xBlockSize;
     xMinimumEverFreeBytesRemaining = pxFirst->xBlockSize;
 }
+#else
+void vPortDefineHeapRegions(const HeapRegion_t *const pxHeapRegions)
+{
+    BlockLink_t *pxPrevMarker = NULL;
+    size_t xTotal = 0U;
+
+    if (pxEnd != NULL || pxHeapRegions == NULL) {
+        return; /* defined once only */
+    }
+    prvGetCanary();
+    for (const HeapRegion_t *r = pxHeapRegions; r->xSizeInBytes > 0U; r++) {
+        uintptr_t uxStart = (uintptr_t)r->pucStartAddress;
+        size_t xSize = r->xSizeInBytes;
+
+        /* Skip to the alignment; the skipped bytes are lost to the region. */
+        if ((uxStart & portBYTE_ALIGNMENT_MASK) != 0U) {
+            uintptr_t a = (uxStart + portBYTE_ALIGNMENT_MASK) & ~(uintptr_t)portBYTE_ALIGNMENT_MASK;
+            if (xSize <= a - uxStart) {
+                continue;
+            }
+            xSize -= a - uxStart;
+            uxStart = a;
+        }
+        /* Regions must ascend and leave room for a block and the marker. */
+        if ((pxPrevMarker != NULL && uxStart <= (uintptr_t)pxPrevMarker) ||
+            xSize < heapMINIMUM_BLOCK_SIZE + xHeapStructSize) {
+            continue;
+        }
+        uintptr_t uxMarker = (uxStart + xSize - xHeapStructSize) & ~(uintptr_t)portBYTE_ALIGNMENT_MASK;
+        BlockLink_t *pxMarker = (BlockLink_t *)uxMarker;
+        BlockLink_t *pxFirst = (BlockLink_t *)uxStart;
+
+        pxMarker->xBlockSize = 0U;
+        pxMarker->pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(NULL);
+        pxFirst->xBlockSize = (size_t)(uxMarker - uxStart);
+        pxFirst->pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(pxMarker);
+
+        /* The previous region's marker links on to this region. */
+        if (pxPrevMarker == NULL) {
+            xStart.pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(pxFirst);
+            xStart.xBlockSize = 0U;
+#if configENABLE_HEAP_PROTECTOR
+            pucHeapLowAddress = (uint8_t *)pxFirst;
+#endif
+        } else {
+            pxPrevMarker->pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(pxFirst);
+        }
+#if configENABLE_HEAP_PROTECTOR
+        pucHeapHighAddress = (uint8_t *)pxFirst + pxFirst->xBlockSize;
+#endif
+        pxPrevMarker = pxMarker;
+        pxEnd = pxMarker;
+        xTotal += pxFirst->xBlockSize;
+    }
+    xFreeBytesRemaining = xTotal;
+    xMinimumEverFreeBytesRemaining = xTotal;
+}
+#endif
 
 /* Insert a free block in address order and merge it with its physical
  * neighbours, so the list never holds two adjacent free blocks. */
 static void prvInsertBlockIntoFreeList(BlockLink_t *pxBlock)
 {
     BlockLink_t *pxIter = &xStart;
+    BlockLink_t *pxNext;
     uint8_t *puc;
 
-    while (pxIter->pxNextFreeBlock < pxBlock) {
-        pxIter = pxIter->pxNextFreeBlock;
+    while ((pxNext = heapPROTECT_BLOCK_POINTER(pxIter->pxNextFreeBlock)) < pxBlock) {
+        pxIter = pxNext;
     }
 
-    /* Merge with the free block just below? (xStart is not in the arena.) */
+    /* Merge with the free block just below? (xStart is not in the arena; a
+     * heap_5 marker has size 0 and never reaches a block.) */
     puc = (uint8_t *)pxIter;
     if (pxIter != &xStart && puc + pxIter->xBlockSize == (uint8_t *)pxBlock) {
         pxIter->xBlockSize += pxBlock->xBlockSize;
         pxBlock = pxIter;
     }
 
-    /* Merge with the free block just above (never with pxEnd). */
+    /* Merge with the free block just above (never with pxEnd; a heap_5
+     * region marker right above is absorbed: size 0, it leaves the list). */
     puc = (uint8_t *)pxBlock;
-    if (puc + pxBlock->xBlockSize == (uint8_t *)pxIter->pxNextFreeBlock &&
-        pxIter->pxNextFreeBlock != pxEnd) {
-        pxBlock->xBlockSize += pxIter->pxNextFreeBlock->xBlockSize;
-        pxBlock->pxNextFreeBlock = pxIter->pxNextFreeBlock->pxNextFreeBlock;
+    if (puc + pxBlock->xBlockSize == (uint8_t *)pxNext && pxNext != pxEnd) {
+        pxBlock->xBlockSize += pxNext->xBlockSize;
+        pxBlock->pxNextFreeBlock = pxNext->pxNextFreeBlock; /* stays encoded */
     } else {
-        pxBlock->pxNextFreeBlock = pxIter->pxNextFreeBlock;
+        pxBlock->pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(pxNext);
     }
 
     if (pxIter != pxBlock) {
-        pxIter->pxNextFreeBlock = pxBlock;
+        pxIter->pxNextFreeBlock = heapPROTECT_BLOCK_POINTER(pxBlock);
     }
 }
 
@@ -118,9 +227,16 @@ __attribute__((noinline)) void *pvPortMalloc(size_t xWantedSize)
     size_t xAdd;
 
     prvSuspend();
+#ifndef HEAP5_REGIONS
     if (pxEnd == NULL) {
         prvHeapInit();
     }
+#else
+    if (pxEnd == NULL) {
+        prvResume();
+        return NULL; /* vPortDefineHeapRegions not called yet */
+    }
+#endif
 
     /* Header plus payload, rounded up to the alignment; reject 0, overflow
      * and anything with the flag bit set. */
@@ -136,12 +252,17 @@ __attribute__((noinline)) void *pvPortMalloc(size_t xWantedSize)
 
     if (xWantedSize > 0U && heapBLOCK_SIZE_IS_VALID(xWantedSize) &&
         xWantedSize <= xFreeBytesRemaining) {
-        /* First fit in address order. */
+        /* First fit in address order (heap_5 markers have size 0: skipped). */
         pxPrev = &xStart;
-        pxBlock = xStart.pxNextFreeBlock;
-        while (pxBlock->xBlockSize < xWantedSize && pxBlock->pxNextFreeBlock != NULL) {
+        pxBlock = heapPROTECT_BLOCK_POINTER(xStart.pxNextFreeBlock);
+        while (pxBlock->xBlockSize < xWantedSize &&
+               pxBlock->pxNextFreeBlock != heapPROTECT_BLOCK_POINTER(NULL)) {
             pxPrev = pxBlock;
-            pxBlock = pxBlock->pxNextFreeBlock;
+            pxBlock = heapPROTECT_BLOCK_POINTER(pxBlock->pxNextFreeBlock);
+            if (!heapBLOCK_IN_HEAP(pxBlock)) {
+                prvResume();
+                return NULL; /* damaged link: refuse rather than follow it */
+            }
         }
 
         if (pxBlock != pxEnd) {
@@ -162,7 +283,7 @@ __attribute__((noinline)) void *pvPortMalloc(size_t xWantedSize)
                 xMinimumEverFreeBytesRemaining = xFreeBytesRemaining;
             }
             heapALLOCATE_BLOCK(pxBlock);
-            pxBlock->pxNextFreeBlock = NULL;
+            pxBlock->pxNextFreeBlock = heapALLOCATED_LINK;
             xNumberOfSuccessfulAllocations++;
         }
     }
@@ -179,10 +300,11 @@ __attribute__((noinline)) void vPortFree(void *pv)
     }
     pxLink = (BlockLink_t *)((uint8_t *)pv - xHeapStructSize);
 
-    /* Only a block that looks allocated and unlinked is accepted; anything
-     * else is a double free or an overwritten header, which we refuse to
-     * spread into the free list. */
-    if (!heapBLOCK_IS_ALLOCATED(pxLink) || pxLink->pxNextFreeBlock != NULL) {
+    /* Only a block inside the heap that looks allocated and unlinked is
+     * accepted; anything else is a double free or an overwritten header,
+     * which we refuse to spread into the free list. */
+    if (!heapBLOCK_IN_HEAP(pxLink) || !heapBLOCK_IS_ALLOCATED(pxLink) ||
+        pxLink->pxNextFreeBlock != heapALLOCATED_LINK) {
         return;
     }
 
@@ -204,17 +326,59 @@ size_t xPortGetMinimumEverFreeHeapSize(void)
     return xMinimumEverFreeBytesRemaining;
 }
 
+/* Walks the free list as it stands: every entry up to pxEnd counts as a free
+ * block, heap_5's zero-size region markers included; they are left out of
+ * the smallest size only. Largest/smallest are whole block sizes. */
+void vPortGetHeapStats(HeapStats_t *pxHeapStats)
+{
+    size_t xBlocks = 0U, xMax = 0U, xMin = SIZE_MAX;
+
+    prvSuspend();
+    BlockLink_t *pxBlock = heapPROTECT_BLOCK_POINTER(xStart.pxNextFreeBlock);
+    if (pxBlock != NULL) {
+        while (pxBlock != pxEnd && heapBLOCK_IN_HEAP(pxBlock)) {
+            xBlocks++;
+            if (pxBlock->xBlockSize > xMax) {
+                xMax = pxBlock->xBlockSize;
+            }
+            if (pxBlock->xBlockSize != 0U && pxBlock->xBlockSize < xMin) {
+                xMin = pxBlock->xBlockSize;
+            }
+            pxBlock = heapPROTECT_BLOCK_POINTER(pxBlock->pxNextFreeBlock);
+        }
+    }
+    prvResume();
+
+    pxHeapStats->xAvailableHeapSpaceInBytes = xFreeBytesRemaining;
+    pxHeapStats->xSizeOfLargestFreeBlockInBytes = xMax;
+    pxHeapStats->xSizeOfSmallestFreeBlockInBytes = xMin;
+    pxHeapStats->xNumberOfFreeBlocks = xBlocks;
+    pxHeapStats->xMinimumEverFreeBytesRemaining = xMinimumEverFreeBytesRemaining;
+    pxHeapStats->xNumberOfSuccessfulAllocations = xNumberOfSuccessfulAllocations;
+    pxHeapStats->xNumberOfSuccessfulFrees = xNumberOfSuccessfulFrees;
+}
+
 #ifdef HEAP4_HOST_TEST
 void heap4_test_view(heap4_view_t *v)
 {
     v->xStart = &xStart;
     v->pxEnd = pxEnd;
+#ifndef HEAP5_REGIONS
     v->ucHeap = ucHeap;
     v->heap_size = configTOTAL_HEAP_SIZE;
+#else
+    v->ucHeap = NULL;
+    v->heap_size = 0;
+#endif
     v->xFreeBytesRemaining = xFreeBytesRemaining;
     v->xMinimumEverFreeBytesRemaining = xMinimumEverFreeBytesRemaining;
     v->xNumberOfSuccessfulAllocations = xNumberOfSuccessfulAllocations;
     v->xNumberOfSuccessfulFrees = xNumberOfSuccessfulFrees;
     v->xHeapStructSize = xHeapStructSize;
+#if configENABLE_HEAP_PROTECTOR
+    v->xHeapCanary = xHeapCanary;
+#else
+    v->xHeapCanary = 0;
+#endif
 }
 #endif

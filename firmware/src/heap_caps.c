@@ -183,3 +183,32 @@ size_t heap_caps_get_largest_free_block(uint32_t caps)
     heap_caps_get_info(&info, caps);
     return info.largest_free_block;
 }
+
+bool heap_caps_check_integrity(uint32_t caps, bool print_errors)
+{
+    bool ok = true;
+    for (heap_t *h = registered_heaps.slh_first; h != NULL; h = h->next.sle_next) {
+        if (h->heap != NULL && (all_caps(h) & caps) == caps) {
+            ok = multi_heap_check(h->heap, print_errors) && ok;
+        }
+    }
+    return ok;
+}
+
+bool heap_caps_check_integrity_all(bool print_errors)
+{
+    return heap_caps_check_integrity(0u, print_errors);
+}
+
+/* Not ESP-IDF API: heap i of registered_heaps (registration order), for the
+ * firmware view. False when there is no heap i. */
+bool heap_caps_registered_info(unsigned i, multi_heap_info_t *info)
+{
+    for (heap_t *h = registered_heaps.slh_first; h != NULL; h = h->next.sle_next) {
+        if (i-- == 0u) {
+            multi_heap_get_info(h->heap, info);
+            return true;
+        }
+    }
+    return false;
+}

@@ -8,6 +8,7 @@
 #ifndef HEAP_CAPS_H
 #define HEAP_CAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +48,11 @@ size_t heap_caps_get_minimum_free_size(uint32_t caps);
 size_t heap_caps_get_largest_free_block(uint32_t caps);
 /* multi_heap_get_info summed over the heaps with `caps` (largest: max). */
 void heap_caps_get_info(multi_heap_info_t *info, uint32_t caps);
+/* multi_heap_check on every heap with `caps` (0: all heaps); true if all pass. */
+bool heap_caps_check_integrity(uint32_t caps, bool print_errors);
+bool heap_caps_check_integrity_all(bool print_errors);
+/* Ours, not ESP-IDF's: multi_heap_get_info of registered heap i (in
+ * registration order); false when there are not that many heaps. */
+bool heap_caps_registered_info(unsigned i, multi_heap_info_t *info);
 
 #endif

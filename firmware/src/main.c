@@ -5,6 +5,7 @@
  * debugger observes it). With ITERATIONS=N it runs N lifecycles, checks the
  * outputs and the heap, prints one line and exits through semihosting. */
 #include "engine.h"
+#include "firmware_view.h"
 #include "mem.h"
 #include "scenario.h"
 #include "semihost.h"
@@ -49,6 +50,18 @@ int main(void)
         if (model_switch(&g_engine, &g_model_cmd) != 0) fw_fail("model_switch", FW_EXIT_ENGINE);
         if (inference_run(&g_engine) != 0) fw_fail("inference_run (B)", FW_EXIT_ENGINE);
         uint32_t crc_b = g_engine.output_crc;
+        /* The allocator's own figures, right before the call (nothing
+         * allocates in between): see firmware_view.h. */
+#ifndef ALLOC_ESPIDF
+        firmware_view_capture();
+#endif
+#if defined(ITERATIONS) && !defined(ALLOC_ESPIDF)
+        {
+            const char *why = firmware_view_inconsistency();
+            if (g_firmware_view.captures != it + 1u) why = "view captures != iteration";
+            if (why != NULL) fw_fail(why, FW_EXIT_HEAP);
+        }
+#endif
         if (model_release(&g_engine) != 0) fw_fail("model_release", FW_EXIT_ENGINE);
 
         /* Same input, same weights: any difference is memory corruption. */

@@ -24,6 +24,7 @@
 #define ALLOC(n) heap_caps_malloc((n), MALLOC_CAP_8BIT)
 #define FREE(p)  heap_caps_free(p)
 #else
+#include <malloc.h>
 #include <stdlib.h>
 #include "sysmem.h"
 #define ALLOC(n) malloc(n)
@@ -81,8 +82,17 @@ void *mem_alloc(size_t size, const char *where)
 
 void mem_init(void)
 {
-#if defined(ALLOC_TLSF)
+#if defined(ALLOC_HEAP4) && defined(HEAP5_REGIONS)
+    extern const HeapRegion_t xHeapRegions[];
+    vPortDefineHeapRegions(xHeapRegions);
+#elif defined(ALLOC_TLSF)
     heap_caps_init();
+#elif defined(ALLOC_DLMALLOC)
+    /* dlmalloc asks sbrk for the request plus its top pad, page-rounded:
+     * leave that much below the limit so the first call succeeds and the
+     * whole arena becomes its top chunk. */
+    void *volatile p = malloc(sysmem_headroom() - 8192u);
+    free(p);
 #elif defined(ALLOC_NANO)
     /* Take the whole 96 KiB from sbrk once and give it back: nano then works
      * in a fixed arena like heap4 (one free chunk at start-up). Without this,
@@ -109,6 +119,9 @@ uint32_t mem_free_bytes(void)
     return (uint32_t)heap_caps_get_free_size(MALLOC_CAP_DEFAULT);
 #elif defined(ALLOC_ESPIDF)
     return (uint32_t)heap_caps_get_free_size(MALLOC_CAP_8BIT);
+#elif defined(ALLOC_DLMALLOC)
+    /* dlmalloc: its own mallinfo (free chunks + top) plus sbrk headroom. */
+    return (uint32_t)mallinfo().fordblks + sysmem_headroom();
 #else
     /* Walk nano's free list ourselves: mallinfo() would drag stdio in (its
      * object file also holds malloc_stats). Layout: docs/allocators/newlib-nano.md. */

@@ -113,6 +113,13 @@ int op_execute(engine_t *e, int l)
         e->branch_out[op->branch] = mem_alloc(tensor_size(op->out), "infer:branch_out");
         g_tensors[op->out].addr = (uint32_t)(uintptr_t)e->branch_out[op->branch];
     }
+    if (op->type == OP_POST && SCEN_OVERRUN) {
+        /* BUG (overrun): the buffer is sized for the scores, the top class
+         * and one summary word (8 + 1 + 4 = 13 bytes), but det_post writes
+         * its full 16-byte detections tensor below: 3 bytes too many. */
+        e->post_out = mem_alloc(N_CLASSES + 1u + 4u, "infer:post_out");
+        g_tensors[op->out].addr = (uint32_t)(uintptr_t)e->post_out;
+    }
     out = tensor_ptr(op->out);
     if (out == NULL || in0 == NULL) {
         return -1;

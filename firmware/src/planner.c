@@ -80,6 +80,9 @@ int planner_plan(engine_t *e)
         if (SCEN_BRANCH_BUFFERS && is_head_out(t)) {
             continue; /* allocated by the branch itself at op_invoke */
         }
+        if (SCEN_OVERRUN && t == N_TENSORS - 1u) {
+            continue; /* det_post allocates its own output at op_invoke */
+        }
         if (SCEN_BAD_SHARE_HINT && t == HEAD_FIRST_TENSOR + 1) {
             /* The manual "shared buffer" hint: head_p4_out reuses head_p3_out,
              * believed dead - but det_post still reads head_p3_out. */
@@ -121,5 +124,7 @@ void planner_release(engine_t *e)
         mem_free(e->branch_out[b]);
         e->branch_out[b] = NULL;
     }
+    mem_free(e->post_out); /* NULL unless overrun */
+    e->post_out = NULL;
     for (uint32_t t = 0; t < g_tensor_count; t++) g_tensors[t].addr = 0;
 }

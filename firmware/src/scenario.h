@@ -19,6 +19,8 @@
 #define SCENARIO_NAME "fragmentation"
 #elif defined(SCENARIO_OVERLAP)
 #define SCENARIO_NAME "overlap"
+#elif defined(SCENARIO_OVERRUN)
+#define SCENARIO_NAME "overrun"
 #else
 #error "define one SCENARIO_xxx"
 #endif
@@ -31,13 +33,17 @@
  *                       although det_post still reads head_p3_out.
  * SCEN_DEFERRED_DECODE  head outputs decoded in det_post (all live) instead of at once.
  * SCEN_LEAK_ON_SWITCH   4.4: model_switch's teardown returns early, skips free(op_contexts).
- * SCEN_FRAGMENTATION    4.4: long-lived records interleaved with per-layer weight blocks. */
+ * SCEN_FRAGMENTATION    4.4: long-lived records interleaved with per-layer weight blocks.
+ * SCEN_OVERRUN          det_post writes its 16-byte result into its own 13-byte heap
+ *                       buffer: 3 bytes past the request, inside the allocator's
+ *                       padding (harmless here), onto the tail canary when poisoned. */
 #define SCEN_COMPRESSED_MODEL 0
 #define SCEN_NHWC_CONV_B      0
 #define SCEN_BRANCH_BUFFERS   0
 #define SCEN_BAD_SHARE_HINT   0
 #define SCEN_LEAK_ON_SWITCH   0
 #define SCEN_FRAGMENTATION    0
+#define SCEN_OVERRUN          0
 #if defined(SCENARIO_LOAD_PEAK)
 #undef SCEN_COMPRESSED_MODEL
 #define SCEN_COMPRESSED_MODEL 1
@@ -56,13 +62,28 @@
 #elif defined(SCENARIO_FRAGMENTATION)
 #undef SCEN_FRAGMENTATION
 #define SCEN_FRAGMENTATION 1
+#elif defined(SCENARIO_OVERRUN)
+#undef SCEN_OVERRUN
+#define SCEN_OVERRUN 1
 #endif
 #define SCEN_DEFERRED_DECODE (SCEN_BRANCH_BUFFERS || SCEN_BAD_SHARE_HINT)
 
-#if defined(ALLOC_HEAP4)
+#if defined(ALLOC_HEAP4) && defined(HEAP5_REGIONS) && configENABLE_HEAP_PROTECTOR
+#define ALLOC_NAME "heap5p"
+#elif defined(ALLOC_HEAP4) && defined(HEAP5_REGIONS)
+#define ALLOC_NAME "heap5"
+#elif defined(ALLOC_HEAP4) && defined(configENABLE_HEAP_PROTECTOR) && configENABLE_HEAP_PROTECTOR
+#define ALLOC_NAME "heap4p"
+#elif defined(ALLOC_HEAP4)
 #define ALLOC_NAME "heap4"
+#elif defined(ALLOC_NANO) && defined(ALLOC_DLMALLOC)
+#define ALLOC_NAME "dl"
 #elif defined(ALLOC_NANO)
 #define ALLOC_NAME "nano"
+#elif defined(ALLOC_TLSF) && defined(CONFIG_HEAP_POISONING_COMPREHENSIVE)
+#define ALLOC_NAME "tlsfpc"
+#elif defined(ALLOC_TLSF) && defined(CONFIG_HEAP_POISONING_LIGHT)
+#define ALLOC_NAME "tlsfp"
 #elif defined(ALLOC_TLSF) && defined(TLSF_FIXED_CONTROL)
 #define ALLOC_NAME "tlsf_fixed"
 #elif defined(ALLOC_TLSF)

@@ -13,6 +13,8 @@
 
 #include "tlsf_control.h"
 
+#include <string.h>
+
 #define BLOCK_FLAGS (TLSF_BLOCK_FREE_BIT | TLSF_BLOCK_PREV_FREE_BIT)
 /* A block can be split if the rest is a whole minimal block. */
 #define BLOCK_SPLIT_MIN sizeof(block_header_t)
@@ -251,6 +253,24 @@ void *tlsf_get_pool(tlsf_t tlsf)
     return (void *)((uintptr_t)tlsf + tlsf_size(tlsf));
 }
 
+#ifdef TLSF_FREE_FILL
+/* Comprehensive poisoning: every byte of a free block's payload that TLSF
+ * does not use itself holds TLSF_FREE_FILL, i.e. all but the first two words
+ * (next_free, prev_free) and the last word (the next block's
+ * prev_phys_block). Called on every block that becomes free, after merging,
+ * so stale headers of merged neighbours are overwritten too. */
+static void fill_free(block_header_t *b)
+{
+    size_t size = block_size(b);
+    size_t skip = 2u * sizeof(block_header_t *), tail = sizeof(block_header_t *);
+    if (size > skip + tail) {
+        memset((uint8_t *)block_to_ptr(b) + skip, TLSF_FREE_FILL, size - skip - tail);
+    }
+}
+#else
+static inline void fill_free(block_header_t *b) { (void)b; }
+#endif
+
 tlsf_t tlsf_create_with_pool(void *mem, size_t bytes)
 {
     size_t cbytes = control_bytes(bytes);
@@ -281,6 +301,7 @@ tlsf_t tlsf_create_with_pool(void *mem, size_t bytes)
     block_header_t *sentinel = block_next(b);
     sentinel->prev_phys_block = b;
     sentinel->size = TLSF_BLOCK_PREV_FREE_BIT;
+    fill_free(b);
     return c;
 }
 
@@ -346,6 +367,7 @@ bool tlsf_free(tlsf_t tlsf, void *ptr)
     next->prev_phys_block = b;
     next->size |= TLSF_BLOCK_PREV_FREE_BIT;
     insert_free(c, b);
+    fill_free(b);
     return true;
 }
 

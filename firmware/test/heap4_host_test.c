@@ -3,8 +3,12 @@
  * Runs 20,000 malloc/free operations with mixed sizes from a fixed-seed PRNG
  * plus edge cases (0, huge, exhaustion, NULL/double free) and, after EVERY
  * operation, re-derives the heap state from the raw arena and compares it
- * with the allocator's own bookkeeping. Built with -DHEAP4_HOST_TEST, which
- * exposes the file-statics through heap4_test_view(). */
+ * with the allocator's own bookkeeping and with vPortGetHeapStats. Built with
+ * -DHEAP4_HOST_TEST, which exposes the file-statics through heap4_test_view().
+ * The same test covers every build option: -DconfigENABLE_HEAP_PROTECTOR=1
+ * (links decoded with the canary, allocated links checked against the
+ * configured encoding) and -DHEAP5_REGIONS (the firmware's own region table
+ * from src/freertos_app.c; per-region walks, region markers in the list). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +25,25 @@ typedef struct A_BLOCK_LINK {
 #define MAX_LIVE 256
 #define OPS 20000
 
+#if configENABLE_HEAP_PROTECTOR
+#define VARIANT_P "p"
+#else
+#define VARIANT_P ""
+#endif
+#ifdef HEAP5_REGIONS
+#define VARIANT "heap5" VARIANT_P
+extern const HeapRegion_t xHeapRegions[];
+#else
+#define VARIANT "heap4" VARIANT_P
+#endif
+
 typedef struct { uint8_t *p; size_t n; uint8_t tag; } live_t;
 
 static live_t g_live[MAX_LIVE];
 static int g_nlive;
 static unsigned long g_checks, g_failed;
 static uint32_t g_rng = 0x2545F491u;
+static size_t g_total; /* free bytes of the empty heap */
 
 static uint32_t rnd(void)
 {
@@ -49,6 +66,45 @@ static uint32_t rnd(void)
         }                                                                 \
     } while (0)
 
+/* A stored link, decoded with the canary (0 without the protector). */
+static const blk_t *link_of(const blk_t *b, const heap4_view_t *v)
+{
+    return (const blk_t *)((uintptr_t)b->pxNextFreeBlock ^ v->xHeapCanary);
+}
+
+/* What an allocated block's link must hold in this build. */
+static uintptr_t allocated_link(const heap4_view_t *v)
+{
+#if configENABLE_HEAP_PROTECTOR && configHEAP_PROTECT_ALLOCATED
+    return v->xHeapCanary;
+#else
+    (void)v;
+    return 0;
+#endif
+}
+
+/* The regions as the allocator carves them: [start, marker). */
+typedef struct { uintptr_t start, marker; } region_t;
+static int regions(const heap4_view_t *v, region_t *out)
+{
+    const size_t hs = v->xHeapStructSize;
+#ifdef HEAP5_REGIONS
+    int n = 0;
+    for (const HeapRegion_t *r = xHeapRegions; r->xSizeInBytes > 0; r++) {
+        uintptr_t s = ((uintptr_t)r->pucStartAddress + 7) & ~(uintptr_t)7;
+        size_t size = r->xSizeInBytes - (s - (uintptr_t)r->pucStartAddress);
+        out[n].start = s;
+        out[n].marker = (s + size - hs) & ~(uintptr_t)7;
+        n++;
+    }
+    return n;
+#else
+    out[0].start = ((uintptr_t)v->ucHeap + 7) & ~(uintptr_t)7;
+    out[0].marker = ((uintptr_t)v->ucHeap + v->heap_size - hs) & ~(uintptr_t)7;
+    return 1;
+#endif
+}
+
 /* Walk the arena physically and through the free list; compare with the
  * counters and with what the test believes is live. */
 static void check_heap(const char *after)
@@ -59,54 +115,70 @@ static void check_heap(const char *after)
         CHECK(g_nlive == 0, "%s: uninitialised heap with live blocks", after);
         return;
     }
-    const size_t hs = v.xHeapStructSize;
-    uintptr_t start = ((uintptr_t)v.ucHeap + 7) & ~(uintptr_t)7;
+    region_t reg[8];
+    const int nreg = regions(&v, reg);
     uintptr_t end = (uintptr_t)v.pxEnd;
-    CHECK(end + hs <= (uintptr_t)v.ucHeap + v.heap_size, "%s: pxEnd past ucHeap", after);
+    CHECK(end == reg[nreg - 1].marker, "%s: pxEnd is not the last region's marker", after);
     CHECK(((const blk_t *)v.pxEnd)->xBlockSize == 0, "%s: pxEnd size != 0", after);
+    CHECK(link_of((const blk_t *)v.pxEnd, &v) == NULL, "%s: pxEnd link != protected NULL", after);
 
-    /* Physical walk: blocks tile [start, pxEnd) exactly. */
-    size_t free_sum = 0, nfree_phys = 0, nalloc = 0;
-    int prev_free = 0;
-    uintptr_t p = start;
+    /* Physical walk: per region, blocks tile [start, marker) exactly. */
+    size_t free_sum = 0, nfree_phys = 0, nalloc = 0, largest = 0, smallest = SIZE_MAX;
     unsigned guard = 0;
-    while (p < end && guard++ < 1000000) {
-        const blk_t *b = (const blk_t *)p;
-        size_t sz = b->xBlockSize & ~MSB;
-        if (sz == 0 || (sz & 7) != 0 || p + sz > end) {
-            CHECK(0, "%s: bad block size %zu at +%lu", after, sz, (unsigned long)(p - start));
-            return;
+    for (int r = 0; r < nreg; r++) {
+        int prev_free = 0;
+        uintptr_t p = reg[r].start;
+        while (p < reg[r].marker && guard++ < 1000000) {
+            const blk_t *b = (const blk_t *)p;
+            size_t sz = b->xBlockSize & ~MSB;
+            if (sz == 0 || (sz & 7) != 0 || p + sz > reg[r].marker) {
+                CHECK(0, "%s: bad block size %zu at +%lu", after, sz,
+                      (unsigned long)(p - reg[r].start));
+                return;
+            }
+            if (b->xBlockSize & MSB) {
+                CHECK((uintptr_t)b->pxNextFreeBlock == allocated_link(&v),
+                      "%s: allocated block's link %p", after, (void *)b->pxNextFreeBlock);
+                nalloc++;
+                prev_free = 0;
+            } else {
+                CHECK(!prev_free, "%s: two adjacent free blocks (not coalesced)", after);
+                free_sum += sz;
+                nfree_phys++;
+                prev_free = 1;
+                if (sz > largest) largest = sz;
+                if (sz < smallest) smallest = sz;
+            }
+            p += sz;
         }
-        if (b->xBlockSize & MSB) {
-            CHECK(b->pxNextFreeBlock == NULL, "%s: allocated block with next != NULL", after);
-            nalloc++;
-            prev_free = 0;
-        } else {
-            CHECK(!prev_free, "%s: two adjacent free blocks (not coalesced)", after);
-            free_sum += sz;
-            nfree_phys++;
-            prev_free = 1;
-        }
-        p += sz;
+        CHECK(p == reg[r].marker, "%s: region %d walk ends at +%lu, marker at +%lu", after, r,
+              (unsigned long)(p - reg[r].start), (unsigned long)(reg[r].marker - reg[r].start));
+        CHECK(((const blk_t *)reg[r].marker)->xBlockSize == 0, "%s: marker %d size != 0",
+              after, r);
     }
-    CHECK(p == end, "%s: physical walk ends at +%lu, pxEnd at +%lu", after,
-          (unsigned long)(p - start), (unsigned long)(end - start));
     CHECK(nalloc == (size_t)g_nlive, "%s: %zu allocated blocks, %d live", after, nalloc, g_nlive);
 
-    /* Free list: address ordered, every entry free, ends at pxEnd. */
-    const blk_t *xs = (const blk_t *)v.xStart;
-    const blk_t *f = xs->pxNextFreeBlock;
+    /* Free list: address ordered, every entry free, ends at pxEnd; a size-0
+     * entry is a region marker (heap_5 only). */
+    const blk_t *f = link_of((const blk_t *)v.xStart, &v);
     uintptr_t last = 0;
-    size_t list_sum = 0, nfree_list = 0;
+    size_t list_sum = 0, nfree_list = 0, nmarkers = 0;
     guard = 0;
     while (f != (const blk_t *)v.pxEnd && f != NULL && guard++ < 100000) {
-        CHECK((uintptr_t)f > last && (uintptr_t)f >= start && (uintptr_t)f < end,
+        CHECK((uintptr_t)f > last && (uintptr_t)f >= reg[0].start && (uintptr_t)f < end,
               "%s: free list not address ordered / out of arena", after);
         CHECK((f->xBlockSize & MSB) == 0, "%s: free-list block marked allocated", after);
-        list_sum += f->xBlockSize & ~MSB;
-        nfree_list++;
+        if (f->xBlockSize == 0) {
+            int is_marker = 0;
+            for (int r = 0; r < nreg - 1; r++) is_marker |= (uintptr_t)f == reg[r].marker;
+            CHECK(is_marker, "%s: zero-size free-list entry that is no region marker", after);
+            nmarkers++;
+        } else {
+            list_sum += f->xBlockSize & ~MSB;
+            nfree_list++;
+        }
         last = (uintptr_t)f;
-        f = f->pxNextFreeBlock;
+        f = link_of(f, &v);
     }
     CHECK(f == (const blk_t *)v.pxEnd, "%s: free list does not end at pxEnd", after);
     CHECK(nfree_list == nfree_phys, "%s: %zu on list, %zu free physically", after, nfree_list,
@@ -118,6 +190,23 @@ static void check_heap(const char *after)
           after);
     CHECK(v.xNumberOfSuccessfulAllocations - v.xNumberOfSuccessfulFrees == nalloc,
           "%s: counters disagree with walk", after);
+
+    /* The firmware's own statistics agree with the walk (markers counted). */
+    HeapStats_t st;
+    vPortGetHeapStats(&st);
+    CHECK(st.xAvailableHeapSpaceInBytes == free_sum, "%s: stats available", after);
+    CHECK(st.xSizeOfLargestFreeBlockInBytes == largest, "%s: stats largest %zu != %zu", after,
+          st.xSizeOfLargestFreeBlockInBytes, largest);
+    CHECK(st.xSizeOfSmallestFreeBlockInBytes == smallest, "%s: stats smallest %zu != %zu",
+          after, st.xSizeOfSmallestFreeBlockInBytes, smallest);
+    CHECK(st.xNumberOfFreeBlocks == nfree_list + nmarkers, "%s: stats blocks %zu != %zu + %zu",
+          after, st.xNumberOfFreeBlocks, nfree_list, nmarkers);
+    CHECK(st.xMinimumEverFreeBytesRemaining == xPortGetMinimumEverFreeHeapSize() &&
+              st.xAvailableHeapSpaceInBytes == xPortGetFreeHeapSize(),
+          "%s: stats disagree with the getters", after);
+    CHECK(st.xNumberOfSuccessfulAllocations == v.xNumberOfSuccessfulAllocations &&
+              st.xNumberOfSuccessfulFrees == v.xNumberOfSuccessfulFrees,
+          "%s: stats counters", after);
 
     /* Payload patterns intact => no overlap between live allocations. */
     for (int i = 0; i < g_nlive; i++) {
@@ -152,10 +241,10 @@ static void do_alloc(size_t n)
     } else {
         /* NULL is only allowed when no free block can hold the request. */
         size_t need = (n + before.xHeapStructSize + 7) & ~(size_t)7, largest = 0;
-        const blk_t *f = ((const blk_t *)before.xStart)->pxNextFreeBlock;
+        const blk_t *f = link_of((const blk_t *)before.xStart, &before);
         while (f != NULL && f != (const blk_t *)before.pxEnd) {
             if (f->xBlockSize > largest) largest = f->xBlockSize;
-            f = f->pxNextFreeBlock;
+            f = link_of(f, &before);
         }
         CHECK(n == 0 || largest < need, "NULL for %zu with a %zu-byte free block", n, largest);
     }
@@ -173,6 +262,25 @@ int main(void)
 {
     unsigned long ops = 0;
     check_heap("start");
+#ifdef HEAP5_REGIONS
+    CHECK(pvPortMalloc(8) == NULL, "malloc before vPortDefineHeapRegions must return NULL");
+    vPortDefineHeapRegions(xHeapRegions);
+    check_heap("define");
+    {
+        /* Right after definition every marker but pxEnd is in the list. */
+        HeapStats_t st;
+        vPortGetHeapStats(&st);
+        CHECK(st.xNumberOfFreeBlocks == 5, "fresh heap_5: %zu free-list entries, want 3 + 2",
+              st.xNumberOfFreeBlocks);
+    }
+#else
+    vPortFree(pvPortMalloc(8)); /* heap_4 builds itself lazily */
+#endif
+    {
+        heap4_view_t v;
+        heap4_test_view(&v);
+        g_total = v.xFreeBytesRemaining;
+    }
 
     /* Edge cases. */
     CHECK(pvPortMalloc(0) == NULL, "malloc(0) must return NULL");
@@ -184,39 +292,36 @@ int main(void)
 
     /* Exhaustion: fill with 1 KiB blocks until NULL, then free all. */
     while (g_nlive < MAX_LIVE) {
-        heap4_view_t v;
-        heap4_test_view(&v);
-        size_t before = v.xFreeBytesRemaining;
+        HeapStats_t st;
+        vPortGetHeapStats(&st);
         void *p = pvPortMalloc(1024);
         ops++;
         if (p == NULL) {
-            CHECK(before < 1024 + 16, "NULL with %zu free", before);
+            CHECK(st.xSizeOfLargestFreeBlockInBytes < 1024 + 16, "NULL with a %zu-byte free block",
+                  st.xSizeOfLargestFreeBlockInBytes);
             break;
         }
         g_live[g_nlive++] = (live_t){p, 0, 0};
         check_heap("exhaust");
     }
     CHECK(g_nlive < MAX_LIVE, "heap never exhausted");
-    /* Largest remaining request still fits exactly. */
-    {
-        heap4_view_t v;
-        heap4_test_view(&v);
-        if (v.xFreeBytesRemaining > v.xHeapStructSize) {
-            void *p = pvPortMalloc(v.xFreeBytesRemaining - v.xHeapStructSize);
-            CHECK(p != NULL, "last free block not allocatable");
-            if (p) g_live[g_nlive++] = (live_t){p, 0, 0};
-            check_heap("last");
-            heap4_test_view(&v);
-            CHECK(v.xFreeBytesRemaining == 0, "free %zu after taking everything",
-                  v.xFreeBytesRemaining);
-        }
+    /* The largest remaining free block is still allocatable exactly (one
+     * per region on heap_5), until nothing is left. */
+    for (int k = 0; k < 8; k++) {
+        HeapStats_t st;
+        vPortGetHeapStats(&st);
+        if (st.xSizeOfLargestFreeBlockInBytes <= 8 + 16) break;
+        void *p = pvPortMalloc(st.xSizeOfLargestFreeBlockInBytes - 16);
+        CHECK(p != NULL, "largest free block (%zu) not allocatable",
+              st.xSizeOfLargestFreeBlockInBytes);
+        if (p) g_live[g_nlive++] = (live_t){p, 0, 0};
+        check_heap("last");
     }
     while (g_nlive > 0) { do_free((int)(rnd() % (unsigned)g_nlive)); ops++; }
     {
         heap4_view_t v;
         heap4_test_view(&v);
-        CHECK(v.xFreeBytesRemaining == (uintptr_t)v.pxEnd - (((uintptr_t)v.ucHeap + 7) & ~(uintptr_t)7),
-              "heap not whole again after freeing everything");
+        CHECK(v.xFreeBytesRemaining == g_total, "heap not whole again after freeing everything");
     }
 
     /* Double free is refused without damage. */
@@ -242,7 +347,7 @@ int main(void)
     }
     while (g_nlive > 0) { do_free(g_nlive - 1); ops++; }
 
-    printf("heap4 host test: %lu operations, %lu invariant checks\n", ops, g_checks);
+    printf(VARIANT " host test: %lu operations, %lu invariant checks\n", ops, g_checks);
     printf("%lu passed, %lu failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

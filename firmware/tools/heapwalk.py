@@ -5,7 +5,15 @@
 #   (gdb) heapstat            one line: free, largest free block, ratio, ...
 #   (gdb) phase-trace N       run N lifecycles, one line per phase entry/return
 #
+#   (gdb) heapblocks          every block, physically: address, size, used/free,
+#                             and on poisoned tlsf the requested size and the
+#                             canary (and, comprehensive, fill) state
+#
 # heap4: reads xStart/pxEnd/xFreeBytesRemaining and walks the free list.
+#        heap protector (xHeapCanary present): every link is decoded with the
+#        canary (pxEnd itself is plain). heap_5 (xHeapRegions, no ucHeap):
+#        zero-size region markers still linked in the free list are not free
+#        blocks; heapstat adds " markers=N" (N markers in the list) for heap_5.
 # nano : walks __malloc_free_list; break = __sbrk_heap_end; limit = _heap_limit.
 #        "free" = free-list bytes + headroom (limit - break), like heap4's
 #        counter it includes chunk headers; "largest" = max(largest free
@@ -44,6 +52,79 @@ def u32(inf, addr):
     return int.from_bytes(inf.read_memory(addr, 4), "little")
 
 
+def has_symbol(name):
+    try:
+        gdb.parse_and_eval(name)
+        return True
+    except gdb.error:
+        return False
+
+
+def canary():
+    """The heap protector's canary (0 without the protector)."""
+    return val("(unsigned)xHeapCanary") if has_symbol("xHeapCanary") else 0
+
+
+def heap5_regions():
+    """heap_5's regions as the allocator carves them: [(start, marker)]."""
+    out = []
+    i = 0
+    while i < 16:
+        size = val("xHeapRegions[%d].xSizeInBytes" % i)
+        if size == 0:
+            break
+        raw = val("(unsigned)xHeapRegions[%d].pucStartAddress" % i)
+        start = (raw + 7) & ~7
+        size -= start - raw
+        out.append((start, (start + size - 8) & ~7))
+        i += 1
+    return out
+
+
+def freertos_regions():
+    if has_symbol("xHeapRegions"):
+        return heap5_regions()
+    base = val("(unsigned)&ucHeap")
+    return [((base + 7) & ~7, (base + val("sizeof(ucHeap)") - 8) & ~7)]
+
+
+def poisoning():
+    """'none', 'light' or 'comprehensive' (tlsf builds)."""
+    try:
+        gdb.lookup_type("poison_head_t")
+    except gdb.error:
+        return "none"
+    if has_symbol("multi_heap_poisoning_level") and val("multi_heap_poisoning_level") == 2:
+        return "comprehensive"
+    return "light"
+
+
+HEAD_CANARY = 0xABBA1234
+TAIL_CANARY = 0xBAAD5678
+
+
+def poison_state(inf, ptr, size):
+    """(requested size or None, canary state) of a used tlsf block's payload."""
+    head = u32(inf, ptr)
+    if head != HEAD_CANARY:
+        return None, "head-broken"
+    req = u32(inf, ptr + 4)
+    if req > size - 12:
+        return None, "size-broken"
+    tail = int.from_bytes(inf.read_memory(ptr + 8 + req, 4), "little")
+    return req, "ok" if tail == TAIL_CANARY else "tail-broken"
+
+
+def fill_state(inf, ptr, size):
+    """Comprehensive poisoning: a free block's payload but its first two and
+    last word holds 0xFE."""
+    if size <= 12:
+        return "ok"
+    data = bytes(inf.read_memory(ptr + 8, size - 12))
+    bad = [i for i, b in enumerate(data) if b != 0xFE]
+    return "ok" if not bad else "fill-broken@+%d" % (bad[0] + 8)
+
+
 def tlsf_heap(inf, h):
     """One registered heap (address of its struct heap_t_)."""
     hv = gdb.parse_and_eval("*(struct heap_t_ *)%d" % h)
@@ -56,18 +137,27 @@ def tlsf_heap(inf, h):
     else:
         csize = gdb.lookup_type("control_t").sizeof
     b = ctl + csize - 4
-    largest = n = tot = nused = 0
+    largest = n = tot = nused = broken = 0
+    mode = poisoning()
+    blocks = []
     while nused + n < 100000:
         raw = u32(inf, b + 4)
         size = raw & ~3
         if size == 0:
             break
+        ptr = b + 8
         if raw & 1:
             tot += size
             n += 1
             largest = max(largest, size)
+            state = fill_state(inf, ptr, size) if mode == "comprehensive" else None
+            blocks.append((b, size, False, None, state))
         else:
             nused += 1
+            req, state = poison_state(inf, ptr, size) if mode != "none" else (None, None)
+            blocks.append((b, size, True, req, state))
+        if blocks[-1][4] not in (None, "ok"):
+            broken += 1
         b += 4 + size
     free = int(mi["free_bytes"])
     assert free == tot + 4 * (n + 1), "heap 0x%x: free_bytes %d != %d + 4*(%d+1)" % (
@@ -75,7 +165,8 @@ def tlsf_heap(inf, h):
     owner = int(hv["heap_mux"]["owner"])
     assert owner == 0xB33FFFFF, "heap 0x%x busy (owner 0x%x)" % (int(hv["start"]), owner)
     return dict(free=free, largest=largest, nfree=n, nused=nused,
-                minever=int(mi["minimum_free_bytes"]), start=int(hv["start"]))
+                minever=int(mi["minimum_free_bytes"]), start=int(hv["start"]),
+                blocks=blocks, broken=broken, poisoning=mode)
 
 
 def stat():
@@ -89,27 +180,40 @@ def stat():
         return dict(free=sum(x["free"] for x in heaps),
                     largest=max([x["largest"] for x in heaps] or [0]),
                     nfree=sum(x["nfree"] for x in heaps),
-                    minever=sum(x["minever"] for x in heaps), heaps=heaps)
+                    minever=sum(x["minever"] for x in heaps), heaps=heaps,
+                    poisoning=poisoning(), broken=sum(x["broken"] for x in heaps))
     if is_heap4():
+        heap5 = has_symbol("xHeapRegions")
         if val("(unsigned)pxEnd") == 0:
-            # Lazy init not done yet: report what prvHeapInit will create.
-            base = val("(unsigned)&ucHeap")
-            start = (base + 7) & ~7
-            end = (base + val("sizeof(ucHeap)") - 8) & ~7
-            return dict(free=end - start, largest=end - start, nfree=1, minever=end - start)
-        end = val("(unsigned)pxEnd")
-        b = val("(unsigned)xStart.pxNextFreeBlock")
-        largest = n = tot = 0
-        while b != end and n < 10000:
-            size = int.from_bytes(inf.read_memory(b + 4, 4), "little")
-            tot += size
-            largest = max(largest, size)
-            n += 1
-            b = int.from_bytes(inf.read_memory(b, 4), "little")
+            # Not built yet: report what the init will create.
+            sizes = [m - s for s, m in freertos_regions()]
+            r = dict(free=sum(sizes), largest=max(sizes), nfree=len(sizes), minever=sum(sizes))
+            if heap5:
+                r["markers"] = len(sizes) - 1
+            return r
+        end = val("(unsigned)pxEnd")  # plain, even with the protector
+        key = canary()
+        b = val("(unsigned)xStart.pxNextFreeBlock") ^ key
+        largest = n = tot = markers = 0
+        while b != end and n + markers < 10000:
+            size = u32(inf, b + 4)
+            if size == 0:
+                markers += 1  # heap_5 region marker: a link, not a free block
+            else:
+                tot += size
+                largest = max(largest, size)
+                n += 1
+            b = u32(inf, b) ^ key
         free = val("xFreeBytesRemaining")
         assert free == tot, "walk %d != xFreeBytesRemaining %d" % (tot, free)
-        return dict(free=free, largest=largest, nfree=n,
-                    minever=val("xMinimumEverFreeBytesRemaining"))
+        r = dict(free=free, largest=largest, nfree=n,
+                 minever=val("xMinimumEverFreeBytesRemaining"))
+        if heap5:
+            r["markers"] = markers
+        return r
+    if not has_symbol("__malloc_free_list"):
+        raise gdb.GdbError("heapwalk: no heap4/heap5, tlsf or newlib-nano heap here "
+                           "(dlmalloc builds: print g_firmware_view)")
     c = val("(unsigned)__malloc_free_list")
     largest = n = tot = 0
     while c != 0 and n < 10000:
@@ -137,6 +241,10 @@ def fmt(s):
             for i, h in enumerate(s["heaps"]))
     else:
         extra = " minever=%d" % s["minever"]
+        if "markers" in s:
+            extra += " markers=%d" % s["markers"]
+    if s.get("poisoning", "none") != "none":
+        extra += " poisoning=%s broken=%d" % (s["poisoning"], s["broken"])
     return "free=%d largest=%d ratio=%.3f nfree=%d%s" % (s["free"], s["largest"], r,
                                                            s["nfree"], extra)
 
@@ -209,6 +317,61 @@ class PhaseTrace(gdb.Command):
 
 HeapStat()
 PhaseTrace()
+
+
+def freertos_blocks(inf):
+    """Physical walk of heap_4 / heap_5, region by region."""
+    key = canary()
+    alloc_link = key if has_symbol("xHeapCanary") else 0
+    out = []
+    for start, marker in freertos_regions():
+        b = start
+        while b < marker and len(out) < 100000:
+            raw = u32(inf, b + 4)
+            size = raw & ~MSB
+            if size == 0:
+                out.append((b, 0, None, None, "bad-size"))
+                break
+            used = bool(raw & MSB)
+            state = None
+            if used:
+                link = u32(inf, b)
+                # NULL (<= V11.1.0) or NULL ^ canary (>= V11.2.0)
+                state = "ok" if link in (0, alloc_link) else "link-broken(0x%x)" % link
+            out.append((b, size, used, None, state))
+            b += size
+    return out
+
+
+class HeapBlocks(gdb.Command):
+    """heapblocks: one line per block, in address order:
+    'block 0x<addr> size=<bytes> used|free [req=<n>] [canary=<state>]'.
+    size is the allocator's own block size (heap4/5: header included, tlsf:
+    payload); req and canary only where poisoning is built in."""
+
+    def __init__(self):
+        super().__init__("heapblocks", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        inf = gdb.selected_inferior()
+        if is_tlsf():
+            s = stat()
+            rows = [(i, b) for i, h in enumerate(s["heaps"]) for b in h["blocks"]]
+        elif is_heap4():
+            rows = [(0, b) for b in freertos_blocks(inf)]
+        else:
+            print("heapblocks: heap4/heap5/tlsf only")
+            return
+        for heap, (addr, size, used, req, state) in rows:
+            line = "block h%d 0x%08x size=%d %s" % (heap, addr, size, "used" if used else "free")
+            if req is not None:
+                line += " req=%d" % req
+            if state is not None:
+                line += " canary=%s" % state
+            print(line)
+
+
+HeapBlocks()
 
 
 class FreeBp(gdb.Breakpoint):

@@ -2,6 +2,8 @@
 //!
 //! ```toml
 //! elf = "firmware/build/heap4-healthy.elf"
+//! # allocator = "tlsf"             # when detection picks the wrong one
+//! # poisoning = "light"            # ESP-IDF heap poisoning, when DWARF does not show it
 //! [target]
 //! qemu = "netduinoplus2"          # or gdb = "127.0.0.1:3333", or chip = "STM32F405RGTx"
 //! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
@@ -103,6 +105,8 @@ pub struct AuditConfig {
     pub target: TargetConfig,
     /// Allocator override.
     pub allocator: Option<String>,
+    /// ESP-IDF heap-poisoning override (`none`, `light`, `comprehensive`).
+    pub poisoning: Option<String>,
     /// Phase aliases (`load` → `model_load`).
     pub phases: BTreeMap<String, String>,
     /// Spans per phase function (`graph_build` → `op_init`).
@@ -126,6 +130,91 @@ pub struct Expectation {
     /// Checks expected to fail.
     #[serde(default)]
     pub failing: Vec<String>,
+}
+
+/// Budget names earlier scripts used, and the one name each stands for now. `cycles` is how
+/// many lifecycles a script runs, whatever the script; `more_cycles` the untraced ones after
+/// them (leak.rhai).
+pub const DEPRECATED_BUDGETS: &[(&str, &str)] = &[
+    ("iterations", "cycles"),
+    ("lifecycles", "cycles"),
+    ("switches", "more_cycles"),
+];
+
+/// The current name of a budget (itself unless deprecated).
+pub fn budget_name(name: &str) -> &str {
+    DEPRECATED_BUDGETS
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new)
+}
+
+/// The roles memlife knows by name; `[phases]` may add any other.
+pub const ROLES: [&str; 5] = ["load", "build", "run", "switch", "release"];
+
+/// The tables of `memlife.toml` and their keys (`None`: any key, a name the user chooses).
+const SCHEMA: &[(&str, Option<&[&str]>)] = &[
+    (
+        "target",
+        Some(&[
+            "qemu",
+            "gdb",
+            "chip",
+            "probe",
+            "speed",
+            "connect_under_reset",
+            "reset",
+        ]),
+    ),
+    ("phases", None),
+    ("spans", None),
+    ("budgets", None),
+    ("trace", Some(&["method", "skip", "backtrace"])),
+    ("expect", Some(&["exit", "failing"])),
+];
+
+/// Top-level keys that are values, not tables.
+const TOP_KEYS: &[&str] = &["elf", "allocator", "timeout"];
+
+/// `; did you mean `X`?` for the candidate nearest to `name`, or nothing when none is near.
+pub fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> String {
+    let best = candidates
+        .map(|c| (strsim::levenshtein(name, c), c))
+        .filter(|(d, c)| *d <= (name.len().max(c.len()) / 2).max(2))
+        .min();
+    best.map_or_else(String::new, |(_, c)| format!("; did you mean `{c}`?"))
+}
+
+/// Every table and key of a parsed file is one memlife knows; the error names the first that
+/// is not and the nearest that is.
+fn check_names(table: &toml::Table) -> Result<(), String> {
+    let tables = || SCHEMA.iter().map(|(t, _)| *t);
+    for (key, value) in table {
+        if let Some((_, keys)) = SCHEMA.iter().find(|(t, _)| t == key) {
+            let (Some(keys), Some(inner)) = (keys, value.as_table()) else {
+                continue;
+            };
+            for k in inner.keys() {
+                if !keys.contains(&k.as_str()) {
+                    return Err(format!(
+                        "unknown key `{k}` in [{key}]{}",
+                        nearest(k, keys.iter().copied())
+                    ));
+                }
+            }
+        } else if !TOP_KEYS.contains(&key.as_str()) {
+            let what = if value.is_table() {
+                format!("unknown table [{key}]")
+            } else {
+                format!("unknown key `{key}`")
+            };
+            return Err(format!(
+                "{what}{}",
+                nearest(key, tables().chain(TOP_KEYS.iter().copied()))
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Why the configuration could not be used.
@@ -180,17 +269,19 @@ impl AuditConfig {
             path: path.display().to_string(),
             source,
         })?;
-        let mut cfg: AuditConfig = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+        let invalid = |message: String| ConfigError::Invalid {
             path: path.display().to_string(),
-            message: e.to_string().trim().replace('\n', " "),
-        })?;
+            message,
+        };
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| invalid(e.to_string().trim().replace('\n', " ")))?;
+        check_names(&table).map_err(invalid)?;
+        let mut cfg: AuditConfig =
+            toml::from_str(&text).map_err(|e| invalid(e.to_string().trim().replace('\n', " ")))?;
         if let Some(secs) = cfg.timeout
             && let Err(message) = memlife_core::limits::timeout_secs(secs)
         {
-            return Err(ConfigError::Invalid {
-                path: path.display().to_string(),
-                message,
-            });
+            return Err(invalid(message));
         }
         if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent())
             && elf.is_relative()
@@ -198,6 +289,75 @@ impl AuditConfig {
             cfg.elf = Some(dir.join(elf));
         }
         Ok(cfg)
+    }
+
+    /// Renames deprecated budget keys to their current names; a key already under its current
+    /// name wins. Returns one warning per renamed key, for the caller to print.
+    pub fn upgrade_budgets(&mut self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (old, new) in DEPRECATED_BUDGETS {
+            let Some(v) = self.budgets.remove(*old) else {
+                continue;
+            };
+            let kept = if self.budgets.contains_key(*new) {
+                format!("; `{new}` is also set and wins")
+            } else {
+                self.budgets.insert((*new).to_string(), v);
+                String::new()
+            };
+            warnings.push(format!(
+                "budget `{old}` is deprecated: call it `{new}` ([budgets] in memlife.toml){kept}"
+            ));
+        }
+        warnings
+    }
+
+    /// The span function recorded inside `function`: `[spans]` keyed by a role that stands for
+    /// it (`run = "layer_forward"`), else by the function itself (`inference_run = "op_invoke"`).
+    pub fn span_of(&self, function: &str) -> Option<&str> {
+        self.phases
+            .iter()
+            .filter(|(_, f)| f.as_str() == function)
+            .find_map(|(role, _)| self.spans.get(role))
+            .or_else(|| self.spans.get(function))
+            .map(String::as_str)
+    }
+
+    /// Checks the names `memlife.toml` gives against the firmware: every `[phases]` and
+    /// `[spans]` function must be `known` (the ELF has it, by linkage or C++ name), and a
+    /// `[spans]` key a role or a function; `functions` are the names suggested instead.
+    /// The error names the first wrong one and the nearest valid name.
+    pub fn check_functions(
+        &self,
+        functions: &[&str],
+        known: &dyn Fn(&str) -> bool,
+    ) -> Result<(), String> {
+        for (role, function) in &self.phases {
+            if !known(function) {
+                return Err(format!(
+                    "[phases] {role}: no function `{function}` in the ELF{}",
+                    nearest(function, functions.iter().copied())
+                ));
+            }
+        }
+        let mut roles: Vec<&str> = ROLES.to_vec();
+        roles.extend(self.phases.keys().map(String::as_str));
+        for (key, function) in &self.spans {
+            if !roles.contains(&key.as_str()) && !known(key) {
+                let candidates = functions.iter().chain(roles.iter()).copied();
+                return Err(format!(
+                    "[spans] `{key}` is neither a role (load, build, run, switch, release or one in [phases]) nor a function in the ELF{}",
+                    nearest(key, candidates)
+                ));
+            }
+            if !known(function) {
+                return Err(format!(
+                    "[spans] {key}: no function `{function}` in the ELF{}",
+                    nearest(function, functions.iter().copied())
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The function a phase name stands for (an alias or the function itself).
@@ -217,6 +377,7 @@ mod tests {
             r#"
             elf = "fw.elf"
             allocator = "heap4"
+            poisoning = "light"
             [target]
             qemu = "netduinoplus2"
             [phases]
@@ -233,6 +394,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.phase_function("load"), "model_load");
+        assert_eq!(cfg.poisoning.as_deref(), Some("light"));
         assert_eq!(cfg.phase_function("graph_build"), "graph_build");
         assert_eq!(cfg.budgets["build_step"], 4096.0);
         assert_eq!(cfg.trace.method, Some(PeakMethod::Sample));
@@ -248,5 +410,67 @@ mod tests {
         assert!(board.target.connect_under_reset);
         let cfg = cfg.with_lifecycle_defaults();
         assert_eq!(cfg.spans["graph_build"], "op_init");
+    }
+
+    #[test]
+    fn unknown_tables_keys_roles_and_functions_name_the_nearest_valid_one() {
+        let table = |t: &str| check_names(&toml::from_str::<toml::Table>(t).unwrap());
+        assert_eq!(
+            table("[budget]\nx = 1").unwrap_err(),
+            "unknown table [budget]; did you mean `budgets`?"
+        );
+        assert_eq!(
+            table("[target]\nqemuu = \"x\"").unwrap_err(),
+            "unknown key `qemuu` in [target]; did you mean `qemu`?"
+        );
+        assert_eq!(
+            table("elff = \"a.elf\"").unwrap_err(),
+            "unknown key `elff`; did you mean `elf`?"
+        );
+        assert!(table("elf = \"a\"\n[phases]\nmy_role = \"f\"\n[budgets]\nany = 1").is_ok());
+        let funcs = ["nn_open", "nn_invoke", "layer_forward"];
+        let cfg: AuditConfig = toml::from_str("[phases]\nload = \"nn_opne\"").unwrap();
+        assert_eq!(
+            cfg.check_functions(&funcs, &|n| funcs.contains(&n))
+                .unwrap_err(),
+            "[phases] load: no function `nn_opne` in the ELF; did you mean `nn_open`?"
+        );
+        let cfg: AuditConfig =
+            toml::from_str("[phases]\nrun = \"nn_invoke\"\n[spans]\nrnu = \"layer_forward\"")
+                .unwrap();
+        let e = cfg
+            .check_functions(&funcs, &|n| funcs.contains(&n))
+            .unwrap_err();
+        assert!(e.starts_with("[spans] `rnu` is neither a role"), "{e}");
+        assert!(e.ends_with("did you mean `run`?"), "{e}");
+        let cfg: AuditConfig =
+            toml::from_str("[phases]\nrun = \"nn_invoke\"\n[spans]\nrun = \"layer_forward\"")
+                .unwrap();
+        assert_eq!(cfg.check_functions(&funcs, &|n| funcs.contains(&n)), Ok(()));
+        // A role key names the spans of the function the role stands for, over the defaults.
+        let cfg = cfg.with_lifecycle_defaults();
+        assert_eq!(cfg.span_of("nn_invoke"), Some("layer_forward"));
+        assert_eq!(cfg.span_of("graph_build"), Some("op_init"));
+        assert_eq!(cfg.span_of("model_load"), None);
+    }
+
+    #[test]
+    fn deprecated_budget_names_become_the_current_ones_with_a_warning() {
+        let mut cfg: AuditConfig =
+            toml::from_str("[budgets]\niterations = 4\nswitches = 7\nbuild_step = 1").unwrap();
+        let warnings = cfg.upgrade_budgets();
+        assert_eq!(cfg.budgets["cycles"], 4.0);
+        assert_eq!(cfg.budgets["more_cycles"], 7.0);
+        assert!(!cfg.budgets.contains_key("iterations"));
+        assert_eq!(warnings.len(), 2);
+        assert!(warnings[0].contains("`iterations` is deprecated: call it `cycles`"));
+        // The current name wins over an old one.
+        let mut both: AuditConfig =
+            toml::from_str("[budgets]\nlifecycles = 10\ncycles = 3").unwrap();
+        let warnings = both.upgrade_budgets();
+        assert_eq!(both.budgets["cycles"], 3.0);
+        assert!(warnings[0].contains("`cycles` is also set and wins"));
+        assert_eq!(budget_name("lifecycles"), "cycles");
+        assert_eq!(budget_name("build_step"), "build_step");
     }
 }

@@ -11,8 +11,8 @@ pub enum AuditError {
     #[error("an audit needs a live target with run control and breakpoints ({0} has none)")]
     NeedsLiveTarget(String),
     /// A function the script or configuration names is not in the ELF.
-    #[error("function `{0}` is not in the ELF's symbol table")]
-    NoSuchFunction(String),
+    #[error("function `{0}` is not in the ELF's symbol table{1}")]
+    NoSuchFunction(String, String),
     /// A breakpoint the audit waited for never came.
     #[error("{what} not reached within {seconds:.1} s; the target was halted")]
     NotReached {

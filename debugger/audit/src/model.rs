@@ -134,6 +134,25 @@ pub struct SpanRecord {
     pub seq_begin: u64,
     /// One past the last event inside.
     pub seq_end: u64,
+    /// Damage to blocks' contents the walk at the span's return found (ESP-IDF heap poisoning:
+    /// broken canaries or free fill); empty when none, or when the allocator has no canaries.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damage: Vec<Damage>,
+}
+
+/// A block whose contents a walk found damaged (a broken canary or fill).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Damage {
+    /// `overrun`, `underrun` or `write-after-free`.
+    pub kind: String,
+    /// The block (the address the heap walk lists).
+    pub block: u64,
+    /// The size its caller asked for, where the allocator records it.
+    pub alloc_size: Option<u64>,
+    /// Where it was allocated, when the audit traced it.
+    pub site: Option<String>,
+    /// The walk's words.
+    pub message: String,
 }
 
 /// Where a phase's peak happened.
@@ -312,6 +331,8 @@ pub enum Verdict {
     Fail,
     /// A warning: reported, not failing.
     Warn,
+    /// Not run: the configuration lacks what the check needs (the message says what to add).
+    Skip,
 }
 
 #[cfg(test)]

@@ -125,6 +125,11 @@ pub fn summarize(calls: &[CheckResult]) -> Vec<CheckSummary> {
                 s.message = c.message.clone();
                 s.line = c.line;
             }
+            Verdict::Skip if s.calls == 1 => {
+                s.verdict = Verdict::Skip;
+                s.message = c.message.clone();
+                s.line = c.line;
+            }
             _ if s.verdict == Verdict::Pass => s.message = c.message.clone(),
             _ => {}
         }

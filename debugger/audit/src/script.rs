@@ -227,6 +227,34 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
             )))
         },
     );
+    // `t.heap_caps_free_size(caps)` and friends: a walk, then the ESP-IDF figure.
+    for (name, f) in crate::values::HEAP_CAPS {
+        fn on_target(
+            ctx: &NativeCallContext,
+            t: &mut TargetHandle,
+            f: crate::values::CapsFn,
+            caps: Result<u32, String>,
+        ) -> RhaiResult<Dynamic> {
+            let state = t
+                .with(ctx, Debugger::walk)?
+                .map_err(|e| err(ctx, Chain(&e)))?;
+            crate::values::heap_caps(ctx, &state, f, caps)
+        }
+        engine.register_fn(
+            name,
+            move |ctx: NativeCallContext, t: &mut TargetHandle, caps: &str| {
+                use crate::values::CapsArg;
+                on_target(&ctx, t, f, caps.parse_caps_arg())
+            },
+        );
+        engine.register_fn(
+            name,
+            move |ctx: NativeCallContext, t: &mut TargetHandle, caps: i64| {
+                use crate::values::CapsArg;
+                on_target(&ctx, t, f, caps.parse_caps_arg())
+            },
+        );
+    }
     engine.register_fn(
         "phase",
         |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Map> {
@@ -286,6 +314,34 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn(
+        "has_role",
+        |ctx: NativeCallContext, t: &mut TargetHandle, role: &str| {
+            // A role the configuration maps (or the bundled firmware's default) to a function
+            // this ELF has.
+            t.with(&ctx, |d| {
+                d.function(d.config().phase_function(role)).is_ok()
+            })
+        },
+    );
+    engine.register_fn(
+        "has_var",
+        |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| {
+            t.with(&ctx, |d| d.symbols().variable(name, &[]).is_some())
+        },
+    );
+    engine.register_fn(
+        "span_function",
+        |ctx: NativeCallContext, t: &mut TargetHandle, role: &str| {
+            // The span function recorded inside a role's phase ("" when none is configured).
+            t.with(&ctx, |d| {
+                let c = d.config();
+                c.span_of(c.phase_function(role))
+                    .unwrap_or_default()
+                    .to_string()
+            })
+        },
+    );
+    engine.register_fn(
         "phase_function",
         |ctx: NativeCallContext, t: &mut TargetHandle, alias: &str| {
             t.with(&ctx, |d| d.config().phase_function(alias).to_string())
@@ -340,6 +396,17 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn(
+        "damage",
+        |ctx: NativeCallContext, t: &mut TargetHandle, h: HeapHandle| -> RhaiResult<Array> {
+            t.with(&ctx, |d| {
+                d.damage(&h.0)
+                    .iter()
+                    .map(crate::values::damage_map)
+                    .collect()
+            })
+        },
+    );
+    engine.register_fn(
         "label_spans",
         |ctx: NativeCallContext, t: &mut TargetHandle, function: &str, names: Array| {
             // Names are for reports only: anything that is not a string is shown as written.
@@ -371,6 +438,12 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
                 "",
             )?;
             Ok(ok)
+        },
+    );
+    engine.register_fn(
+        "skip",
+        |ctx: NativeCallContext, name: &str, reason: &str| -> RhaiResult<()> {
+            record(&ctx, name, Verdict::Skip, reason)
         },
     );
     engine.register_fn(
@@ -423,6 +496,15 @@ fn position(pos: Position) -> (Option<usize>, Option<usize>) {
     (pos.line(), pos.position())
 }
 
+/// The current name of a budget a script asks for, with a warning when it used an old one.
+fn current_budget(name: &str) -> &str {
+    let current = crate::config::budget_name(name);
+    if current != name {
+        ::tracing::warn!("budget(\"{name}\") is deprecated: use budget(\"{current}\")");
+    }
+    current
+}
+
 /// Runs a script against a debugger. The debugger comes back (for the report and cleanup) with
 /// whatever the script recorded, also when it failed. It is `None` only if it could not be taken
 /// back from the script's handles, which nothing a script can do brings about (the handles
@@ -455,6 +537,7 @@ pub fn run_script(
     engine.register_fn(
         "budget",
         move |ctx: NativeCallContext, name: &str| -> RhaiResult<f64> {
+            let name = current_budget(name);
             budgets.get(name).copied().ok_or_else(|| {
                 err(
                     &ctx,
@@ -464,7 +547,10 @@ pub fn run_script(
         },
     );
     engine.register_fn("budget", move |name: &str, default: f64| -> f64 {
-        budgets2.get(name).copied().unwrap_or(default)
+        budgets2
+            .get(current_budget(name))
+            .copied()
+            .unwrap_or(default)
     });
     let error = match engine.compile(source) {
         Err(e) => {
@@ -572,11 +658,30 @@ mod tests {
     }
 
     #[test]
+    fn a_deprecated_budget_name_reads_the_current_one() {
+        let sym = fake::symbols();
+        let fw = Firmware::new(&sym);
+        let (dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
+        let budgets = [("cycles".to_string(), 5.0)].into_iter().collect();
+        let out = std::env::temp_dir().join(format!("memlife-budget-{}", std::process::id()));
+        let (_, outcome) = run_script(
+            dbg,
+            r#"check("old", budget("iterations", 1.0) == 5.0 && budget("lifecycles") == 5.0);"#,
+            &out,
+            &budgets,
+            Rc::new(|_: &str| {}),
+        );
+        assert_eq!(outcome.error, None);
+        assert_eq!(outcome.checks[0].verdict, Verdict::Pass);
+    }
+
+    #[test]
     fn free_functions_find_their_run_through_the_engine_tag() {
         let (_, outcome, _) = run(r#"
             check("a", true, "");
             warn("b", "careful");
             check("c", false);
+            skip("d", "no [phases] switch in memlife.toml");
         "#);
         let got: Vec<(&str, Verdict)> = outcome
             .checks
@@ -588,7 +693,8 @@ mod tests {
             vec![
                 ("a", Verdict::Pass),
                 ("b", Verdict::Warn),
-                ("c", Verdict::Fail)
+                ("c", Verdict::Fail),
+                ("d", Verdict::Skip)
             ]
         );
         assert_eq!(outcome.checks[2].line, Some(4));

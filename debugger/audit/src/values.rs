@@ -113,6 +113,21 @@ pub fn leaks(d: &Debugger, before: &HeapState, after: &HeapState) -> Array {
         .collect()
 }
 
+/// A damaged block as scripts see it: `kind`, `block`, `alloc_size`, `site` (`()` when unknown),
+/// `message`.
+pub(crate) fn damage_map(d: &crate::model::Damage) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("kind".into(), d.kind.clone().into());
+    m.insert("block".into(), Dynamic::from_int(int(d.block)));
+    m.insert("alloc_size".into(), opt_int(d.alloc_size));
+    m.insert(
+        "site".into(),
+        d.site.clone().map_or(Dynamic::UNIT, Dynamic::from),
+    );
+    m.insert("message".into(), d.message.clone().into());
+    Dynamic::from_map(m)
+}
+
 /// `diff(a, b)`: how the heap changed from `a` to `b`.
 pub fn diff(a: &HeapState, b: &HeapState) -> Map {
     let used = |s: &HeapState| -> BTreeSet<(u64, u64)> {
@@ -190,6 +205,46 @@ pub(crate) fn register_heap(engine: &mut Engine) {
             .map(|a| Dynamic::from(a.message.clone()))
             .collect::<Array>()
     });
+    engine.register_get("poisoning", |h: &mut HeapHandle| {
+        h.0.poisoning.map_or(Dynamic::UNIT, Dynamic::from)
+    });
+    engine.register_get("firmware_view", |h: &mut HeapHandle| {
+        h.0.firmware_view.as_ref().map_or(Dynamic::UNIT, |v| {
+            json_to_dynamic(&serde_json::to_value(v).unwrap_or_default())
+        })
+    });
+    engine.register_get("findings", |h: &mut HeapHandle| {
+        h.0.anomalies
+            .iter()
+            .map(|a| {
+                let mut m = Map::new();
+                let kind = serde_json::to_value(a.kind).unwrap_or_default();
+                m.insert("kind".into(), kind.as_str().unwrap_or("?").into());
+                m.insert("addr".into(), opt_int(a.addr));
+                m.insert("message".into(), a.message.clone().into());
+                let size = a
+                    .addr
+                    .and_then(|p| h.0.blocks.iter().find(|b| b.addr == p))
+                    .and_then(|b| b.alloc_size);
+                m.insert("alloc_size".into(), opt_int(size));
+                Dynamic::from_map(m)
+            })
+            .collect::<Array>()
+    });
+    for (name, f) in HEAP_CAPS {
+        engine.register_fn(
+            name,
+            move |ctx: rhai::NativeCallContext, h: &mut HeapHandle, caps: &str| {
+                heap_caps(&ctx, &h.0, f, caps.parse_caps_arg())
+            },
+        );
+        engine.register_fn(
+            name,
+            move |ctx: rhai::NativeCallContext, h: &mut HeapHandle, caps: i64| {
+                heap_caps(&ctx, &h.0, f, caps.parse_caps_arg())
+            },
+        );
+    }
     engine.register_fn("to_string", |h: &mut HeapHandle| {
         format!(
             "{} free of {} ({} free blocks, largest {}, ratio {})",
@@ -201,6 +256,87 @@ pub(crate) fn register_heap(engine: &mut Engine) {
                 .map_or("n/a".into(), |r| format!("{r:.3}"))
         )
     });
+}
+
+/// What a `heap_caps_*` script function returns from one ESP-IDF view.
+pub(crate) type CapsFn = fn(&memlife_heap::firmware_view::EspIdfView, u32) -> Dynamic;
+
+/// `heap_caps_free_size(caps)`, `heap_caps_largest_free_block(caps)`,
+/// `heap_caps_minimum_free_size(caps)` and `heap_caps_info(caps)`, on a `Heap` and a `Target`.
+pub(crate) const HEAP_CAPS: [(&str, CapsFn); 4] = [
+    ("heap_caps_free_size", |v, c| {
+        Dynamic::from_int(int(v.heap_caps_get_free_size(c)))
+    }),
+    ("heap_caps_largest_free_block", |v, c| {
+        Dynamic::from_int(int(v.heap_caps_get_largest_free_block(c)))
+    }),
+    ("heap_caps_minimum_free_size", |v, c| {
+        Dynamic::from_int(int(v.heap_caps_get_minimum_free_size(c)))
+    }),
+    ("heap_caps_info", |v, c| {
+        json_to_dynamic(&serde_json::to_value(v.heap_caps_get_info(c)).unwrap_or_default())
+    }),
+];
+
+/// A capability argument: a name (`"8BIT"`, `"MALLOC_CAP_INTERNAL|8BIT"`) or a number.
+pub(crate) trait CapsArg {
+    fn parse_caps_arg(&self) -> Result<u32, String>;
+}
+
+impl CapsArg for &str {
+    fn parse_caps_arg(&self) -> Result<u32, String> {
+        memlife_heap::parse_caps(self)
+    }
+}
+
+impl CapsArg for i64 {
+    fn parse_caps_arg(&self) -> Result<u32, String> {
+        u32::try_from(*self)
+            .map_err(|_| format!("heap capability mask {self} is not a 32-bit mask"))
+    }
+}
+
+/// Runs one `heap_caps_*` function on a walk; an error on other allocators.
+pub(crate) fn heap_caps(
+    ctx: &rhai::NativeCallContext,
+    h: &HeapState,
+    f: CapsFn,
+    caps: Result<u32, String>,
+) -> Result<Dynamic, Box<rhai::EvalAltResult>> {
+    let fail = |msg: String| -> Box<rhai::EvalAltResult> {
+        rhai::EvalAltResult::ErrorRuntime(msg.into(), ctx.call_position()).into()
+    };
+    let caps = caps.map_err(fail)?;
+    match &h.firmware_view {
+        Some(memlife_heap::FirmwareView::EspIdf(v)) => Ok(f(v, caps)),
+        _ => Err(fail(format!(
+            "{}: heap_caps_* are ESP-IDF functions; this heap is {}",
+            ctx.fn_name(),
+            h.allocator
+        ))),
+    }
+}
+
+/// A JSON value as a script sees it (objects are maps).
+pub(crate) fn json_to_dynamic(v: &serde_json::Value) -> Dynamic {
+    match v {
+        serde_json::Value::Null => Dynamic::UNIT,
+        serde_json::Value::Bool(b) => Dynamic::from_bool(*b),
+        serde_json::Value::Number(n) => n
+            .as_i64()
+            .map(Dynamic::from_int)
+            .or_else(|| n.as_u64().map(|u| Dynamic::from_int(int(u))))
+            .unwrap_or_else(|| Dynamic::from_float(n.as_f64().unwrap_or(0.0))),
+        serde_json::Value::String(s) => s.clone().into(),
+        serde_json::Value::Array(a) => a.iter().map(json_to_dynamic).collect::<Array>().into(),
+        serde_json::Value::Object(o) => {
+            let mut m = Map::new();
+            for (k, v) in o {
+                m.insert(k.as_str().into(), json_to_dynamic(v));
+            }
+            Dynamic::from_map(m)
+        }
+    }
 }
 
 /// A multi-heap allocator's regions (ESP-IDF) as maps; empty for single-arena allocators.
@@ -245,6 +381,7 @@ fn heap_blocks(h: &HeapHandle) -> Array {
             m.insert("addr".into(), Dynamic::from_int(int(b.addr)));
             m.insert("size".into(), Dynamic::from_int(int(b.size)));
             m.insert("free".into(), Dynamic::from_bool(b.free));
+            m.insert("alloc_size".into(), opt_int(b.alloc_size));
             Dynamic::from_map(m)
         })
         .collect()
@@ -306,6 +443,10 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
             sm.insert(
                 "peak_above".into(),
                 Dynamic::from_int(int(s.peak_used.saturating_sub(s.before_used))),
+            );
+            sm.insert(
+                "damage".into(),
+                s.damage.iter().map(damage_map).collect::<Array>().into(),
             );
             Dynamic::from_map(sm)
         })

@@ -42,6 +42,20 @@ pub enum Command {
     Serve(ServeArgs),
     /// List the debug probes attached to this machine (for --chip and --probe).
     Probes,
+    /// Write a commented memlife.toml for a firmware: the allocator detected, the lifecycle
+    /// functions guessed from their names (with file:line and why), alternatives as comments.
+    Init(InitArgs),
+}
+
+/// `memlife init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    /// Where to write it (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `memlife serve`.
@@ -97,8 +111,9 @@ pub struct AuditArgs {
     /// A phase alias for scripts (repeatable), over memlife.toml's [phases]: `load=my_load_fn`.
     #[arg(long = "phase", value_name = "ALIAS=FUNCTION", value_parser = parse_pair)]
     pub phases: Vec<(String, String)>,
-    /// Spans recorded inside a phase function (repeatable), over [spans]: `graph_build=op_init`.
-    #[arg(long = "span", value_name = "PHASE=FUNCTION", value_parser = parse_pair)]
+    /// Spans recorded inside a phase (repeatable), over [spans]: the phase by its role or its
+    /// function, then the span function: `run=layer_forward`, `graph_build=op_init`.
+    #[arg(long = "span", value_name = "ROLE|FUNCTION=SPAN_FUNCTION", value_parser = parse_pair)]
     pub spans: Vec<(String, String)>,
     /// A budget for scripts (repeatable), over [budgets]: `build_step=4096`.
     #[arg(long = "budget", value_name = "NAME=NUMBER", value_parser = parse_budget)]
@@ -246,9 +261,13 @@ pub struct StopArgs {
 /// Allocator choices that symbols cannot make.
 #[derive(Debug, Args, Clone)]
 pub struct HeapOptions {
-    /// Force the allocator instead of detecting it: heap4, heap5, nano, dlmalloc.
+    /// Force the allocator instead of detecting it: heap4, heap5, nano, dlmalloc, tlsf (ESP-IDF).
     #[arg(long, value_name = "NAME")]
     pub allocator: Option<String>,
+    /// ESP-IDF heap poisoning built into the firmware (none, light, comprehensive), when DWARF
+    /// does not show it (`poisoning` in memlife.toml).
+    #[arg(long, value_name = "MODE")]
+    pub poisoning: Option<String>,
     /// heap_5 region (repeatable), when the firmware's HeapRegion_t table is not in DWARF.
     #[arg(long, value_name = "START:LEN", value_parser = parse_region)]
     pub heap_region: Vec<(u64, u64)>,
@@ -275,6 +294,11 @@ pub struct HeapArgs {
     /// Print one JSON object (stable keys, see docs/heap-json.md) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// ESP-IDF: also give `heap_caps_get_info`, `heap_caps_get_free_size` and
+    /// `heap_caps_get_largest_free_block` for this capability mask (repeatable; names such as
+    /// `8BIT`, `INTERNAL|DMA`, or a number) under `firmware_view.heap_caps`.
+    #[arg(long, value_name = "CAPS", value_parser = parse_caps_arg)]
+    pub caps: Vec<u32>,
     /// Also write the heap map (the arena as a strip, blocks to scale) as an SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -331,7 +355,11 @@ pub fn parse_budget(s: &str) -> Result<(String, f64), String> {
 }
 
 /// Parses `START:LEN`.
-pub fn parse_region(s: &str) -> Result<(u64, u64), String> {
+pub fn parse_caps_arg(s: &str) -> Result<u32, String> {
+    memlife_heap::parse_caps(s)
+}
+
+fn parse_region(s: &str) -> Result<(u64, u64), String> {
     let (a, l) = s
         .split_once(':')
         .ok_or_else(|| format!("`{s}` is not START:LEN"))?;

@@ -572,3 +572,81 @@ fn serve_refuses_a_listen_address_that_is_neither_tcp_nor_unix() {
         "give HOST:PORT or unix:PATH",
     );
 }
+
+#[test]
+fn bad_poisoning_or_caps() {
+    let tlsf = elf("tlsf", "healthy");
+    let tlsf = tlsf.to_str().unwrap();
+    expect_exit_2(
+        &["symbols", "--elf", tlsf, "--poisoning", "heavy"],
+        "unknown heap poisoning `heavy` (none, light, comprehensive)",
+    );
+    expect_exit_2(
+        &[
+            "heap",
+            "--elf",
+            tlsf,
+            "--qemu",
+            "netduinoplus2",
+            "--caps",
+            "FAST",
+        ],
+        "unknown heap capability `FAST`",
+    );
+    let heap4 = elf("heap4", "healthy");
+    expect_exit_2(
+        &[
+            "heap",
+            "--elf",
+            heap4.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--caps",
+            "8BIT",
+        ],
+        "--caps: heap capabilities are ESP-IDF's; this firmware's heap is freertos-heap4",
+    );
+}
+
+#[test]
+fn a_wrong_name_in_memlife_toml_exits_2_naming_it_and_the_nearest_valid_one() {
+    let dir = tempdir("config-names");
+    let elf = elf("heap4", "healthy");
+    let script = repo().join("scripts/load-peak.rhai");
+    for (toml, wanted) in [
+        (
+            "[budget]\ncycles = 1\n",
+            "unknown table [budget]; did you mean `budgets`?",
+        ),
+        (
+            "[trace]\nmethdo = \"trace\"\n",
+            "unknown key `methdo` in [trace]; did you mean `method`?",
+        ),
+        (
+            "[phases]\nload = \"model_lod\"\n",
+            "[phases] load: no function `model_lod` in the ELF; did you mean `model_load`?",
+        ),
+        (
+            "[spans]\nbiuld = \"op_init\"\n",
+            "[spans] `biuld` is neither a role",
+        ),
+    ] {
+        let cfg = dir.join("memlife.toml");
+        std::fs::write(&cfg, toml).unwrap();
+        let out = run_memlife(&[
+            "audit",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            script.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{toml}: {err}");
+        assert!(err.contains(wanted), "{toml}: {err}");
+    }
+}

@@ -395,3 +395,38 @@ fn inside_the_allocator_is_busy() {
         }
     }
 }
+
+/// `memlife symbols` shows the detected allocator's own structures only: an ESP-IDF firmware
+/// links newlib too, whose `malloc_chunk` is not its heap.
+#[test]
+fn symbols_show_the_detected_allocators_layouts_only() {
+    for (alloc, want, not) in [
+        ("tlsf", "block_header_t", "BlockLink_t"),
+        ("nano", "malloc_chunk", "BlockLink_t"),
+        ("heap4", "BlockLink_t", "malloc_chunk"),
+    ] {
+        let elf = elf(alloc, "healthy");
+        let v = memlife_json(&["symbols", "--elf", elf.to_str().unwrap(), "--json"]);
+        let names: Vec<&str> = v["layouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&want), "{alloc}: {names:?}");
+        assert!(!names.contains(&not), "{alloc}: {names:?}");
+    }
+}
+
+#[test]
+fn allocator_help_lists_every_allocator() {
+    let out = run_memlife(&["heap", "--help"]);
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("Force the allocator"))
+        .unwrap();
+    for name in ["heap4", "heap5", "nano", "dlmalloc", "tlsf"] {
+        assert!(line.contains(name), "{name} missing from: {line}");
+    }
+}

@@ -235,6 +235,54 @@ fn drive(scenario: &str, leak: u64) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn serve_waits_for_monitor_reset_after_the_firmware_exits_with_no_client() {
+    // One lifecycle, then SYS_EXIT: QEMU ends with the firmware.
+    let elf = memlife_testkit::firmware::exiting_elf("heap4", "healthy", 1);
+    let server = Server::start(&elf);
+    // The first client only lets it run (detach resumes the core).
+    let out = gdb_batch(&elf, &server.addr, &["detach"]);
+    assert!(out.status.success(), "{}", all_output(&out));
+    let start = Instant::now();
+    while !server.log().contains("the firmware exited with status 0") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no exit seen: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The server is still there; the next client is told, and `monitor reset` starts it again.
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "monitor heap",
+            "monitor reset halt",
+            "flushregs",
+            "monitor heap",
+            "info registers pc",
+            "monitor shutdown",
+        ],
+    );
+    let text = all_output(&out);
+    assert!(
+        text.contains("the firmware exited with status 0; `monitor reset` starts it again"),
+        "{text}\n{}",
+        server.log()
+    );
+    assert!(
+        text.contains("started again, halted at the reset vector"),
+        "{text}"
+    );
+    assert!(text.contains("allocator  freertos-heap4"), "{text}");
+    assert!(
+        text.contains("Reset_Handler"),
+        "pc back at the reset vector: {text}"
+    );
+    server.wait_exit();
+}
+
 /// `$body#checksum`.
 fn packet(body: &str) -> String {
     let sum = body.bytes().fold(0u8, |a, b| a.wrapping_add(b));

@@ -94,6 +94,8 @@ pub(crate) struct ElfImage {
     pub functions: FunctionIndex,
     /// The executable sections: `(address, bytes)`.
     code: Vec<(u64, Section)>,
+    /// The read-only data sections (`.rodata`...): `(address, bytes)`.
+    rodata: Vec<(u64, Section)>,
     pub writable_sections: Vec<(String, u64, u64)>,
     pub machine: Machine,
     pub endian: gimli::RunTimeEndian,
@@ -130,6 +132,7 @@ impl ElfImage {
         let functions = FunctionIndex::new(&symbols);
         let mut writable_sections = Vec::new();
         let mut code = Vec::new();
+        let mut rodata = Vec::new();
         for section in file.sections() {
             let SectionFlags::Elf { sh_flags, .. } = section.flags() else {
                 continue;
@@ -143,6 +146,13 @@ impl ElfImage {
                 && let Some(data) = contents(&section)
             {
                 code.push((section.address(), data));
+            }
+            if alloc
+                && !exec
+                && !write
+                && let Some(data) = contents(&section)
+            {
+                rodata.push((section.address(), data));
             }
             if alloc && write && section.size() > 0 {
                 writable_sections.push((
@@ -162,6 +172,7 @@ impl ElfImage {
             symbols,
             functions,
             code,
+            rodata,
             writable_sections,
             machine: Machine::from_object(file.architecture()),
             endian,
@@ -172,7 +183,21 @@ impl ElfImage {
 
     /// `len` bytes of code at `addr`, from the executable sections.
     pub fn code(&self, addr: u64, len: usize) -> Option<&[u8]> {
-        self.code.iter().find_map(|(start, section)| {
+        self.bytes_in(&self.code, addr, len)
+    }
+
+    /// `len` bytes of constant data at `addr`, from the read-only data sections.
+    pub fn rodata(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.bytes_in(&self.rodata, addr, len)
+    }
+
+    fn bytes_in<'s>(
+        &'s self,
+        sections: &'s [(u64, Section)],
+        addr: u64,
+        len: usize,
+    ) -> Option<&'s [u8]> {
+        sections.iter().find_map(|(start, section)| {
             let data: &[u8] = match section {
                 Section::InFile(range) => self.bytes.get(range.clone())?,
                 Section::Decompressed(data) => data,

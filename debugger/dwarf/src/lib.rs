@@ -21,6 +21,7 @@
 //! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
 //! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
 
+pub mod demangle;
 mod elf;
 mod error;
 mod source;
@@ -31,6 +32,7 @@ mod vars;
 
 use std::path::Path;
 
+pub use demangle::demangle as demangle_name;
 pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::SymbolError;
 pub use source::SourceLocation;
@@ -50,6 +52,8 @@ pub struct Symbols {
     source: Option<source::SourceIndex>,
     has_dwarf: bool,
     unwinder: Option<Unwinder>,
+    /// Demangled names of the C++ function symbols, with their index in the symbol table.
+    demangled: Vec<(usize, String)>,
 }
 
 impl std::fmt::Debug for Symbols {
@@ -90,6 +94,13 @@ impl Symbols {
             }
             None => (Vec::new(), TypeTable::default(), None),
         };
+        let demangled = elf
+            .symbols
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.kind == SymbolKind::Function)
+            .filter_map(|(i, s)| Some((i, demangle::demangle(&s.name)?)))
+            .collect();
         Ok(Symbols {
             elf,
             vars,
@@ -97,6 +108,7 @@ impl Symbols {
             source,
             has_dwarf,
             unwinder,
+            demangled,
         })
     }
 
@@ -184,11 +196,22 @@ impl Symbols {
 
     /// Entry address of a function (thumb bit cleared) and its size.
     pub fn function(&self, name: &str) -> Option<(u64, u64)> {
-        self.elf
+        let sym = self
+            .elf
             .symbols
             .iter()
             .find(|s| s.name == name && s.kind == SymbolKind::Function)
-            .map(|s| (s.address & !1, s.size))
+            .or_else(|| {
+                // A C++ function by its demangled name (see `demangle`).
+                let names = self.demangled.iter().map(|(i, n)| (*i, n.as_str()));
+                demangle::find(names, name).and_then(|i| self.elf.symbols.get(i))
+            })?;
+        Some((sym.address & !1, sym.size))
+    }
+
+    /// The demangled names of the C++ functions (for "did you mean" lists).
+    pub fn demangled_functions(&self) -> impl Iterator<Item = &str> + Clone {
+        self.demangled.iter().map(|(_, n)| n.as_str())
     }
 
     /// The function symbol containing `pc` (an indexed lookup, not a scan).
@@ -201,6 +224,17 @@ impl Symbols {
 
     /// Source location of `pc`: the innermost function (inlined frames first) and file:line.
     pub fn locate(&self, pc: u64) -> Vec<SourceLocation> {
+        let mut frames = self.locate_raw(pc);
+        // Sites and call chains read C++ names as written in the source.
+        for f in &mut frames {
+            if let Some(d) = f.function.as_deref().and_then(demangle::demangle) {
+                f.function = Some(d);
+            }
+        }
+        frames
+    }
+
+    fn locate_raw(&self, pc: u64) -> Vec<SourceLocation> {
         let mut frames = self
             .source
             .as_ref()
@@ -243,6 +277,12 @@ impl Symbols {
     /// reading it over the link), or `None` outside them.
     pub fn code(&self, addr: u64, len: usize) -> Option<&[u8]> {
         self.elf.code(addr, len)
+    }
+
+    /// Bytes of constant data at `addr` from the ELF's read-only data sections (a `const`
+    /// global's value without reading the target), or `None` outside them.
+    pub fn rodata(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.elf.rodata(addr, len)
     }
 
     /// The processor the image is built for.

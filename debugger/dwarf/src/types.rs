@@ -210,6 +210,31 @@ impl TypeTable {
         }
     }
 
+    /// Whether `id` is the type called `name`: a typedef of that name anywhere along its
+    /// typedef/qualifier chain, or a struct, union or enum with that tag at its end. Types are
+    /// compared by name because every compile unit has its own copy of a shared type (a
+    /// variable of `main.c` has `main.c`'s `HeapRegion_t`, not `heap_5.c`'s).
+    pub fn is_named(&self, id: TypeId, name: &str) -> bool {
+        let mut id = id;
+        for _ in 0..MAX_CHAIN {
+            match self.types.get(&id) {
+                Some(Type::Typedef { name: n, .. }) if n == name => return true,
+                Some(Type::Typedef { target, .. }) | Some(Type::Qualified { target }) => {
+                    match target {
+                        Some(t) => id = *t,
+                        None => return false,
+                    }
+                }
+                Some(Type::Struct { name: Some(n), .. })
+                | Some(Type::Enum { name: Some(n), .. }) => {
+                    return n == name;
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// Finds a struct (or a typedef of one) by tag or typedef name, preferring a complete
     /// definition; returns the id of the struct itself.
     pub fn find_struct(&self, name: &str) -> Option<TypeId> {
@@ -236,5 +261,66 @@ impl TypeTable {
             }
         }
         best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two compile units with their own `typedef struct xHEAP_REGION {...} HeapRegion_t`, and an
+    /// array of the second unit's copy (the application's `xHeapRegions`).
+    fn two_units() -> TypeTable {
+        let mut t = TypeTable::default();
+        for base in [0x100, 0x900] {
+            t.insert(
+                base,
+                Type::Struct {
+                    name: Some("xHEAP_REGION".into()),
+                    size: Some(8),
+                    members: Vec::new(),
+                    is_union: false,
+                },
+            );
+            t.insert(
+                base + 1,
+                Type::Typedef {
+                    name: "HeapRegion_t".into(),
+                    target: Some(base),
+                },
+            );
+        }
+        t.insert(
+            0x902,
+            Type::Qualified {
+                target: Some(0x901),
+            },
+        );
+        t.insert(
+            0x903,
+            Type::Array {
+                element: Some(0x902),
+                dims: vec![Some(4)],
+            },
+        );
+        t
+    }
+
+    #[test]
+    fn types_of_other_units_match_by_name() {
+        let t = two_units();
+        let Some(Type::Array {
+            element: Some(e), ..
+        }) = t.get(0x903)
+        else {
+            panic!("array expected");
+        };
+        // The id find_struct picks is the other unit's copy...
+        assert_ne!(t.resolve(*e).map(|r| r.0), t.find_struct("HeapRegion_t"));
+        // ...but the names agree, through the qualifier and the typedef.
+        assert!(t.is_named(*e, "HeapRegion_t"));
+        assert!(t.is_named(*e, "xHEAP_REGION"));
+        assert!(!t.is_named(*e, "BlockLink_t"));
+        assert!(!t.is_named(0x903, "HeapRegion_t"));
     }
 }

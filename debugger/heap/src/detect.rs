@@ -8,7 +8,7 @@ use memlife_dwarf::Symbols;
 use crate::walkers::{
     dlmalloc::DlmallocWalker, freertos::FreeRtosWalker, nano::NanoWalker, tlsf::TlsfWalker,
 };
-use crate::{HeapError, HeapWalker};
+use crate::{HeapError, HeapWalker, Poisoning};
 
 /// The allocators memlife walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +64,9 @@ pub struct WalkerOptions {
     pub heap_break: Option<u64>,
     /// newlib: the heap limit, when no linker symbol gives it (`--heap-limit`).
     pub heap_limit: Option<u64>,
+    /// ESP-IDF: the heap-poisoning mode, when not the one DWARF shows (`--poisoning`,
+    /// `poisoning` in memlife.toml).
+    pub poisoning: Option<Poisoning>,
 }
 
 /// What detection looks for, for error messages.
@@ -90,7 +93,7 @@ pub fn detect(
         AllocatorKind::Heap5 => Box::new(FreeRtosWalker::heap5(symbols, &opts.heap_regions, mem)?),
         AllocatorKind::Nano => Box::new(NanoWalker::from_symbols(symbols, opts)?),
         AllocatorKind::Dlmalloc => Box::new(DlmallocWalker::from_symbols(symbols, opts)?),
-        AllocatorKind::EspIdfTlsf => Box::new(TlsfWalker::from_symbols(symbols)?),
+        AllocatorKind::EspIdfTlsf => Box::new(TlsfWalker::from_symbols(symbols, opts.poisoning)?),
     })
 }
 

@@ -14,6 +14,7 @@
 //! - [`api`]: what a walker says about its allocator's API: [`EntryPoint`]s, [`BlockRef`],
 //!   [`LowWaterMark`], [`ResolvedSymbol`].
 //! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of docs/heap-json.md.
+//! - [`firmware_view`]: what the firmware's own heap API would return, computed from a walk.
 //! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
 //! - [`halted`]: [`walk_halted`], the walk of a halted core with busy detection from its pc.
 //! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
@@ -25,6 +26,7 @@
 pub mod api;
 pub mod detect;
 pub mod error;
+pub mod firmware_view;
 pub mod halted;
 pub mod image;
 pub mod render;
@@ -34,8 +36,10 @@ mod walkers;
 pub use api::{BlockRef, EntryPoint, EntryRole, LowWaterMark, ResolvedSymbol};
 pub use detect::{AllocatorKind, WalkerOptions, detect};
 pub use error::HeapError;
+pub use firmware_view::{FirmwareView, parse_caps};
 pub use halted::{HaltedWalk, allocator_function_at, walk_at, walk_halted};
 pub use state::{Anomaly, AnomalyKind, Block, HeapRegion, HeapState, HeapStatus};
+pub use walkers::tlsf::Poisoning;
 
 use memlife_core::Memory;
 
@@ -75,4 +79,10 @@ pub trait HeapWalker: std::fmt::Debug + Send {
 
     /// The globals resolved from the ELF (for `memlife symbols`).
     fn resolved(&self) -> Vec<ResolvedSymbol>;
+
+    /// Whether a walk checks the blocks' contents (ESP-IDF heap poisoning canaries), so that a
+    /// walk after each step of a program can tell which step damaged a block.
+    fn checks_integrity(&self) -> bool {
+        false
+    }
 }

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use memlife_core::{LinkStats, Register, Target};
 use memlife_dwarf::Symbols;
 
+use crate::firmware_view::{FirmwareView, MultiHeapInfo};
 use crate::{HeapState, HeapStatus};
 
 /// Where the heap was looked at, for the header line and the JSON.
@@ -149,6 +150,12 @@ pub fn text(state: &HeapState, ctx: &Context<'_>) -> String {
     for (name, value) in &state.counters {
         let _ = writeln!(out, "counter    {name} = {value}");
     }
+    if let Some(p) = state.poisoning {
+        let _ = writeln!(out, "poisoning  {p}");
+    }
+    if let Some(v) = &state.firmware_view {
+        out.push_str(&firmware_view(v));
+    }
     let _ = writeln!(
         out,
         "link       {} reads, {} bytes",
@@ -165,6 +172,71 @@ pub fn text(state: &HeapState, ctx: &Context<'_>) -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", summary(state));
     out
+}
+
+/// What the firmware's own API would print, one `firmware` line per call.
+pub fn firmware_view(v: &FirmwareView) -> String {
+    let mut out = String::new();
+    match v {
+        FirmwareView::FreeRtos(f) => {
+            let s = &f.heap_stats;
+            let _ = writeln!(
+                out,
+                "firmware   vPortGetHeapStats: xAvailableHeapSpaceInBytes {} xSizeOfLargestFreeBlockInBytes {} xSizeOfSmallestFreeBlockInBytes {} xNumberOfFreeBlocks {} xMinimumEverFreeBytesRemaining {} xNumberOfSuccessfulAllocations {} xNumberOfSuccessfulFrees {}",
+                s.xAvailableHeapSpaceInBytes,
+                s.xSizeOfLargestFreeBlockInBytes,
+                s.xSizeOfSmallestFreeBlockInBytes,
+                s.xNumberOfFreeBlocks,
+                s.xMinimumEverFreeBytesRemaining,
+                s.xNumberOfSuccessfulAllocations,
+                s.xNumberOfSuccessfulFrees
+            );
+            let _ = writeln!(
+                out,
+                "firmware   xPortGetFreeHeapSize() = {}, xPortGetMinimumEverFreeHeapSize() = {}",
+                f.xPortGetFreeHeapSize, f.xPortGetMinimumEverFreeHeapSize
+            );
+        }
+        FirmwareView::Newlib(n) => {
+            let m = &n.mallinfo;
+            let _ = writeln!(
+                out,
+                "firmware   mallinfo(): arena {} ordblks {} uordblks {} fordblks {} keepcost {}",
+                m.arena, m.ordblks, m.uordblks, m.fordblks, m.keepcost
+            );
+        }
+        FirmwareView::EspIdf(e) => {
+            for h in &e.heaps {
+                let _ = writeln!(
+                    out,
+                    "firmware   multi_heap_get_info({:#010x}): {}",
+                    h.start,
+                    info_line(&h.info)
+                );
+            }
+            for c in &e.heap_caps {
+                let _ = writeln!(
+                    out,
+                    "firmware   heap_caps {}: free_size {} largest_free_block {} minimum_free_size {}",
+                    c.name, c.free_size, c.largest_free_block, c.minimum_free_size
+                );
+            }
+        }
+    }
+    out
+}
+
+fn info_line(i: &MultiHeapInfo) -> String {
+    format!(
+        "total_free_bytes {} total_allocated_bytes {} largest_free_block {} minimum_free_bytes {} allocated_blocks {} free_blocks {} total_blocks {}",
+        i.total_free_bytes,
+        i.total_allocated_bytes,
+        i.largest_free_block,
+        i.minimum_free_bytes,
+        i.allocated_blocks,
+        i.free_blocks,
+        i.total_blocks
+    )
 }
 
 /// The block list: a header line, then one line per block with its address, size and state.
@@ -242,12 +314,14 @@ mod tests {
                 size: 0x40,
                 free: false,
                 unclaimed: false,
+                alloc_size: None,
             },
             Block {
                 addr: 0x2000_0040,
                 size: 0xc0,
                 free: true,
                 unclaimed: false,
+                alloc_size: None,
             },
         ];
         (
@@ -277,6 +351,24 @@ mod tests {
             blocks(&s).lines().nth(2),
             Some("  0x20000040        192  free")
         );
+    }
+
+    #[test]
+    fn the_table_says_what_the_firmware_would_print() {
+        let mut s = state();
+        let mut v = crate::firmware_view::FreeRtosView::default();
+        v.heap_stats.xNumberOfFreeBlocks = 3;
+        v.xPortGetFreeHeapSize = 192;
+        s.firmware_view = Some(FirmwareView::FreeRtos(v));
+        let ctx = Context {
+            target: "t".into(),
+            at: None,
+            pc: None,
+            link: LinkStats::default(),
+        };
+        let t = text(&s, &ctx);
+        assert!(t.contains("xNumberOfFreeBlocks 3"), "{t}");
+        assert!(t.contains("xPortGetFreeHeapSize() = 192"), "{t}");
     }
 
     #[test]

@@ -14,6 +14,10 @@ pub struct Block {
     /// Never handed out by sbrk yet (newlib: between the break and the heap limit).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unclaimed: bool,
+    /// The size the caller asked for, where the allocator records it (ESP-IDF with heap
+    /// poisoning); `None` elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alloc_size: Option<u64>,
 }
 
 /// What kind of damage an anomaly is.
@@ -40,6 +44,30 @@ pub enum AnomalyKind {
     TooManyBlocks,
     /// An allocator's occupancy bitmap disagrees with its lists (TLSF `fl_bitmap`/`sl_bitmap`).
     BitmapMismatch,
+    /// A block in use was written past its requested size (its tail canary is broken).
+    Overrun,
+    /// A block in use was written before its data (its head canary or recorded size is broken).
+    Underrun,
+    /// Free memory no longer holds the allocator's free fill.
+    WriteAfterFree,
+}
+
+impl AnomalyKind {
+    /// Damage to a block's contents found by the allocator's canaries or fill (not its lists).
+    pub fn is_integrity(self) -> bool {
+        matches!(
+            self,
+            AnomalyKind::Overrun | AnomalyKind::Underrun | AnomalyKind::WriteAfterFree
+        )
+    }
+
+    /// The name the JSON uses (`overrun`, `write-after-free`...).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
 }
 
 /// Something the walk found wrong.
@@ -96,6 +124,13 @@ pub struct HeapState {
     /// newlib: bytes between the break and the heap limit (`None` when the limit is unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unclaimed: Option<u64>,
+    /// newlib: the sbrk break (the end of the chunks the free list and the walk cover).
+    #[serde(rename = "break", skip_serializing_if = "Option::is_none")]
+    pub brk: Option<u64>,
+    /// newlib: the bytes of the chunks on the free list (`total_free` minus `unclaimed`), what
+    /// the allocator itself could hand out without moving the break.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_list_bytes: Option<u64>,
     /// The allocator's own counters as read (`xFreeBytesRemaining` ...), for cross-checks.
     pub counters: Vec<(String, u64)>,
     /// Free-list order (addresses of the free blocks as the list links them).
@@ -111,6 +146,13 @@ pub struct HeapState {
     /// Multi-heap allocators (ESP-IDF): each registered heap on its own; empty elsewhere.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<HeapRegion>,
+    /// What the firmware's own heap API would return at this moment (docs/heap-json.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub firmware_view: Option<crate::FirmwareView>,
+    /// ESP-IDF heap poisoning built in: `none`, `light` or `comprehensive`; `None` for
+    /// allocators without the option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poisoning: Option<&'static str>,
 }
 
 /// One heap of a multi-heap allocator (an ESP-IDF `registered_heaps` entry), with its own
@@ -218,12 +260,16 @@ impl HeapState {
             used_blocks: 0,
             min_ever_free: None,
             unclaimed: None,
+            brk: None,
+            free_list_bytes: None,
             counters: Vec::new(),
             free_list: Vec::new(),
             blocks: Vec::new(),
             anomalies: Vec::new(),
             largest_allocatable: None,
             regions: Vec::new(),
+            firmware_view: None,
+            poisoning: None,
         }
     }
 

@@ -38,6 +38,7 @@ fn verdict(v: Verdict) -> (&'static str, &'static str) {
         Verdict::Pass => ("pass", "PASS"),
         Verdict::Fail => ("fail", "FAIL"),
         Verdict::Warn => ("warn", "WARN"),
+        Verdict::Skip => ("skip", "SKIP"),
     }
 }
 

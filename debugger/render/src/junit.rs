@@ -25,6 +25,11 @@ pub fn junit(report: &AuditReport) -> String {
         .iter()
         .filter(|c| c.verdict == Verdict::Fail)
         .count();
+    let skipped = report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Skip)
+        .count();
     let errors = usize::from(report.error.is_some());
     let tests = report.checks.len() + errors;
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -33,7 +38,7 @@ pub fn junit(report: &AuditReport) -> String {
         report.run.seconds
     ));
     x.push_str(&format!(
-        "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\" timestamp=\"{}\">\n",
+        "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{:.3}\" timestamp=\"{}\">\n",
         text(&suite),
         report.run.seconds,
         text(&report.run.date)
@@ -53,6 +58,10 @@ pub fn junit(report: &AuditReport) -> String {
         ));
         match c.verdict {
             Verdict::Pass => x.push_str("/>\n"),
+            Verdict::Skip => x.push_str(&format!(
+                ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                text(&c.message)
+            )),
             Verdict::Warn => x.push_str(&format!(
                 ">\n      <system-out>warning: {}</system-out>\n    </testcase>\n",
                 text(&c.message)
@@ -152,6 +161,28 @@ mod tests {
             "{x}"
         );
         assert!(x.contains("line 4, column 2: boom"), "{x}");
+    }
+
+    #[test]
+    fn a_skipped_check_is_a_skipped_testcase_and_fails_nothing() {
+        let report = report(
+            "scripts/leak.rhai",
+            &[
+                call("overlap", Verdict::Skip, "no tensor table: add [tensors]"),
+                call("leak", Verdict::Pass, ""),
+            ],
+            None,
+        );
+        assert_eq!(report.exit_code, 0);
+        let x = junit(&report);
+        assert!(
+            x.contains("failures=\"0\" errors=\"0\" skipped=\"1\""),
+            "{x}"
+        );
+        assert!(
+            x.contains("<testcase name=\"overlap\" classname=\"memlife.leak\">\n      <skipped message=\"no tensor table: add [tensors]\"/>"),
+            "{x}"
+        );
     }
 
     #[test]

@@ -69,6 +69,7 @@ fn span(function: &str, arg: u64, before: u64, after: u64, seq: u64) -> SpanReco
         peak_used: before.max(after),
         seq_begin: seq,
         seq_end: seq,
+        damage: Vec::new(),
     }
 }
 
@@ -254,6 +255,8 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
         largest_allocatable: None,
         regions: vec![],
         unclaimed: None,
+        brk: None,
+        free_list_bytes: None,
         counters: vec![],
         free_list: vec![],
         blocks: blocks
@@ -263,9 +266,12 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
                 size,
                 free,
                 unclaimed: false,
+                alloc_size: None,
             })
             .collect(),
         anomalies: vec![],
+        firmware_view: None,
+        poisoning: None,
     }
 }
 

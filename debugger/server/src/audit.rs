@@ -139,6 +139,7 @@ impl Bridge {
                 Verdict::Pass => "PASS",
                 Verdict::Fail => "FAIL",
                 Verdict::Warn => "WARN",
+                Verdict::Skip => "SKIP",
             };
             let _ = writeln!(out, "{word} {}: {}", c.name, c.message);
         }

@@ -42,6 +42,10 @@ pub(crate) struct DumpOn {
     pub written: u32,
 }
 
+/// Starts the backend again after the firmware ended with it (QEMU exits with the firmware):
+/// `monitor reset` calls it. The new backend is halted at the reset vector.
+pub type Restart = Box<dyn FnMut() -> std::result::Result<Box<dyn Target>, String>>;
+
 /// The backend, with what gdb and memlife each asked of it.
 pub struct Bridge {
     pub(crate) target: Box<dyn Target>,
@@ -66,6 +70,19 @@ pub struct Bridge {
     pub(crate) shutdown: bool,
     /// Where clients' dumps, reports and scripts may be.
     pub places: crate::places::Places,
+    /// How the firmware ended (exited, terminated, the backend gone), until `monitor reset`.
+    pub(crate) ended: Option<StopReason>,
+    /// How `monitor reset` brings an ended backend back; without it, the backend's own reset.
+    pub restart: Option<Restart>,
+}
+
+/// The sentence that says how the firmware ended.
+pub(crate) fn ended_text(how: &StopReason) -> String {
+    match how {
+        StopReason::Exited(code) => format!("the firmware exited with status {code}"),
+        StopReason::Terminated(sig) => format!("the firmware was terminated by signal {sig}"),
+        other => format!("the target is gone ({other:?})"),
+    }
 }
 
 fn fatal_or_not(e: memlife_core::TargetError) -> GdbTargetError<ServeError> {
@@ -99,7 +116,33 @@ impl Bridge {
             stepping: false,
             shutdown: false,
             places: crate::places::Places::default(),
+            ended: None,
+            restart: None,
         }
+    }
+
+    /// The firmware ended (or the backend went with it): nothing can be read or run until
+    /// `monitor reset`; gdb's breakpoints went with the backend.
+    pub(crate) fn firmware_ended(&mut self, how: StopReason) {
+        eprintln!(
+            "memlife serve: {}; the next gdb client can start it again with `monitor reset`",
+            ended_text(&how)
+        );
+        self.ended = Some(how);
+        self.pending = None;
+        self.stepping = false;
+        self.gdb_breakpoints.clear();
+        self.gdb_watchpoints.clear();
+    }
+
+    /// The message every command but `help`, `reset` and `shutdown` gives while ended.
+    pub(crate) fn ended_message(&self) -> Option<String> {
+        self.ended.as_ref().map(|how| {
+            format!(
+                "{}; `monitor reset` starts it again (then `flushregs`)\n",
+                ended_text(how)
+            )
+        })
     }
 
     /// Gives the backend back.
@@ -117,15 +160,18 @@ impl Bridge {
         Ok(())
     }
 
-    /// Whether the backend runs (false for targets without run control).
+    /// Whether the backend runs (false for targets without run control, or ended).
     pub(crate) fn is_running(&mut self) -> bool {
-        self.target.control().is_some_and(|c| !c.is_halted())
+        self.ended.is_none() && self.target.control().is_some_and(|c| !c.is_halted())
     }
 
     /// A client arrived: stop the core so gdb can look at it.
     pub(crate) fn on_attach(&mut self) {
         self.pending = None;
         self.stepping = false;
+        if self.ended.is_some() {
+            return;
+        }
         if let Err(e) = self.ensure_halted() {
             tracing::warn!("halting the target for a new client: {e}");
         }
@@ -133,6 +179,11 @@ impl Bridge {
 
     /// A client left: remove what it inserted; `resume` lets the core run on (detach).
     pub(crate) fn on_detach(&mut self, resume: bool) {
+        if self.ended.is_some() {
+            self.pending = None;
+            self.stepping = false;
+            return;
+        }
         // A client that vanished while the core ran: the backend takes no breakpoint changes
         // while it runs, so stop it for the cleanup and let it go again afterwards.
         let leftovers = !self.gdb_breakpoints.is_empty() || !self.gdb_watchpoints.is_empty();
@@ -290,6 +341,12 @@ impl gdbstub::target::Target for Bridge {
 
 impl SingleThreadBase for Bridge {
     fn read_registers(&mut self, regs: &mut CortexMRegs) -> TargetResult<(), Self> {
+        if self.ended.is_some() {
+            // Nothing to read, but gdb gives up the connection when `g` fails: zeros, and
+            // every monitor command says what happened.
+            regs.0 = CoreRegisters::default();
+            return Ok(());
+        }
         self.ensure_halted().map_err(fatal_or_not)?;
         regs.0 = CoreRegisters::read(self.target.as_mut()).map_err(fatal_or_not)?;
         Ok(())
@@ -306,12 +363,18 @@ impl SingleThreadBase for Bridge {
     /// A read that runs past the end of readable memory gives gdb the bytes before it (gdb asks
     /// for the rest and then names the first address it cannot read).
     fn read_addrs(&mut self, start_addr: u32, data: &mut [u8]) -> TargetResult<usize, Self> {
+        if self.ended.is_some() {
+            return Err(GdbTargetError::NonFatal);
+        }
         self.ensure_halted().map_err(fatal_or_not)?;
         memlife_core::memory::read_available(self.target.as_memory(), u64::from(start_addr), data)
             .map_err(fatal_or_not)
     }
 
     fn write_addrs(&mut self, start_addr: u32, data: &[u8]) -> TargetResult<(), Self> {
+        if self.ended.is_some() {
+            return Err(GdbTargetError::NonFatal);
+        }
         self.ensure_halted().map_err(fatal_or_not)?;
         let Some(w) = self.target.memory_write() else {
             return Err(GdbTargetError::NonFatal);
@@ -328,6 +391,11 @@ impl SingleThreadResume for Bridge {
     fn resume(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
         self.pending = None;
         self.stepping = false;
+        if let Some(how) = &self.ended {
+            // Nothing runs: gdb hears at once how the firmware ended.
+            self.pending = Some(*how);
+            return Ok(());
+        }
         let c = self
             .target
             .control()
@@ -345,6 +413,10 @@ impl SingleThreadResume for Bridge {
 
 impl SingleThreadSingleStep for Bridge {
     fn step(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
+        if let Some(how) = &self.ended {
+            self.pending = Some(*how);
+            return Ok(());
+        }
         self.ensure_halted().context("halting the target")?;
         let c = self
             .target
@@ -463,6 +535,19 @@ impl BlockingEventLoop for EventLoop {
             if let Some(stop) = target.pending.take() {
                 return Ok(Event::TargetStopped(target.translate(stop)));
             }
+            if target.ended.is_some() {
+                // Not running (resume did not start it): only the connection can say something.
+                if conn
+                    .peek()
+                    .map_err(WaitForStopReasonError::Connection)?
+                    .is_some()
+                {
+                    let byte = conn.read().map_err(WaitForStopReasonError::Connection)?;
+                    return Ok(Event::IncomingData(byte));
+                }
+                std::thread::sleep(POLL);
+                continue;
+            }
             // Ctrl-C in memlife's own terminal ends the session (gdb's Ctrl-C arrives as data).
             if interrupt::requested() {
                 return Err(WaitForStopReasonError::Target(ServeError::Target {
@@ -481,6 +566,10 @@ impl BlockingEventLoop for EventLoop {
                     )));
                 }
             };
+            if let Some(reason @ (StopReason::Exited(_) | StopReason::Terminated(_))) = stop {
+                target.firmware_ended(reason);
+                return Ok(Event::TargetStopped(target.translate(reason)));
+            }
             if let Some(reason) = stop {
                 match target.on_backend_stop(reason) {
                     Ok(Some(report)) => return Ok(Event::TargetStopped(report)),
@@ -508,6 +597,9 @@ impl BlockingEventLoop for EventLoop {
         target: &mut Bridge,
     ) -> Result<Option<SingleThreadStopReason<u32>>, ServeError> {
         target.stepping = false;
+        if let Some(how) = &target.ended {
+            return Ok(Some(target.translate(*how)));
+        }
         let Some(c) = target.target.control() else {
             return Ok(Some(SingleThreadStopReason::Signal(Signal::SIGINT)));
         };

@@ -33,10 +33,10 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use gdbstub::stub::{DisconnectReason, GdbStub};
-use memlife_core::{Target, interrupt};
+use memlife_core::{StopReason, Target, interrupt};
 use memlife_dwarf::Symbols;
 
-pub use bridge::Bridge;
+pub use bridge::{Bridge, Restart};
 pub use error::{Result, ServeError};
 
 use crate::error::Context;
@@ -53,21 +53,24 @@ pub fn serve(
     target: Box<dyn Target>,
     symbols: Symbols,
 ) -> (Box<dyn Target>, Result<()>) {
-    serve_firmware(listener, target, symbols, None)
+    serve_firmware(listener, target, symbols, None, None)
 }
 
-/// [`serve`], with the firmware's path for the facts of `monitor report`.
+/// [`serve`], with the firmware's path for the facts of `monitor report`, and how to start the
+/// backend again when the firmware ends with it (`monitor reset` after a QEMU exit).
 pub fn serve_firmware(
     listener: &TcpListener,
     target: Box<dyn Target>,
     symbols: Symbols,
     firmware: Option<String>,
+    restart: Option<Restart>,
 ) -> (Box<dyn Target>, Result<()>) {
     serve_in(
         listener,
         target,
         symbols,
         firmware,
+        restart,
         places::Places::default(),
     )
 }
@@ -112,10 +115,18 @@ pub fn serve_in(
     target: Box<dyn Target>,
     symbols: Symbols,
     firmware: Option<String>,
+    restart: Option<Restart>,
     places: places::Places,
 ) -> (Box<dyn Target>, Result<()>) {
     match listener.try_clone() {
-        Ok(l) => serve_on(&Listener::Tcp(l), target, symbols, firmware, places),
+        Ok(l) => serve_on(
+            &Listener::Tcp(l),
+            target,
+            symbols,
+            firmware,
+            restart,
+            places,
+        ),
         Err(e) => (target, Err(e).context("using the listener")),
     }
 }
@@ -126,11 +137,13 @@ pub fn serve_on(
     target: Box<dyn Target>,
     symbols: Symbols,
     firmware: Option<String>,
+    restart: Option<Restart>,
     places: places::Places,
 ) -> (Box<dyn Target>, Result<()>) {
     let mut bridge = Bridge::new(target, symbols);
     bridge.firmware = firmware;
     bridge.places = places;
+    bridge.restart = restart;
     let outcome = serve_clients(listener, &mut bridge);
     (bridge.into_target(), outcome)
 }
@@ -154,6 +167,9 @@ fn serve_clients(listener: &Listener, bridge: &mut Bridge) -> Result<()> {
         };
         eprintln!("memlife serve: gdb client {peer} connected");
         bridge.on_attach();
+        if let Some(msg) = bridge.ended_message() {
+            eprintln!("memlife serve: told gdb client {peer}: {}", msg.trim_end());
+        }
         // A fixed buffer: a packet longer than it ends the session instead of growing memory.
         let mut buffer = vec![0u8; client::MAX_PACKET];
         let stub = match GdbStub::builder(client::ClientConn::new(stream))
@@ -179,11 +195,15 @@ fn serve_clients(listener: &Listener, bridge: &mut Bridge) -> Result<()> {
                 bridge.on_detach(false);
             }
             Ok(DisconnectReason::TargetExited(code)) => {
-                eprintln!("memlife serve: the target exited with status {code}");
+                if bridge.ended.is_none() {
+                    bridge.firmware_ended(StopReason::Exited(i32::from(code)));
+                }
                 bridge.on_detach(false);
             }
             Ok(DisconnectReason::TargetTerminated(sig)) => {
-                eprintln!("memlife serve: the target was terminated by signal {sig}");
+                if bridge.ended.is_none() {
+                    bridge.firmware_ended(StopReason::Terminated(sig.0));
+                }
                 bridge.on_detach(false);
             }
             Err(_) if interrupt::requested() => {
@@ -217,11 +237,25 @@ fn idle(bridge: &mut Bridge) -> Result<()> {
         return Ok(());
     }
     let stop = match bridge.target.control() {
-        Some(c) => c
-            .wait_for_stop(IDLE_POLL)
-            .context("waiting on the target")?,
+        Some(c) => match c.wait_for_stop(IDLE_POLL) {
+            Ok(stop) => stop,
+            // The firmware ended and took the backend with it (QEMU exits with it): wait for a
+            // client to `monitor reset` it rather than end the server.
+            Err(e) if e.kind() == memlife_core::ErrorKind::Gone => {
+                bridge.firmware_ended(match e {
+                    memlife_core::TargetError::Exited(code) => StopReason::Exited(code),
+                    _ => StopReason::Terminated(9),
+                });
+                return Ok(());
+            }
+            Err(e) => return Err(e).context("waiting on the target"),
+        },
         None => None,
     };
+    if let Some(reason @ (StopReason::Exited(_) | StopReason::Terminated(_))) = stop {
+        bridge.firmware_ended(reason);
+        return Ok(());
+    }
     if let Some(reason) = stop {
         // With no client, a stop that is not memlife's own stays for the next client to see.
         bridge

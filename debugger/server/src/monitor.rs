@@ -25,7 +25,8 @@ memlife monitor commands:
   report DIR                 write the last audit's HTML report to DIR/index.html
   audit FILE                 run a Rhai audit script (as `memlife audit`, dumps under
                              memlife-out/) and record its phases
-  reset                      reset the target and let it run
+  reset                      reset the target and let it run (after the firmware exited:
+                             start it again)
   reset halt                 reset the target and halt it at the reset vector
   shutdown                   end memlife serve after this gdb session (the target runs on)
 ";
@@ -66,11 +67,62 @@ impl Bridge {
         Ok(())
     }
 
+    /// `monitor reset` after the firmware ended: a new backend (or the old one reset), memlife's
+    /// dump-on breakpoints set again, running unless `halt`.
+    fn start_again(&mut self, halt: bool) -> Result<String> {
+        let how = self.ended.map(|h| crate::bridge::ended_text(&h));
+        match self.restart.as_mut() {
+            Some(restart) => {
+                self.target = restart().map_err(ServeError::Command)?;
+            }
+            None => {
+                let c = self
+                    .target
+                    .control()
+                    .context("this target has no run control (an offline snapshot?)")?;
+                c.reset(true).context("resetting the target")?;
+            }
+        }
+        self.ended = None;
+        for d in &self.dump_on {
+            if let Some(b) = self.target.breakpoints() {
+                b.add_breakpoint(d.addr, BreakpointKind::Software)
+                    .context("setting the dump-on breakpoints again")?;
+            }
+        }
+        if !halt
+            && let Some(c) = self.target.control()
+            && c.is_halted()
+        {
+            c.resume().context("starting the firmware")?;
+        }
+        Ok(format!(
+            "{}; started again, {}; `flushregs` makes gdb read its registers again\n",
+            how.unwrap_or_default(),
+            if halt {
+                "halted at the reset vector"
+            } else {
+                "running"
+            }
+        ))
+    }
+
     /// Runs one monitor command; the text goes to gdb's console.
     pub fn monitor(&mut self, line: &str) -> Result<String> {
         let words: Vec<&str> = line.split_whitespace().collect();
+        if let Some(msg) = self.ended_message()
+            && !matches!(
+                words.as_slice(),
+                [] | ["help"] | ["reset"] | ["reset", "halt"] | ["shutdown"]
+            )
+        {
+            return Ok(msg);
+        }
         match words.as_slice() {
             [] | ["help"] => Ok(HELP.to_string()),
+            ["reset"] | ["reset", "halt"] if self.ended.is_some() => {
+                self.start_again(words.len() == 2)
+            }
             ["heap"] => Ok(self.walk()?.2),
             ["heap", "blocks"] => Ok(memlife_heap::render::blocks(&self.walk()?.0)),
             ["heap", "json"] => {

@@ -26,6 +26,44 @@ pub fn elf(alloc: &str, scenario: &str) -> PathBuf {
     path
 }
 
+/// `firmware/build/iterN/ALLOC-SCENARIO.elf`, the build that runs N lifecycles and exits through
+/// semihosting, built first when missing (`make -C firmware ITERATIONS=N` builds only this
+/// file, under the build lock).
+pub fn exiting_elf(alloc: &str, scenario: &str, iterations: u32) -> PathBuf {
+    let rel = format!("build/iter{iterations}/{alloc}-{scenario}.elf");
+    let path = repo().join("firmware").join(&rel);
+    if !path.is_file() {
+        let _lock = build_lock();
+        let out = std::process::Command::new("make")
+            .arg("-C")
+            .arg(repo().join("firmware"))
+            .arg(format!("ITERATIONS={iterations}"))
+            .arg(&rel)
+            .output()
+            .expect("running make (is it installed?)");
+        assert!(
+            out.status.success(),
+            "make -C firmware ITERATIONS={iterations} {rel} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    path
+}
+
+/// The exclusive lock beside the build, held while the file lives.
+fn build_lock() -> std::fs::File {
+    let lock_path = repo().join("firmware/build/.make.lock");
+    std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    lock
+}
+
 /// The ELF named by the environment variable `var` when set (to work on a crate with another
 /// firmware), else [`elf`]`(alloc, scenario)`.
 pub fn elf_or_env(var: &str, alloc: &str, scenario: &str) -> PathBuf {
@@ -40,15 +78,7 @@ fn build_once() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = repo().join("firmware");
-        let lock_path = dir.join("build/.make.lock");
-        std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .unwrap();
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        let _lock = build_lock();
         let out = std::process::Command::new("make")
             .arg("-C")
             .arg(&dir)
@@ -60,6 +90,6 @@ fn build_once() {
             "make -C firmware failed (see firmware/README.md for the toolchain):\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // The lock is released when `lock` is dropped here.
+        // The lock is released when `_lock` is dropped here.
     });
 }

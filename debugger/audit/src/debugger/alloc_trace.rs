@@ -107,7 +107,11 @@ pub(super) fn site_of(symbols: &Symbols, skip: &[String], backtrace: &[u64]) -> 
     for &ret in backtrace.iter().skip(1) {
         for loc in symbols.locate(ret.saturating_sub(2)) {
             let name = loc.function.clone().unwrap_or_else(|| "??".into());
-            if skip.contains(&name) {
+            // C++'s `operator new`/`delete` are malloc/free wrappers: the site is their caller.
+            if skip.contains(&name)
+                || name.starts_with("operator new")
+                || name.starts_with("operator delete")
+            {
                 continue;
             }
             let file = loc
@@ -133,6 +137,11 @@ impl Debugger {
     /// phase and span boundaries without stopping in the allocator: much faster, but peaks come
     /// from boundary samples and new allocations get no site.
     pub fn set_tracing(&mut self, on: bool) -> Result<(), AuditError> {
+        if !on && !self.trace.on {
+            // Already off (or never on: the sample and watermark methods): nothing to do, so a
+            // script that turns tracing off runs under every method.
+            return Ok(());
+        }
         if self.method != PeakMethod::Trace {
             return Err(AuditError::Config(format!(
                 "tracing is only available with the trace method (this audit uses {:?})",
@@ -160,6 +169,10 @@ impl Debugger {
                         let size_arg = usize::from(size_arg);
                         roles.push((addr, BreakRole::Malloc { size_arg }));
                     } else {
+                        // The entry too, for the requested size (r0 no longer holds it at the
+                        // return): one more stop per call, and `events[].request` is known.
+                        let size_arg = usize::from(size_arg);
+                        roles.push((addr, BreakRole::MallocRequest { size_arg }));
                         roles.extend(exits.into_iter().map(|a| (a, BreakRole::MallocExit)));
                     }
                 }
@@ -232,7 +245,8 @@ impl Debugger {
     pub(super) fn malloc_exited(&mut self, ptr: u64, regs: &Regs) -> Result<(), AuditError> {
         let header: Vec<(u64, usize)> = self.walker.header_range(ptr).into_iter().collect();
         let backtrace = self.backtrace_with(regs, &header);
-        self.allocated(ptr, None, &backtrace)
+        let request = self.bps.pop_request(regs.sp);
+        self.allocated(ptr, request, &backtrace)
     }
 
     /// At the caller's return address of a malloc whose entry was seen.

@@ -19,6 +19,12 @@ pub(super) enum BreakRole {
         /// Argument holding the requested size.
         size_arg: usize,
     },
+    /// An allocator's entry when its block is read at its return instructions: only the
+    /// requested size is read here.
+    MallocRequest {
+        /// Argument holding the requested size.
+        size_arg: usize,
+    },
     /// One of an allocator's return instructions: `r0` is the new block (one stop per call).
     MallocExit,
     /// The allocator's free entry.
@@ -89,6 +95,9 @@ pub(super) struct BreakpointSet {
     sticky_malloc: BTreeSet<u64>,
     /// What the target has now.
     inserted: BTreeSet<u64>,
+    /// Sizes requested at allocator entries whose return instruction is still to come, with
+    /// the stack pointer at the entry, innermost last.
+    requests: Vec<(u64, u64)>,
 }
 
 impl BreakpointSet {
@@ -140,11 +149,32 @@ impl BreakpointSet {
     /// Forgets every awaited return (a reset).
     pub fn clear_returns(&mut self) {
         self.returns.clear();
+        self.requests.clear();
+    }
+
+    /// The size requested at an allocator's entry with the stack pointer at `sp`.
+    pub fn push_request(&mut self, sp: u64, size: u64) {
+        self.requests.push((sp, size));
+    }
+
+    /// The size requested by the call whose return instruction is at a stop with the stack
+    /// pointer at `sp`: the innermost entry at or above it (the allocator's frame is below its
+    /// entry's). Entries deeper than `sp` never reached a return instruction (a longjmp, an
+    /// abort) and are dropped.
+    pub fn pop_request(&mut self, sp: u64) -> Option<u64> {
+        while let Some(&(entry_sp, size)) = self.requests.last() {
+            self.requests.pop();
+            if entry_sp >= sp {
+                return Some(size);
+            }
+        }
+        None
     }
 
     /// Forgets the mallocs in flight and their return addresses (tracing turned off).
     pub fn clear_malloc_returns(&mut self) {
         self.sticky_malloc.clear();
+        self.requests.clear();
         self.returns
             .retain(|r| !matches!(r.role, ReturnRole::Malloc(_)));
     }

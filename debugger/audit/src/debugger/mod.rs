@@ -296,9 +296,24 @@ impl Debugger {
 
     /// The entry address of a function, or a clear error.
     pub fn function(&self, name: &str) -> Result<(u64, u64), AuditError> {
+        self.symbols.function(name).ok_or_else(|| {
+            // A misspelt role or function: the nearest of both.
+            let roles = crate::config::ROLES
+                .into_iter()
+                .chain(self.config.phases.keys().map(String::as_str));
+            let hint = crate::config::nearest(name, self.function_names().chain(roles));
+            AuditError::NoSuchFunction(name.to_string(), hint)
+        })
+    }
+
+    /// The names of the ELF's functions.
+    pub fn function_names(&self) -> impl Iterator<Item = &str> + Clone {
         self.symbols
-            .function(name)
-            .ok_or_else(|| AuditError::NoSuchFunction(name.to_string()))
+            .elf_symbols()
+            .iter()
+            .filter(|s| s.kind == memlife_dwarf::SymbolKind::Function)
+            .map(|s| s.name.as_str())
+            .chain(self.symbols.demangled_functions())
     }
 
     /// Heap size as last walked.

@@ -75,7 +75,7 @@ impl Debugger {
         } else {
             None
         };
-        if let Some(span_fn) = self.config.spans.get(&run.function).cloned() {
+        if let Some(span_fn) = self.config.span_of(&run.function).map(str::to_string) {
             let (addr, _) = self.function(&span_fn)?;
             self.bps
                 .add_entry(addr, BreakRole::Span { function: span_fn });
@@ -107,7 +107,7 @@ impl Debugger {
         let Some(function) = self.phases.open_function().map(str::to_string) else {
             return Err(AuditError::Config("no phase is running".into()));
         };
-        if let Some(span_fn) = self.config.spans.get(&function).cloned()
+        if let Some(span_fn) = self.config.span_of(&function).map(str::to_string)
             && let Ok((addr, _)) = self.function(&span_fn)
         {
             self.bps

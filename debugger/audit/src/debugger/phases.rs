@@ -13,7 +13,7 @@ use std::rc::Rc;
 use memlife_heap::HeapState;
 
 use crate::config::PeakMethod;
-use crate::model::{EventKind, HeapMap, PeakSite, PhaseRecord, Site, SpanRecord};
+use crate::model::{Damage, EventKind, HeapMap, PeakSite, PhaseRecord, Site, SpanRecord};
 
 /// The allocator's low-water mark as memlife reset it at a phase entry (watermark method).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +208,7 @@ impl PhaseTracker {
 
     /// The innermost span returned with `used` bytes in use. Without tracing, the boundary
     /// sample is the only peak evidence, and it is credited to the span.
-    pub fn close_span(&mut self, used: u64, seq: u64, traced: bool) {
+    pub fn close_span(&mut self, used: u64, seq: u64, traced: bool, damage: Vec<Damage>) {
         let Some(p) = self.open.as_mut() else {
             return;
         };
@@ -237,6 +237,7 @@ impl PhaseTracker {
             peak_used: peak,
             seq_begin: s.seq_begin,
             seq_end: seq,
+            damage,
         });
         p.spans.sort_by_key(|s| s.index);
     }

@@ -197,10 +197,17 @@ impl Debugger {
         for role in self.bps.roles_at(regs.pc) {
             match role {
                 BreakRole::Malloc { size_arg } => self.malloc_entered(regs, size_arg),
+                BreakRole::MallocRequest { size_arg } => {
+                    let size = regs.args.get(size_arg).copied().unwrap_or(0);
+                    self.bps.push_request(regs.sp, size);
+                }
                 BreakRole::MallocExit => {
                     let ptr = regs.args[0];
                     if ptr != 0 {
                         self.malloc_exited(ptr, regs)?;
+                    } else {
+                        // A failed allocation: its request is spent.
+                        self.bps.pop_request(regs.sp);
                     }
                 }
                 BreakRole::Free { ptr_arg } => {
@@ -256,8 +263,38 @@ impl Debugger {
     fn close_span(&mut self) -> Result<(), AuditError> {
         let used = self.current_used()?;
         let traced = self.method == crate::config::PeakMethod::Trace && self.trace.on;
-        self.phases.close_span(used, self.trace.seq, traced);
+        let damage = if self.walker.checks_integrity() {
+            let state = self.walk()?;
+            self.damage(&state)
+        } else {
+            Vec::new()
+        };
+        self.phases.close_span(used, self.trace.seq, traced, damage);
         Ok(())
+    }
+
+    /// The blocks whose contents `state` found damaged, with the allocation site the trace
+    /// recorded for each.
+    pub fn damage(&self, state: &memlife_heap::HeapState) -> Vec<crate::model::Damage> {
+        state
+            .anomalies
+            .iter()
+            .filter(|a| a.kind.is_integrity())
+            .filter_map(|a| {
+                let block = a.addr?;
+                Some(crate::model::Damage {
+                    kind: a.kind.name(),
+                    block,
+                    alloc_size: state
+                        .blocks
+                        .iter()
+                        .find(|b| b.addr == block)
+                        .and_then(|b| b.alloc_size),
+                    site: self.live().get(&block).map(|l| l.site.to_string()),
+                    message: a.message.clone(),
+                })
+            })
+            .collect()
     }
 
     fn goal_name(&self, goal: &Goal) -> String {

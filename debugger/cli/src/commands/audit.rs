@@ -33,7 +33,10 @@ fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
     cfg.phases.extend(args.phases.iter().cloned());
     cfg.spans.extend(args.spans.iter().cloned());
     cfg.budgets.extend(args.budgets.iter().cloned());
-    Ok(cfg.with_lifecycle_defaults())
+    for warning in cfg.upgrade_budgets() {
+        eprintln!("warning: {warning}");
+    }
+    Ok(cfg)
 }
 
 /// Flags win over memlife.toml.
@@ -73,7 +76,10 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let started = Instant::now();
-    let cfg = load_config(&args)?;
+    // What the user wrote is checked against the ELF; the bundled firmware's names fill in
+    // what it does not say.
+    let given = load_config(&args)?;
+    let cfg = given.clone().with_lifecycle_defaults();
     let outputs = AuditOutputs::from_args(&args);
     outputs.check_kinds()?;
     let elf = args
@@ -101,7 +107,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     for failure in outputs.write(&AuditReport::unfinished(&run), false) {
         eprintln!("memlife audit: {failure}; the audit runs on and writes the other outputs");
     }
-    let (report, mut session) = match audit(&args, &cfg, &elf, &targets, &mut run) {
+    let (report, mut session) = match audit(&args, &given, &cfg, &elf, &targets, &mut run) {
         Ok(done) => done,
         Err(e) => {
             // No results: the outputs say why rather than "not finished".
@@ -136,6 +142,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
 /// reports to be written before the target is let go.
 fn audit(
     args: &AuditArgs,
+    given: &AuditConfig,
     cfg: &AuditConfig,
     elf: &Path,
     targets: &TargetArgs,
@@ -144,10 +151,23 @@ fn audit(
     let source = std::fs::read_to_string(&args.script)
         .with_context(|| format!("cannot read script {}", args.script.display()))?;
     let symbols = Rc::new(super::load_symbols(elf)?);
+    let functions = symbols
+        .elf_symbols()
+        .iter()
+        .filter(|s| s.kind == memlife_dwarf::SymbolKind::Function)
+        .map(|s| s.name.as_str())
+        .chain(symbols.demangled_functions())
+        .collect::<Vec<_>>();
+    given
+        .check_functions(&functions, &|n| symbols.function(n).is_some())
+        .map_err(|e| anyhow::anyhow!("memlife.toml or flags: {e}"))?;
     let mut session = Session::open(targets, elf, args.leave)?;
     let mut heap_opts = args.heap.clone();
     if heap_opts.allocator.is_none() {
         heap_opts.allocator = cfg.allocator.clone();
+    }
+    if heap_opts.poisoning.is_none() {
+        heap_opts.poisoning = cfg.poisoning.clone();
     }
     let walker = {
         let target = session.target()?;
@@ -198,7 +218,7 @@ fn script_error(script: &Path, e: &ScriptError) -> String {
 
 fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let (mut pass, mut fail, mut warn) = (0, 0, 0);
+    let (mut pass, mut fail, mut warn, mut skipped) = (0, 0, 0, 0);
     for c in &report.checks {
         let word = match c.verdict {
             Verdict::Pass => {
@@ -213,6 +233,10 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
                 warn += 1;
                 "WARN"
             }
+            Verdict::Skip => {
+                skipped += 1;
+                "SKIP"
+            }
         };
         // Names and messages may carry strings read from target RAM.
         let name = memlife_core::text::printable(&c.name);
@@ -225,8 +249,13 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
     }
     writeln!(
         out,
-        "{}: {pass} passed, {fail} failed, {warn} warnings ({} phases, {} allocation events, {:.1} s)",
+        "{}: {pass} passed, {fail} failed, {warn} warnings{} ({} phases, {} allocation events, {:.1} s)",
         script.display(),
+        if skipped > 0 {
+            format!(", {skipped} skipped")
+        } else {
+            String::new()
+        },
         report.phases.len(),
         report.events.len(),
         report.run.seconds

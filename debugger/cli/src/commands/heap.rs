@@ -15,7 +15,19 @@ pub fn run(args: HeapArgs) -> Result<ExitCode> {
     let target = session.target()?;
     crate::runto::stop_where_asked(target, &symbols, &args.stop)?;
     let walker = super::walker(&symbols, &args.heap, Some(&mut *target))?;
-    let (state, link) = super::walk(target, &symbols, walker.as_ref())?;
+    let (mut state, link) = super::walk(target, &symbols, walker.as_ref())?;
+    if let Some(memlife_heap::FirmwareView::EspIdf(view)) = &mut state.firmware_view {
+        for &caps in &args.caps {
+            if !view.heap_caps.iter().any(|c| c.caps == caps) {
+                view.heap_caps.push(view.figures(caps));
+            }
+        }
+    } else if !args.caps.is_empty() {
+        anyhow::bail!(
+            "--caps: heap capabilities are ESP-IDF's; this firmware's heap is {}",
+            state.allocator
+        );
+    }
     let ctx = render::Context {
         at: args.stop.at.as_deref().map(|f| (f, args.stop.hit)),
         ..render::Context::of(target, &symbols, link)

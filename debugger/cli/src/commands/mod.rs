@@ -3,6 +3,7 @@
 
 mod audit;
 mod heap;
+mod init;
 mod probes;
 mod serve;
 mod snapshot;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Audit(args) => audit::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Probes => probes::run(),
+        Command::Init(args) => init::run(args),
     }
 }
 
@@ -58,6 +60,12 @@ pub fn walker(
         heap_regions: opts.heap_region.clone(),
         heap_break: opts.heap_break,
         heap_limit: opts.heap_limit,
+        poisoning: opts
+            .poisoning
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
     };
     let mem = target.map(|t| t.as_memory());
     Ok(memlife_heap::detect(symbols, forced, &walker_opts, mem)?)

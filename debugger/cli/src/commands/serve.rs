@@ -1,14 +1,17 @@
 //! `memlife serve`: open the target, then be a GDB server for it until told to stop.
 
+use std::cell::RefCell;
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-
-use memlife_server::Listener;
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use anyhow::{Context, Result, bail};
+use memlife_core::Target;
+use memlife_rsp::{GdbRemote, QemuProcess};
+use memlife_server::Listener;
 
 use crate::cli::{Leave, ServeArgs};
 use crate::session::Session;
@@ -53,15 +56,19 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
             args.script_dir.clone()
         },
     };
+    // QEMUs started again after the firmware ended: they outlive the connections to them.
+    let restarted: Rc<RefCell<Vec<QemuProcess>>> = Rc::default();
     let (target, outcome) = memlife_server::serve_on(
         &listener,
         target,
         symbols,
         Some(args.elf.display().to_string()),
+        restart(&args, Rc::clone(&restarted)),
         places,
     );
     session.give_back(target);
     let closed = session.close();
+    drop(restarted);
     outcome?;
     closed?;
     Ok(ExitCode::SUCCESS)
@@ -91,4 +98,38 @@ impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// How `monitor reset` brings the backend back after the firmware ended with it: a new QEMU
+/// (the old one exited with the firmware), or a new connection to the GDB server, halted at the
+/// reset vector. A probe keeps its connection: its own reset does.
+fn restart(
+    args: &ServeArgs,
+    restarted: Rc<RefCell<Vec<QemuProcess>>>,
+) -> Option<memlife_server::Restart> {
+    let reset = args.target.reset.clone();
+    if let Some(machine) = args.target.qemu.clone() {
+        let elf = args.elf.clone();
+        return Some(Box::new(move || {
+            let qemu = QemuProcess::start(&machine, &elf, &[])
+                .map_err(|e| format!("cannot start qemu-system-arm -M {machine} again: {e}"))?;
+            let mut remote = qemu
+                .connect()
+                .map_err(|e| format!("cannot connect to the new QEMU: {e}"))?;
+            remote.set_reset_command(reset.clone());
+            restarted.borrow_mut().push(qemu);
+            Ok(Box::new(remote) as Box<dyn Target>)
+        }));
+    }
+    let addr = args.target.gdb.clone()?;
+    Some(Box::new(move || {
+        let mut remote = GdbRemote::connect(&addr)
+            .map_err(|e| format!("cannot connect to the GDB server at {addr} again: {e}"))?;
+        remote.set_reset_command(reset.clone());
+        if let Some(c) = remote.control() {
+            c.reset(true)
+                .map_err(|e| format!("resetting the target: {e}"))?;
+        }
+        Ok(Box::new(remote) as Box<dyn Target>)
+    }))
 }

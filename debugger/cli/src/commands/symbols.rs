@@ -23,6 +23,23 @@ pub const PHASE_FUNCTIONS: &[&str] = &[
 /// A struct's name and its members as (name, offset, size).
 type StructLayout = (String, Vec<(String, u64, u64)>);
 
+/// The structs that make up the detected allocator's heap: only its own, so that a newlib
+/// `malloc_chunk` linked into an ESP-IDF firmware is not shown as if it were the heap.
+fn heap_layouts(allocator: &str) -> &'static [&'static str] {
+    match allocator {
+        "freertos-heap4" | "freertos-heap5" => &["BlockLink_t"],
+        "newlib-nano" | "newlib-dlmalloc" => &["malloc_chunk"],
+        "esp-idf-tlsf" => &[
+            "heap_t_",
+            "multi_heap_info",
+            "control_t",
+            "block_header_t",
+            "poison_head_t",
+        ],
+        _ => &[],
+    }
+}
+
 pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
     let walker = super::walker(&symbols, &args.heap, None)?;
@@ -56,8 +73,9 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
         })
         .collect();
     globals.sort_by_key(|g| g.2);
-    let layouts: Vec<StructLayout> = ["BlockLink_t", "tensor_info_t", "engine_t", "malloc_chunk"]
+    let layouts: Vec<StructLayout> = heap_layouts(walker.name())
         .iter()
+        .chain(&["tensor_info_t", "engine_t"])
         .filter_map(|name| {
             let id = types.find_struct(name)?;
             let Some((_, Type::Struct { members, .. })) = types.resolve(id) else {
@@ -127,4 +145,18 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
     };
     std::io::stdout().write_all(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::heap_layouts;
+
+    #[test]
+    fn only_the_detected_allocators_structs_are_its_heap() {
+        // ESP-IDF links newlib too, whose malloc_chunk can be in DWARF: not the heap there.
+        assert!(!heap_layouts("esp-idf-tlsf").contains(&"malloc_chunk"));
+        assert!(heap_layouts("esp-idf-tlsf").contains(&"block_header_t"));
+        assert_eq!(heap_layouts("newlib-nano"), ["malloc_chunk"]);
+        assert_eq!(heap_layouts("freertos-heap5"), ["BlockLink_t"]);
+    }
 }

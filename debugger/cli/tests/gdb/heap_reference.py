@@ -30,25 +30,49 @@ def have(name):
         return False
 
 
-def heap4():
-    start = (val("(unsigned int)&ucHeap") + 7) & ~7
+def freertos():
+    """heap_4 (ucHeap) or heap_5 (the application's xHeapRegions table), with or without the heap
+    protector: every stored link is decoded with xHeapCanary here, pxEnd is read as stored."""
+    canary = val("(unsigned int)xHeapCanary") if have("xHeapCanary") else 0
     end = val("(unsigned int)pxEnd")
+    if have("ucHeap"):
+        regions = [((val("(unsigned int)&ucHeap") + 7) & ~7, end)]
+        name = "freertos-heap4"
+    else:
+        regions = []
+        i = 0
+        while True:
+            start = val("(unsigned int)xHeapRegions[%d].pucStartAddress" % i)
+            size = val("xHeapRegions[%d].xSizeInBytes" % i)
+            if start == 0 or size == 0:
+                break
+            aligned = (start + 7) & ~7
+            size -= aligned - start
+            regions.append((aligned, (aligned + size - 8) & ~7))
+            i += 1
+        name = "freertos-heap5"
     blocks = []
-    b = start
-    while b < end and len(blocks) < 100000:
-        raw = val("((BlockLink_t *)%d)->xBlockSize" % b)
-        size = raw & ~MSB
-        blocks.append({"addr": b, "size": size, "free": raw & MSB == 0})
-        if size == 0:
-            break
-        b += size
+    for start, marker in regions:
+        b = start
+        while b < marker and len(blocks) < 100000:
+            raw = val("((BlockLink_t *)%d)->xBlockSize" % b)
+            size = raw & ~MSB
+            blocks.append({"addr": b, "size": size, "free": raw & MSB == 0})
+            if size == 0:
+                break
+            b += size
+    markers = [m for _, m in regions]
     free_list = []
-    p = val("(unsigned int)xStart.pxNextFreeBlock")
-    while p != end and len(free_list) < 100000:
-        free_list.append(p)
-        p = val("(unsigned int)((BlockLink_t *)%d)->pxNextFreeBlock" % p)
+    p = val("(unsigned int)xStart.pxNextFreeBlock") ^ canary
+    steps = 0
+    while p != end and steps < 100000:
+        steps += 1
+        # heap_5's region markers (size 0) still linked between regions are links, not blocks.
+        if not (p in markers and val("((BlockLink_t *)%d)->xBlockSize" % p) == 0):
+            free_list.append(p)
+        p = val("(unsigned int)((BlockLink_t *)%d)->pxNextFreeBlock" % p) ^ canary
     return {
-        "allocator": "freertos-heap4",
+        "allocator": name,
         "total_free": sum(b["size"] for b in blocks if b["free"]),
         "counter_free": val("xFreeBytesRemaining"),
         "free_blocks": len(free_list),
@@ -175,8 +199,8 @@ class RefHeap(gdb.Command):
     def invoke(self, arg, from_tty):
         if have("registered_heaps"):
             state = tlsf()
-        elif have("ucHeap"):
-            state = heap4()
+        elif have("xFreeBytesRemaining"):
+            state = freertos()
         else:
             state = nano()
         state["pc"] = val("$pc")

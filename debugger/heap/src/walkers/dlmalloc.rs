@@ -10,6 +10,7 @@ use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
 use super::{optional_static, require_static, resolved_statics};
+use crate::firmware_view::{FirmwareView, Mallinfo, NewlibView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{
@@ -36,6 +37,7 @@ pub struct DlmallocWalker {
     av: u64,
     sbrk_base: u64,
     max_sbrked: Option<u64>,
+    current_mallinfo: Option<u64>,
     heap_limit: Option<u64>,
     resolved: Vec<ResolvedSymbol>,
 }
@@ -58,8 +60,53 @@ impl DlmallocWalker {
             av,
             sbrk_base,
             max_sbrked: optional_static(symbols, "__malloc_max_sbrked_mem", &[]),
+            current_mallinfo: optional_static(symbols, "__malloc_current_mallinfo", &[]),
             heap_limit: opts.heap_limit,
             resolved,
+        })
+    }
+}
+
+impl DlmallocWalker {
+    /// What `mallinfo()` returns: the fields it recomputes (free chunks in the bins plus top,
+    /// their bytes, the rest of `arena` in use, top as `keepcost`) over the ones
+    /// `__malloc_current_mallinfo` keeps (`arena` = bytes obtained from sbrk, live; without the
+    /// variable, the break minus the sbrk base).
+    fn mallinfo(
+        &self,
+        g: &MemImage,
+        st: &HeapState,
+        bins: &[u64],
+        top_size: u64,
+        sbrked: u64,
+    ) -> FirmwareView {
+        let field = |i: u64| {
+            self.current_mallinfo
+                .and_then(|a| g.u32(a + 4 * i))
+                .map(u64::from)
+        };
+        let size_of = |a: &u64| {
+            st.blocks
+                .iter()
+                .find(|b| b.addr == *a)
+                .map_or(0, |b| b.size)
+        };
+        let avail = top_size + bins.iter().map(size_of).sum::<u64>();
+        let navail = u64::from(top_size >= 16) + bins.len() as u64;
+        let arena = field(0).unwrap_or(sbrked);
+        FirmwareView::Newlib(NewlibView {
+            mallinfo: Mallinfo {
+                arena,
+                ordblks: navail,
+                smblks: field(2).unwrap_or(0),
+                hblks: field(3).unwrap_or(0),
+                hblkhd: field(4).unwrap_or(0),
+                usmblks: field(5).unwrap_or(0),
+                fsmblks: field(6).unwrap_or(0),
+                uordblks: arena.wrapping_sub(avail) & 0xffff_ffff,
+                fordblks: avail,
+                keepcost: top_size,
+            },
         })
     }
 }
@@ -96,6 +143,9 @@ impl HeapWalker for DlmallocWalker {
         let mut globals = vec![(self.av, (NAV * 2 + 2) * 4), (self.sbrk_base, 4)];
         if let Some(m) = self.max_sbrked {
             globals.push((m, 4));
+        }
+        if let Some(m) = self.current_mallinfo {
+            globals.push((m, 40));
         }
         let g = MemImage::read(mem, &globals)?;
         let w = |img: &MemImage, a: u64| img.u32(a).map(u64::from);
@@ -186,6 +236,7 @@ impl HeapWalker for DlmallocWalker {
                 size,
                 free,
                 unclaimed: false,
+                alloc_size: None,
             });
         }
         st.blocks.push(Block {
@@ -193,6 +244,7 @@ impl HeapWalker for DlmallocWalker {
             size: top_size,
             free: true,
             unclaimed: false,
+            alloc_size: None,
         });
 
         // Bins: each a circular doubly linked list through fd, headed at bin_at(i).
@@ -230,6 +282,7 @@ impl HeapWalker for DlmallocWalker {
                 q = w(&img, q + 8).unwrap_or(bin);
             }
         }
+        st.firmware_view = Some(self.mallinfo(&g, &st, &in_bins, top_size, brk - base));
         st.free_list = in_bins;
         let free: Vec<Block> = st.blocks.iter().filter(|b| b.free).copied().collect();
         st.total_free = free.iter().map(|b| b.size).sum();
@@ -259,6 +312,7 @@ mod tests {
     const AV: u64 = BASE;
     const SBRK_BASE: u64 = BASE + 0x410;
     const ARENA: u64 = BASE + 0x800;
+    const MALLINFO: u64 = BASE + 0x420;
 
     #[test]
     fn walks_chunks_bins_and_top() {
@@ -286,10 +340,14 @@ mod tests {
         put(c2 + 12, bin10 as u32);
         put(AV + 8, top as u32);
         put(SBRK_BASE, ARENA as u32);
+        // __malloc_current_mallinfo: arena (live) and a field mallinfo() keeps as stored.
+        put(MALLINFO, 0x1000);
+        put(MALLINFO + 20, 0x777);
         let w = DlmallocWalker {
             av: AV,
             sbrk_base: SBRK_BASE,
             max_sbrked: None,
+            current_mallinfo: Some(MALLINFO),
             heap_limit: None,
             resolved: vec![],
         };
@@ -302,5 +360,20 @@ mod tests {
         assert_eq!(st.total_free, 0x40 + 0x100);
         assert_eq!(st.used_blocks, 2);
         assert_eq!(st.heap_size, 0x180);
+        let Some(FirmwareView::Newlib(v)) = st.firmware_view else {
+            panic!("{:?}", st.firmware_view);
+        };
+        assert_eq!(
+            v.mallinfo,
+            Mallinfo {
+                arena: 0x1000,
+                ordblks: 2,
+                usmblks: 0x777,
+                uordblks: 0x1000 - 0x140,
+                fordblks: 0x140,
+                keepcost: 0x100,
+                ..Mallinfo::default()
+            }
+        );
     }
 }

@@ -11,6 +11,8 @@ pub mod tlsf;
 
 use memlife_dwarf::Symbols;
 
+pub(crate) use tlsf::caps::{bit as caps_bit, names as caps_names};
+
 use crate::{HeapError, ResolvedSymbol};
 
 /// Address of a required static, or a `MissingSymbol` error naming it.

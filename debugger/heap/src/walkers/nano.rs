@@ -11,6 +11,7 @@ use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
 use super::{align_up, optional_static, require_static, resolved_statics};
+use crate::firmware_view::{FirmwareView, Mallinfo, NewlibView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{
@@ -166,6 +167,7 @@ impl HeapWalker for NanoWalker {
         if sbrk_start == 0 {
             // No malloc has run yet: everything from the initial break to the limit is unclaimed.
             st.status = HeapStatus::Uninitialised;
+            st.firmware_view = Some(mallinfo(0, 0));
             let base = if brk != 0 {
                 brk
             } else {
@@ -182,6 +184,7 @@ impl HeapWalker for NanoWalker {
                     size: st.heap_size,
                     free: true,
                     unclaimed: true,
+                    alloc_size: None,
                 });
             }
             st.finish(ctx, None);
@@ -278,6 +281,7 @@ impl HeapWalker for NanoWalker {
                 size,
                 free,
                 unclaimed: false,
+                alloc_size: None,
             });
             b += size;
         }
@@ -305,6 +309,9 @@ impl HeapWalker for NanoWalker {
             }
         }
         let chunk_free: u64 = free_set.iter().map(|(_, s)| s).sum();
+        st.firmware_view = Some(mallinfo(brk.wrapping_sub(sbrk_start), chunk_free));
+        st.brk = Some(brk);
+        st.free_list_bytes = Some(chunk_free);
         let largest_chunk = free_set.iter().map(|(_, s)| *s).max().unwrap_or(0);
         st.counters
             .push(("arena (sbrk_start..break)".into(), brk - start));
@@ -324,6 +331,7 @@ impl HeapWalker for NanoWalker {
                         size: tail,
                         free: true,
                         unclaimed: true,
+                        alloc_size: None,
                     });
                 }
             }
@@ -336,6 +344,20 @@ impl HeapWalker for NanoWalker {
         st.finish(ctx, None);
         Ok(st)
     }
+}
+
+/// What nano's `mallinfo()` returns: `arena` is the break minus the first sbrk result (unaligned,
+/// as stored), `fordblks` the sum of the free list, `uordblks` the rest; nano never sets the other
+/// fields, so they stay 0.
+fn mallinfo(arena: u64, free: u64) -> FirmwareView {
+    FirmwareView::Newlib(NewlibView {
+        mallinfo: Mallinfo {
+            arena,
+            fordblks: free,
+            uordblks: arena.wrapping_sub(free) & 0xffff_ffff,
+            ..Mallinfo::default()
+        },
+    })
 }
 
 #[cfg(test)]
@@ -411,6 +433,24 @@ mod tests {
         assert_eq!(st.free_blocks, 2);
         assert_eq!(st.used_blocks, 2);
         assert_eq!(st.largest_free, LIMIT - brk);
+        // mallinfo(): the arena up to the break, the free list's sum, the rest in use.
+        let Some(FirmwareView::Newlib(v)) = st.firmware_view else {
+            panic!("{:?}", st.firmware_view);
+        };
+        assert_eq!(
+            v.mallinfo,
+            Mallinfo {
+                arena: 0x178,
+                fordblks: 0x58,
+                uordblks: 0x120,
+                ..Mallinfo::default()
+            }
+        );
+        assert_eq!(st.brk, Some(brk));
+        assert_eq!(st.free_list_bytes, Some(0x40 + 0x18));
+        let json = crate::render::json(&st, None);
+        assert_eq!(json["break"], brk);
+        assert_eq!(json["free_list_bytes"], 0x40 + 0x18);
     }
 
     #[test]

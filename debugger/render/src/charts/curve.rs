@@ -34,7 +34,9 @@ impl Peak {
     pub fn label(&self) -> String {
         let function = self.phase.split('#').next().unwrap_or(&self.phase);
         let above = kib(self.above_entry);
-        match &self.at {
+        // An allocation made by the phase function itself names that function again: say it
+        // once.
+        match self.at.as_ref().filter(|at| at.as_str() != function) {
             Some(at) => format!(
                 "peak {} in {function} / {at} (+{above} above entry)",
                 kib(self.used)
@@ -221,4 +223,36 @@ pub fn svg(report: &AuditReport, t: &Timeline<'_>) -> Result<String> {
         root.present().map_err(&fail)?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peak(at: Option<&str>) -> Peak {
+        Peak {
+            used: 2048,
+            step: 3,
+            phase: "nn_open#1".into(),
+            role: "load".into(),
+            at: at.map(str::to_string),
+            above_entry: 1024,
+        }
+    }
+
+    #[test]
+    fn the_peak_label_names_the_phase_function_once() {
+        assert_eq!(
+            peak(Some("nn_open")).label(),
+            "peak 2.0 KiB in nn_open (+1.0 KiB above entry)"
+        );
+        assert_eq!(
+            peak(Some("dense")).label(),
+            "peak 2.0 KiB in nn_open / dense (+1.0 KiB above entry)"
+        );
+        assert_eq!(
+            peak(None).label(),
+            "peak 2.0 KiB in nn_open (+1.0 KiB above entry)"
+        );
+    }
 }

@@ -271,12 +271,16 @@ impl HeapWalker for FakeWalker {
             used_blocks: 0,
             min_ever_free: Some(min),
             unclaimed: None,
+            brk: None,
+            free_list_bytes: None,
             counters: Vec::new(),
             free_list: Vec::new(),
             blocks: Vec::new(),
             anomalies: Vec::new(),
             largest_allocatable: None,
             regions: Vec::new(),
+            firmware_view: None,
+            poisoning: None,
         })
     }
 
@@ -366,7 +370,17 @@ impl Firmware {
     /// pvPortMalloc(size) called from `caller_ret` returns `ptr` (a block of `size` bytes):
     /// the entry, then its return instruction with r0 = ptr.
     pub fn malloc(&mut self, sp: u64, caller_ret: u64, ptr: u64, size: u32) {
-        self.call("pvPortMalloc", sp, caller_ret, [u64::from(size), 0, 0, 0]);
+        self.malloc_asking(sp, caller_ret, ptr, size, size);
+    }
+
+    /// pvPortMalloc(`request`) returning a block of `size` bytes (the allocator rounds up).
+    pub fn malloc_asking(&mut self, sp: u64, caller_ret: u64, ptr: u64, request: u32, size: u32) {
+        self.call(
+            "pvPortMalloc",
+            sp,
+            caller_ret,
+            [u64::from(request), 0, 0, 0],
+        );
         self.used += size;
         let (addr, len) = self.symbols.function("pvPortMalloc").unwrap();
         let code = self.symbols.code(addr, len as usize).unwrap();

@@ -181,6 +181,35 @@ fn a_malloc_without_return_instructions_is_caught_at_its_callers_return() {
 }
 
 #[test]
+fn a_malloc_caught_at_its_return_instruction_records_the_size_asked_at_its_entry() {
+    let sym = fake::symbols();
+    let mut fw = Firmware::new(&sym);
+    fw.call("model_load", STACK, MAIN_A, [0; 4]);
+    // The allocator rounds up: asked 20 and 33, the blocks are 24 and 40.
+    fw.malloc_asking(STACK - 0x20, IN_BUILD_GRAPH, ptr(1), 20, 24);
+    fw.malloc_asking(STACK - 0x20, IN_BUILD_GRAPH_2, ptr(2), 33, 40);
+    fw.ret(MAIN_A, STACK, 0);
+    let (mut dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
+    phase(&mut dbg, "load").unwrap();
+    let got: Vec<(u64, Option<u64>)> = dbg.events().iter().map(|e| (e.size, e.request)).collect();
+    assert_eq!(got, vec![(24, Some(20)), (40, Some(33))]);
+}
+
+#[test]
+fn turning_tracing_off_when_it_is_off_is_allowed_under_every_method() {
+    for method in [PeakMethod::Sample, PeakMethod::Watermark, PeakMethod::Trace] {
+        let sym = fake::symbols();
+        let fw = Firmware::new(&sym);
+        let (mut dbg, _) = fake::debugger(fw, FREERTOS_LIKE, method);
+        dbg.set_tracing(false).unwrap();
+        assert!(!dbg.tracing(), "{method:?}");
+        dbg.set_tracing(false).unwrap();
+        // Turning it on is still refused where the method does not trace.
+        assert_eq!(dbg.set_tracing(true).is_ok(), method == PeakMethod::Trace);
+    }
+}
+
+#[test]
 fn hooks_interrupt_a_phase_which_then_completes() {
     let sym = fake::symbols();
     let mut fw = Firmware::new(&sym);

@@ -90,6 +90,7 @@ impl Arena<'_> {
                 size,
                 free: !used,
                 unclaimed: false,
+                alloc_size: None,
             });
             b += size;
         }
@@ -115,20 +116,39 @@ impl Arena<'_> {
                 "end marker outside the arena".into(),
             ),
         }
+        // The last marker (`pxEnd`) links nowhere: NULL, protected or not. heap_5's other
+        // markers link to the next region or hold a stale link once absorbed.
+        if self.regions.last().is_some_and(|r| r.1 == end)
+            && let Some(link) = self.next_at(end)
+            && !self.protector.is_allocated_link(link)
+        {
+            st.anomaly(
+                AnomalyKind::BadHeader,
+                Some(end),
+                format!(
+                    "end marker at {end:#010x} has pxNextFreeBlock = {link:#010x}, expected NULL"
+                ),
+            );
+        }
     }
 
     /// Follows the free list from the block `xStart` (at `x_start`) links to, up to `px_end`:
     /// strictly increasing addresses inside the arena, each a free block of the physical walk
     /// (heap_5's zero-size region markers may sit in it as links). Pushes each block to
-    /// `st.free_list` and returns the sum of their sizes.
-    pub(super) fn walk_free_list(&self, x_start: u64, px_end: u64, st: &mut HeapState) -> u64 {
+    /// `st.free_list` and returns what `vPortGetHeapStats` sees of the list.
+    pub(super) fn walk_free_list(
+        &self,
+        x_start: u64,
+        px_end: u64,
+        st: &mut HeapState,
+    ) -> FreeListWalk {
         let markers: Vec<u64> = self.regions.iter().map(|r| r.1).collect();
         let mut p = self
             .next_at(x_start)
             .map_or(0, |stored| self.protector.link(stored));
         let mut prev = 0u64;
         let bound = st.heap_size / ALIGN + self.regions.len() as u64 + 2;
-        let mut list_sum = 0u64;
+        let mut list = FreeListWalk::default();
         for step in 0.. {
             if p == px_end {
                 break;
@@ -160,6 +180,7 @@ impl Arena<'_> {
             let raw = self.size_at(p).unwrap_or(0);
             if raw == 0 && markers.contains(&p) {
                 // heap_5 region link: a zero-size marker still in the list.
+                list.markers += 1;
             } else if raw & ALLOCATED != 0 {
                 st.anomaly(
                     AnomalyKind::ListMismatch,
@@ -177,13 +198,31 @@ impl Arena<'_> {
                     );
                 }
                 st.free_list.push(p);
-                list_sum += raw;
+                list.sum += raw;
+                list.count += 1;
+                list.largest = list.largest.max(raw);
+                list.smallest = Some(list.smallest.map_or(raw, |m: u64| m.min(raw)));
             }
             prev = p;
             p = self
                 .next_at(p)
                 .map_or(0, |stored| self.protector.link(stored));
         }
-        list_sum
+        list
     }
+}
+
+/// The free list as `vPortGetHeapStats` walks it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct FreeListWalk {
+    /// Σ sizes of the free blocks.
+    pub sum: u64,
+    /// heap_5 region markers still linked (zero-size entries other than `pxEnd`).
+    pub markers: u64,
+    /// Largest free block.
+    pub largest: u64,
+    /// Free blocks on the list (markers excluded).
+    pub count: u64,
+    /// Smallest free block (markers excluded), `None` when there is none.
+    pub smallest: Option<u64>,
 }

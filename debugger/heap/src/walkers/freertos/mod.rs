@@ -22,6 +22,7 @@ use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
 use super::{optional_static, require_static, resolved_statics};
+use crate::firmware_view::{FirmwareView, FreeRtosView, HeapStats};
 use crate::image::MemImage;
 use crate::state::{Block, HeapState, HeapStatus};
 use crate::{
@@ -98,6 +99,28 @@ impl Counters {
         if let Some(s) = self.suspended {
             st.counters.push(("uxSchedulerSuspended".into(), s));
         }
+    }
+
+    /// What `vPortGetHeapStats`, `xPortGetFreeHeapSize` and `xPortGetMinimumEverFreeHeapSize`
+    /// return: the counters as stored, and the free list as walked, heap_5's region markers
+    /// still linked counted as free blocks (but not as the smallest one).
+    fn firmware_view(&self, list: &arena::FreeListWalk) -> FirmwareView {
+        let min_ever = self.min_ever.unwrap_or(0);
+        FirmwareView::FreeRtos(FreeRtosView {
+            heap_stats: HeapStats {
+                xAvailableHeapSpaceInBytes: self.free_bytes,
+                xSizeOfLargestFreeBlockInBytes: list.largest,
+                // The allocator starts its minimum at SIZE_MAX and keeps it when no free block
+                // is found (32-bit ports).
+                xSizeOfSmallestFreeBlockInBytes: list.smallest.unwrap_or(0xffff_ffff),
+                xNumberOfFreeBlocks: list.markers + list.count,
+                xMinimumEverFreeBytesRemaining: min_ever,
+                xNumberOfSuccessfulAllocations: self.allocs.unwrap_or(0),
+                xNumberOfSuccessfulFrees: self.frees.unwrap_or(0),
+            },
+            xPortGetFreeHeapSize: self.free_bytes,
+            xPortGetMinimumEverFreeHeapSize: min_ever,
+        })
     }
 
     /// heap_4/5 suspend the scheduler around every change: a suspended scheduler means a task
@@ -273,6 +296,7 @@ impl HeapWalker for FreeRtosWalker {
         st.heap_size = regions.iter().map(|(s, e)| e.saturating_sub(*s)).sum();
 
         if px_end == 0 {
+            st.firmware_view = Some(counters.firmware_view(&arena::FreeListWalk::default()));
             uninitialised(&mut st, &regions);
             st.finish(ctx, busy_lock);
             return Ok(st);
@@ -290,7 +314,7 @@ impl HeapWalker for FreeRtosWalker {
         for &(start, end) in &regions {
             arena.walk_region(start, end, &mut st);
         }
-        let list_sum = arena.walk_free_list(self.x_start, px_end, &mut st);
+        let list = arena.walk_free_list(self.x_start, px_end, &mut st);
 
         checks::lost_blocks(&mut st);
         checks::coalescing(&mut st);
@@ -298,7 +322,8 @@ impl HeapWalker for FreeRtosWalker {
         st.total_free = free.clone().map(|b| b.size).sum();
         st.largest_free = free.map(|b| b.size).max().unwrap_or(0);
         st.free_blocks = st.free_list.len() as u64;
-        checks::counters(&mut st, &counters, list_sum);
+        checks::counters(&mut st, &counters, list.sum);
+        st.firmware_view = Some(counters.firmware_view(&list));
         st.finish(ctx, busy_lock);
         Ok(st)
     }
@@ -314,6 +339,7 @@ fn uninitialised(st: &mut HeapState, regions: &[(u64, u64)]) {
             size: e.saturating_sub(s),
             free: true,
             unclaimed: false,
+            alloc_size: None,
         });
         st.free_list.push(s);
     }

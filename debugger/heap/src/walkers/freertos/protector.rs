@@ -6,9 +6,8 @@
 //! depending on the kernel version (docs/allocators/freertos-heap4-heap5.md). Without the
 //! protector (no `xHeapCanary` in the ELF) the canary is 0 and every method is the identity.
 //!
-//! Known gap: [`Protector::end_marker`] also XORs the stored `pxEnd`, which upstream keeps plain;
-//! a protected heap therefore reads as corrupt. It is kept as it is here until the protector fix
-//! lands together with firmware that builds heap_4 with the protector on.
+//! The variable `pxEnd` itself is stored plain (only links inside blocks and `xStart` are
+//! encoded), so [`Protector::end_marker`] does not decode it.
 
 use crate::image::MemImage;
 
@@ -36,14 +35,15 @@ impl Protector {
         (stored ^ self.canary) & LINK_MASK
     }
 
-    /// The `pxEnd` variable as stored, decoded to the end marker's address; 0 while the heap is
-    /// not initialised.
+    /// The `pxEnd` variable as stored: the end marker's address, plain even with the protector
+    /// on; 0 while the heap is not initialised.
     pub(super) fn end_marker(self, stored: u64) -> u64 {
-        if stored == 0 { 0 } else { self.link(stored) }
+        stored & LINK_MASK
     }
 
-    /// Whether an allocated block's `pxNextFreeBlock` holds what the allocator leaves there
-    /// (anything else means the header was overwritten).
+    /// Whether an allocated block's `pxNextFreeBlock` (or an end marker's) holds what the
+    /// allocator leaves there: NULL, stored raw up to V11.1.0 and as `NULL ^ canary` (the canary
+    /// itself) from V11.2.0; both are accepted. Anything else means the header was overwritten.
     pub(super) fn is_allocated_link(self, stored: u64) -> bool {
         stored == 0 || stored == self.canary
     }
@@ -68,6 +68,11 @@ mod tests {
         let p = Protector::read(&img, Some(0x100));
         assert_eq!(p.link(0x2000_0140 ^ 0x5a5a_1234), 0x2000_0140);
         assert_eq!(p.end_marker(0), 0, "an uninitialised pxEnd stays 0");
+        assert_eq!(
+            p.end_marker(0x2000_03f8),
+            0x2000_03f8,
+            "pxEnd is stored plain"
+        );
         assert!(p.is_allocated_link(0x5a5a_1234));
         assert!(p.is_allocated_link(0));
         assert!(!p.is_allocated_link(0x2000_0140));

@@ -116,21 +116,21 @@ pub(super) fn find_region_table(
         hint: " (heap_5 keeps no region list; pass --heap-region START:LEN)".into(),
     };
     let types = symbols.types();
-    let region_ty = types.find_struct("HeapRegion_t").ok_or_else(missing)?;
-    let table = symbols
+    // The element type is the table's own compile unit's `HeapRegion_t`: compare names, not
+    // type ids (heap_5.c has its own copy of the type).
+    let is_region = |t| types.is_named(t, "HeapRegion_t") || types.is_named(t, "xHEAP_REGION");
+    let (table, region_ty) = symbols
         .variables()
         .iter()
-        .find(|v| {
-            v.address.is_some()
-                && v.type_id.is_some_and(|t| match types.resolve(t) {
-                    Some((
-                        _,
-                        memlife_dwarf::Type::Array {
-                            element: Some(e), ..
-                        },
-                    )) => types.resolve(*e).map(|(id, _)| id) == Some(region_ty),
-                    _ => false,
-                })
+        .filter(|v| v.address.is_some())
+        .find_map(|v| match types.resolve(v.type_id?) {
+            Some((
+                _,
+                memlife_dwarf::Type::Array {
+                    element: Some(e), ..
+                },
+            )) if is_region(*e) => Some((v, types.resolve(*e)?.0)),
+            _ => None,
         })
         .ok_or_else(missing)?;
     let mem = mem.ok_or_else(missing)?;

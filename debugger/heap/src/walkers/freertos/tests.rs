@@ -5,6 +5,7 @@ use memlife_core::Snapshot;
 
 use super::*;
 use crate::AnomalyKind as K;
+use crate::firmware_view::{FreeRtosView, HeapStats};
 
 const X_START: u64 = 0x2000_0000;
 const PX_END: u64 = 0x2000_0008;
@@ -32,8 +33,15 @@ impl Fake {
         let o = (addr - X_START) as usize;
         u32::from_le_bytes(self.ram[o..o + 4].try_into().unwrap())
     }
-    /// Lays out `blocks` (size, used) from the arena start; the rest up to pxEnd is free.
+    /// Lays out `blocks` (size, used) from the arena start; the rest up to pxEnd is free. With a
+    /// non-zero `canary` the heap is protected as FreeRTOS >= V11.2.0 lays it out: links XORed,
+    /// allocated blocks and the end marker holding `NULL ^ canary`, `pxEnd` plain.
     fn heap4(blocks: &[(u32, bool)], canary: u32) -> Fake {
+        Fake::heap4_with(blocks, canary, canary)
+    }
+    /// As [`Fake::heap4`], with `alloc_link` in allocated blocks' `pxNextFreeBlock` (V11.0.0 to
+    /// V11.1.0 leave a raw NULL there even with the protector on).
+    fn heap4_with(blocks: &[(u32, bool)], canary: u32, alloc_link: u32) -> Fake {
         let mut f = Fake {
             ram: vec![0; 0x600],
         };
@@ -52,7 +60,7 @@ impl Fake {
         for &(addr, size, used) in &all {
             if used {
                 f.put(addr + 4, size | MSB);
-                f.put(addr, canary);
+                f.put(addr, alloc_link);
                 allocs += 1;
             } else {
                 f.put(addr + 4, size);
@@ -64,7 +72,8 @@ impl Fake {
         f.put(prev_link, end as u32 ^ canary);
         f.put(end, canary);
         f.put(end + 4, 0);
-        f.put(PX_END, end as u32 ^ canary);
+        // The variable pxEnd is never encoded.
+        f.put(PX_END, end as u32);
         f.put(FREE, free);
         f.put(MIN, free);
         f.put(ALLOCS, allocs + 3);
@@ -128,13 +137,54 @@ fn healthy_heap_is_reconstructed_exactly() {
 
 #[test]
 fn protected_links_are_unxored_with_the_canary() {
-    let f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0x5a5a_1234);
-    let st = f.walk(true);
-    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
-    assert_eq!(st.free_list.len(), 2);
+    const C: u32 = 0x5a5a_1234;
+    let blocks = [(0x40, true), (0x80, false), (0x100, true)];
+    // Both encodings of allocated blocks: NULL ^ canary (V11.2.0 on) and raw NULL (V11.0-11.1).
+    for alloc_link in [C, 0] {
+        let f = Fake::heap4_with(&blocks, C, alloc_link);
+        let st = f.walk(true);
+        assert_eq!(
+            st.status,
+            HeapStatus::Ok,
+            "{alloc_link:#x}: {:?}",
+            st.anomalies
+        );
+        assert_eq!(st.free_list, vec![0x2000_0140, 0x2000_02c0]);
+        assert_eq!((st.heap_start, st.heap_size), (UC_HEAP, 0x3f8));
+        assert_eq!((st.total_free, st.used), (0x80 + 0x238, 0x140));
+        assert_eq!((st.free_blocks, st.used_blocks), (2, 2));
+        // The same heap unprotected walks to the same result.
+        let plain = Fake::heap4(&blocks, 0).walk(false);
+        assert_eq!((plain.blocks, plain.free_list), (st.blocks, st.free_list));
+    }
     // Without knowing the canary the same memory is garbage, but still no panic.
-    let st = f.walk(false);
+    let st = Fake::heap4(&blocks, C).walk(false);
     assert_eq!(st.status, HeapStatus::Corrupt);
+}
+
+#[test]
+fn a_damaged_protected_link_is_corrupt() {
+    const C: u32 = 0x5a5a_1234;
+    let blocks = [(0x40, true), (0x80, false), (0x100, true)];
+    // A free block's link overwritten with a plain (unencoded) address: decodes to garbage.
+    let mut f = Fake::heap4(&blocks, C);
+    f.put(0x2000_0140, 0x2000_02c0);
+    let st = f.walk(true);
+    assert_eq!(st.status, HeapStatus::Corrupt);
+    assert!(kinds(&st).contains(&K::OutOfRange), "{:?}", st.anomalies);
+    // xStart's link flipped by one bit.
+    let mut f = Fake::heap4(&blocks, C);
+    f.put(X_START, f.get(X_START) ^ 0x100);
+    assert_eq!(f.walk(true).status, HeapStatus::Corrupt);
+    // An allocated block's protected NULL overwritten.
+    let mut f = Fake::heap4(&blocks, C);
+    f.put(UC_HEAP, 0x4141_4141);
+    assert!(kinds(&f.walk(true)).contains(&K::BadHeader));
+    // The end marker's protected NULL overwritten.
+    let mut f = Fake::heap4(&blocks, C);
+    f.put(0x2000_04f8, 0x2000_0000 ^ C);
+    let st = f.walk(true);
+    assert!(kinds(&st).contains(&K::BadHeader), "{:?}", st.anomalies);
 }
 
 #[test]
@@ -262,7 +312,8 @@ fn before_the_first_malloc_the_heap_is_uninitialised() {
             addr: UC_HEAP,
             size: HEAP_SIZE - 8,
             free: true,
-            unclaimed: false
+            unclaimed: false,
+            alloc_size: None
         }]
     );
     assert_eq!(st.free_list, vec![UC_HEAP]);
@@ -328,43 +379,186 @@ fn random_garbage_never_panics_or_hangs() {
     });
 }
 
+/// One heap_5 region for [`heap5`]: `(start, len)` as given to vPortDefineHeapRegions, the
+/// blocks laid out from its aligned start (the rest up to its marker is free), and whether its
+/// marker is still linked in the free list (a region link).
+struct Region {
+    start: u64,
+    len: u64,
+    blocks: &'static [(u32, bool)],
+    marker_linked: bool,
+}
+
+/// A synthetic heap_5 laid out as vPortDefineHeapRegions and later calls leave it, protected
+/// when `canary` is not 0 (links XORed, allocated blocks holding `alloc_link`, pxEnd plain).
+/// Returns the RAM, the regions and the free bytes.
+fn heap5(regions: &[Region], canary: u32, alloc_link: u32) -> (Fake, Vec<(u64, u64)>, u64) {
+    let mut f = Fake {
+        ram: vec![0; 0x600],
+    };
+    let mut prev_link = X_START;
+    let mut free = 0u64;
+    let mut allocs = 0;
+    let mut last_marker = 0;
+    for r in regions {
+        let start = (r.start + 7) & !7;
+        let marker = (start + r.len - (start - r.start) - 8) & !7;
+        let mut b = start;
+        let mut all = Vec::new();
+        for &(size, used) in r.blocks {
+            all.push((b, size, used));
+            b += u64::from(size);
+        }
+        if b < marker {
+            all.push((b, (marker - b) as u32, false));
+        }
+        for (addr, size, used) in all {
+            if used {
+                f.put(addr + 4, size | MSB);
+                f.put(addr, alloc_link);
+                allocs += 1;
+            } else {
+                f.put(addr + 4, size);
+                f.put(prev_link, addr as u32 ^ canary);
+                prev_link = addr;
+                free += u64::from(size);
+            }
+        }
+        f.put(marker + 4, 0);
+        if r.marker_linked {
+            f.put(prev_link, marker as u32 ^ canary);
+            prev_link = marker;
+        } else {
+            // Absorbed: a stale link stays behind.
+            f.put(marker, 0x2000_0123 ^ canary);
+        }
+        last_marker = marker;
+    }
+    f.put(last_marker, canary);
+    f.put(PX_END, last_marker as u32);
+    f.put(FREE, free as u32);
+    f.put(MIN, free as u32);
+    f.put(ALLOCS, allocs + 2);
+    f.put(FREES, 2);
+    f.put(CANARY, canary);
+    let given = regions.iter().map(|r| (r.start, r.len)).collect();
+    (f, given, free)
+}
+
+fn walk5(f: &Fake, regions: Vec<(u64, u64)>, with_canary: bool) -> HeapState {
+    let mut w = walker();
+    w.variant = Variant::Heap5 { regions };
+    if with_canary {
+        w.canary = Some(CANARY);
+    }
+    let mut snap = Snapshot::default();
+    snap.add_region(X_START, f.ram.clone()).unwrap();
+    w.walk(&mut snap, WalkContext::default()).unwrap()
+}
+
+const THREE_REGIONS: [Region; 3] = [
+    Region {
+        start: 0x2000_0100,
+        len: 0x100,
+        blocks: &[(0x40, true)],
+        marker_linked: true,
+    },
+    // Not 8-aligned: the allocator skips 4 bytes.
+    Region {
+        start: 0x2000_0284,
+        len: 0xfc,
+        blocks: &[(0x20, true), (0x30, false), (0x18, true)],
+        marker_linked: false,
+    },
+    Region {
+        start: 0x2000_0400,
+        len: 0x100,
+        blocks: &[],
+        marker_linked: true,
+    },
+];
+
 #[test]
 fn heap5_regions_and_marker_links() {
-    // Two regions; region 1's end marker is still linked into the free list.
-    let mut ram = vec![0u8; 0x600];
-    let mut put = |a: u64, v: u32| {
-        let o = (a - X_START) as usize;
-        ram[o..o + 4].copy_from_slice(&v.to_le_bytes());
-    };
-    let (r1, r1_len, r2, r2_len) = (0x2000_0100u64, 0x100u64, 0x2000_0300u64, 0x100u64);
-    let m1 = r1 + r1_len - 8;
-    let m2 = r2 + r2_len - 8;
-    // Region 1: used 0x40 then free up to the marker; region 2 entirely free.
-    put(r1 + 4, 0x40 | MSB);
-    put(r1 + 0x40 + 4, (m1 - r1 - 0x40) as u32);
-    put(r1 + 0x40, m1 as u32);
-    put(m1, r2 as u32);
-    put(m1 + 4, 0);
-    put(r2 + 4, (m2 - r2) as u32);
-    put(r2, m2 as u32);
-    put(m2 + 4, 0);
-    put(X_START, (r1 + 0x40) as u32);
-    put(PX_END, m2 as u32);
-    let free = (m1 - r1 - 0x40) + (m2 - r2);
-    put(FREE, free as u32);
-    let mut w = walker();
-    w.variant = Variant::Heap5 {
-        regions: vec![(r1, r1_len), (r2, r2_len)],
-    };
-    w.allocs = None;
-    w.frees = None;
-    let mut snap = Snapshot::default();
-    snap.add_region(X_START, ram).unwrap();
-    let st = w.walk(&mut snap, WalkContext::default()).unwrap();
-    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
-    assert_eq!(st.total_free, free);
-    assert_eq!(st.free_list, vec![r1 + 0x40, r2]);
-    assert_eq!(st.heap_size, (m1 - r1) + (m2 - r2));
+    for (canary, alloc_link) in [(0, 0), (0x5a5a_1234, 0x5a5a_1234), (0x5a5a_1234, 0)] {
+        let (f, regions, free) = heap5(&THREE_REGIONS, canary, alloc_link);
+        let st = walk5(&f, regions, canary != 0);
+        assert_eq!(
+            st.status,
+            HeapStatus::Ok,
+            "{canary:#x}/{alloc_link:#x}: {:?}",
+            st.anomalies
+        );
+        assert_eq!(st.total_free, free);
+        // Region markers are links, not free blocks.
+        assert_eq!(
+            st.free_list,
+            vec![0x2000_0140, 0x2000_02a8, 0x2000_02f0, 0x2000_0400]
+        );
+        assert_eq!(st.heap_start, 0x2000_0100);
+        // [0x100, 0x1f8) + [0x288, 0x378) + [0x400, 0x4f8).
+        assert_eq!(st.heap_size, 0xf8 + 0xf0 + 0xf8);
+        assert_eq!(st.used_blocks, 3);
+    }
+}
+
+#[test]
+fn heap5_damaged_protected_link_is_corrupt() {
+    let (mut f, regions, _) = heap5(&THREE_REGIONS, 0x5a5a_1234, 0x5a5a_1234);
+    // Region 1's marker links to region 2's first free block: store it unencoded.
+    f.put(0x2000_01f8, 0x2000_02a8);
+    let st = walk5(&f, regions.clone(), true);
+    assert_eq!(st.status, HeapStatus::Corrupt);
+    assert!(kinds(&st).contains(&K::OutOfRange), "{:?}", st.anomalies);
+    let (f, regions, _) = heap5(&THREE_REGIONS, 0x5a5a_1234, 0x5a5a_1234);
+    assert_eq!(walk5(&f, regions, false).status, HeapStatus::Corrupt);
+}
+
+fn stats(st: &HeapState) -> FreeRtosView {
+    match st.firmware_view {
+        Some(crate::FirmwareView::FreeRtos(v)) => v,
+        ref other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn firmware_view_is_what_vportgetheapstats_returns() {
+    let f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0x5a5a_1234);
+    let st = f.walk(true);
+    let v = stats(&st);
+    assert_eq!(
+        v.heap_stats,
+        HeapStats {
+            xAvailableHeapSpaceInBytes: u64::from(f.get(FREE)),
+            xSizeOfLargestFreeBlockInBytes: 0x238,
+            xSizeOfSmallestFreeBlockInBytes: 0x80,
+            xNumberOfFreeBlocks: 2,
+            xMinimumEverFreeBytesRemaining: u64::from(f.get(MIN)),
+            xNumberOfSuccessfulAllocations: 5,
+            xNumberOfSuccessfulFrees: 3,
+        }
+    );
+    assert_eq!(v.xPortGetFreeHeapSize, u64::from(f.get(FREE)));
+    assert_eq!(v.xPortGetMinimumEverFreeHeapSize, u64::from(f.get(MIN)));
+    let json = serde_json::to_value(st.report()).unwrap();
+    assert_eq!(json["firmware_view"]["api"], "freertos");
+    assert_eq!(
+        json["firmware_view"]["heap_stats"]["xNumberOfFreeBlocks"],
+        2
+    );
+}
+
+#[test]
+fn heap5_markers_still_linked_count_as_free_blocks_but_not_as_the_smallest() {
+    let (f, regions, free) = heap5(&THREE_REGIONS, 0x5a5a_1234, 0x5a5a_1234);
+    let st = walk5(&f, regions, true);
+    let s = stats(&st).heap_stats;
+    // Four free blocks and region 1's marker; region 2's was absorbed, region 3's is pxEnd.
+    assert_eq!(s.xNumberOfFreeBlocks, 5);
+    assert_eq!(st.free_blocks, 4);
+    assert_eq!(s.xSizeOfSmallestFreeBlockInBytes, 0x30);
+    assert_eq!(s.xSizeOfLargestFreeBlockInBytes, 0xf8);
+    assert_eq!(s.xAvailableHeapSpaceInBytes, free);
 }
 
 #[test]

@@ -39,6 +39,11 @@ pub fn names(mask: u32) -> Vec<String> {
         .collect()
 }
 
+/// The bit a capability name (without `MALLOC_CAP_`) stands for.
+pub fn bit(name: &str) -> Option<u32> {
+    NAMES.iter().find(|(_, n)| *n == name).map(|(b, _)| *b)
+}
+
 /// The memory type a region's capabilities describe, as ESP-IDF's memory-layout tables name
 /// them (PSRAM for `SPIRAM`).
 pub fn kind(mask: u32) -> &'static str {

@@ -14,21 +14,24 @@
 //! Sizes follow `multi_heap_info.free_bytes`: see [`pool`] for how blocks are counted, and why
 //! `total_free` equals Σ `free_bytes` over the heaps.
 
-mod caps;
+pub(crate) mod caps;
 mod layout;
 mod params;
+pub(crate) mod poison;
 mod pool;
 
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
 use super::{require_static, resolved_statics};
+use crate::firmware_view::{EspIdfHeap, EspIdfView, FirmwareView, MultiHeapInfo, less_poison};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, HeapRegion, HeapState, HeapStatus};
 use crate::{
     BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol, WalkContext,
 };
 use layout::Layouts;
+pub use poison::Poisoning;
 use pool::{PoolSpec, walk_pool};
 
 const NAME: &str = "esp-idf-tlsf";
@@ -60,6 +63,7 @@ const MAX_REGION: u64 = 16 << 20;
 #[derive(Debug, Clone)]
 pub struct TlsfWalker {
     registered_heaps: u64,
+    poisoning: Poisoning,
     layouts: Layouts,
     resolved: Vec<ResolvedSymbol>,
 }
@@ -76,8 +80,12 @@ struct Node {
 }
 
 impl TlsfWalker {
-    /// Resolves `registered_heaps` and the layouts from the symbols.
-    pub fn from_symbols(symbols: &Symbols) -> Result<Self, HeapError> {
+    /// Resolves `registered_heaps` and the layouts from the symbols; the poisoning mode from
+    /// them too unless `poisoning` says it.
+    pub fn from_symbols(
+        symbols: &Symbols,
+        poisoning: Option<Poisoning>,
+    ) -> Result<Self, HeapError> {
         let (registered_heaps, _) = require_static(symbols, NAME, "registered_heaps", CU)?;
         let layouts = Layouts::resolve(symbols);
         let mut resolved = resolved_statics(symbols, ["registered_heaps"], CU);
@@ -102,8 +110,20 @@ impl TlsfWalker {
                 }
             ),
         });
+        let poisoning = poisoning.unwrap_or_else(|| Poisoning::detect(symbols));
+        resolved.push(ResolvedSymbol {
+            name: "heap poisoning".into(),
+            address: 0,
+            size: if poisoning == Poisoning::None {
+                0
+            } else {
+                poison::POISON_OVERHEAD
+            },
+            type_name: poisoning.name().into(),
+        });
         Ok(TlsfWalker {
             registered_heaps,
+            poisoning,
             layouts,
             resolved,
         })
@@ -173,6 +193,10 @@ impl HeapWalker for TlsfWalker {
         self.resolved.clone()
     }
 
+    fn checks_integrity(&self) -> bool {
+        self.poisoning != Poisoning::None
+    }
+
     fn low_water_mark(&self) -> LowWaterMark {
         LowWaterMark::PerHeap {
             counter: "minimum_free_bytes",
@@ -180,9 +204,14 @@ impl HeapWalker for TlsfWalker {
     }
 
     /// The user pointer is the block + 8 (`prev_phys_block`, then the size word right before
-    /// the user data).
+    /// the user data), + 8 more with heap poisoning (the poison head sits in front of the data).
     fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
-        Some((ptr.checked_sub(8)?, 8))
+        let head = if self.poisoning == Poisoning::None {
+            0
+        } else {
+            8
+        };
+        Some((ptr.checked_sub(8 + head)?, 8))
     }
 
     /// A block in use counts `size + 4` (what `multi_heap_malloc` takes from `free_bytes`).
@@ -264,6 +293,7 @@ impl HeapWalker for TlsfWalker {
         let mut busy: Option<String> = None;
         let mut min_sum: Option<u64> = None;
         let mut free_bytes_sum = 0;
+        let mut views = Vec::new();
         for n in &by_addr {
             let spec = PoolSpec {
                 start: n.start,
@@ -272,8 +302,11 @@ impl HeapWalker for TlsfWalker {
                 info_layout: &self.layouts.info,
                 control: &control,
                 block: &self.layouts.block,
+                poisoning: self.poisoning,
             };
             let sum = walk_pool(&img, &spec, &mut st);
+            let mask = n.caps.iter().fold(0u32, |a, c| a | (*c as u32));
+            views.push((n.addr, heap_view(n.start, mask, &sum, self.poisoning)));
             // 0 is a lock nobody initialised (zeroed .bss), not a core id.
             let held = n.owner != SPINLOCK_FREE && n.owner != 0;
             let busy_reason = held.then(|| {
@@ -291,7 +324,6 @@ impl HeapWalker for TlsfWalker {
                 min_sum = Some(min_sum.unwrap_or(0) + m);
             }
             free_bytes_sum += sum.free_bytes.unwrap_or(0);
-            let mask = n.caps.iter().fold(0u32, |a, c| a | (*c as u32));
             let largest_allocatable = sum.largest_allocatable;
             st.free_list.extend(&sum.free_list);
             st.regions.push(HeapRegion {
@@ -326,8 +358,50 @@ impl HeapWalker for TlsfWalker {
         }
         st.counters
             .push(("registered_heaps".into(), st.regions.len() as u64));
+        // The API iterates registered_heaps in list order.
+        let heaps = nodes
+            .iter()
+            .filter_map(|n| views.iter().find(|v| v.0 == n.addr).map(|v| v.1.clone()))
+            .collect();
+        st.firmware_view = Some(FirmwareView::EspIdf(EspIdfView::new(
+            self.poisoning.name(),
+            heaps,
+        )));
+        st.poisoning = Some(self.poisoning.name());
         st.finish(ctx, busy);
         Ok(st)
+    }
+}
+
+/// What `multi_heap_get_info`, `multi_heap_free_size` and `multi_heap_minimum_free_size`
+/// return for one heap: the raw counters and the walk, less the poisoning overhead where
+/// poisoning is built in (once per heap for the byte figures, once per block in use for the
+/// allocated bytes).
+fn heap_view(start: u64, caps: u32, sum: &pool::PoolSummary, p: Poisoning) -> EspIdfHeap {
+    let poisoned = p != Poisoning::None;
+    let free_bytes = sum.free_bytes.unwrap_or(0);
+    let min_free = sum.minimum_free_bytes.unwrap_or(0);
+    let allocated = sum.used_blocks;
+    let overhead = 4 + if poisoned { poison::POISON_OVERHEAD } else { 0 };
+    let total_allocated = sum
+        .capacity
+        .wrapping_sub(free_bytes)
+        .wrapping_sub(overhead * allocated)
+        & 0xffff_ffff;
+    EspIdfHeap {
+        start,
+        caps,
+        info: MultiHeapInfo {
+            total_free_bytes: less_poison(free_bytes, poisoned),
+            total_allocated_bytes: total_allocated,
+            largest_free_block: less_poison(sum.largest_allocatable, poisoned),
+            minimum_free_bytes: less_poison(min_free, poisoned),
+            allocated_blocks: allocated,
+            free_blocks: sum.free_phys_blocks,
+            total_blocks: allocated + sum.free_phys_blocks,
+        },
+        free_size: less_poison(free_bytes, poisoned),
+        minimum_free_size: less_poison(min_free, poisoned),
     }
 }
 

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::layout::{BlockLayout, ControlLayout, InfoLayout};
 use super::params::params_of;
+use super::poison::{Poisoning, check_block};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState};
 
@@ -39,6 +40,8 @@ pub struct PoolSummary {
     pub free_list: Vec<u64>,
     /// Blocks in use.
     pub used_blocks: u64,
+    /// Free blocks of the physical walk.
+    pub free_phys_blocks: u64,
     /// The counters as read: `free_bytes`, `minimum_free_bytes`, `pool_size`, `tlsf_size`.
     pub counters: Vec<(String, u64)>,
     /// `minimum_free_bytes`.
@@ -62,6 +65,8 @@ pub struct PoolSpec<'a> {
     pub control: &'a ControlLayout,
     /// `block_header_t`'s layout.
     pub block: &'a BlockLayout,
+    /// Heap poisoning built in (canaries checked at every walk).
+    pub poisoning: Poisoning,
 }
 
 /// Walks one heap, appending its blocks and anomalies to `st`.
@@ -212,11 +217,13 @@ pub fn walk_pool(img: &MemImage, spec: &PoolSpec<'_>, st: &mut HeapState) -> Poo
                 ),
             );
         }
+        let alloc_size = check_block(img, spec.poisoning, b, size, free, st);
         st.blocks.push(Block {
             addr: b,
             size: size + 4,
             free,
             unclaimed: false,
+            alloc_size,
         });
         phys.insert(b, (size, free));
         prev = Some((b, free));
@@ -357,6 +364,7 @@ pub fn walk_pool(img: &MemImage, spec: &PoolSpec<'_>, st: &mut HeapState) -> Poo
                     format!("free block at {addr:#010x} is on no free list (lost)"),
                 );
             }
+            sum.free_phys_blocks += 1;
         } else {
             sum.used_blocks += 1;
         }

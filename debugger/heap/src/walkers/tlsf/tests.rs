@@ -8,6 +8,7 @@ use super::layout::{ControlLayout, Layouts};
 use super::params::Params;
 use super::*;
 use crate::AnomalyKind as K;
+use crate::FirmwareView;
 
 const BASE: u64 = 0x2000_0000;
 const RH: u64 = BASE;
@@ -180,6 +181,7 @@ impl Ram {
 fn walker(control: Option<ControlLayout>) -> TlsfWalker {
     TlsfWalker {
         registered_heaps: RH,
+        poisoning: Poisoning::None,
         layouts: Layouts {
             control,
             ..Layouts::default()
@@ -462,6 +464,16 @@ fn block_of_gives_the_footprint_of_used_blocks_only() {
     );
     let (free, _, _) = a.blocks[1];
     assert_eq!(w.block_of(&mut snap, free + 8).unwrap(), None);
+    // With heap poisoning the caller's pointer is 8 bytes further, past the poison head.
+    let mut w = walker(dynamic());
+    w.poisoning = Poisoning::Light;
+    assert_eq!(
+        w.block_of(&mut snap, used + 16).unwrap(),
+        Some(BlockRef {
+            addr: used,
+            size: size + 4
+        })
+    );
 }
 
 #[test]
@@ -515,4 +527,168 @@ impl HeapRegion {
     fn counter_value(&self, name: &str) -> Option<u64> {
         self.counters.iter().find(|c| c.0 == name).map(|c| c.1)
     }
+}
+
+impl Ram {
+    fn put_bytes(&mut self, a: u64, bytes: &[u8]) {
+        let o = (a - BASE) as usize;
+        self.ram[o..o + bytes.len()].copy_from_slice(bytes);
+    }
+
+    /// Poisons a built heap as ESP-IDF leaves it: every used block gets its head, a requested
+    /// size 1 to 3 bytes short of the payload room (so the tail is unaligned) and its tail; with
+    /// `fill`, every free payload byte past the list links up to the next block's header is
+    /// 0xFE. Returns the requested sizes by block.
+    fn poison(&mut self, built: &Built, fill: bool) -> Vec<(u64, u64)> {
+        let mut sizes = Vec::new();
+        for (i, &(b, size, free)) in built.blocks.iter().enumerate() {
+            if free {
+                if fill {
+                    let n = (b + 4 + size - (b + 16)) as usize;
+                    self.put_bytes(b + 16, &vec![0xfe; n]);
+                }
+                continue;
+            }
+            let alloc = (size - 12).saturating_sub(1 + i as u64 % 3);
+            self.put(b + 8, poison::HEAD_CANARY);
+            self.put(b + 12, alloc as u32);
+            self.put_bytes(b + 16 + alloc, &poison::TAIL_CANARY.to_le_bytes());
+            sizes.push((b, alloc));
+        }
+        sizes
+    }
+}
+
+fn walk_poisoned(ram: &Ram, mode: Poisoning) -> HeapState {
+    let mut w = walker(dynamic());
+    w.poisoning = mode;
+    w.walk(&mut ram.snapshot(), WalkContext::default()).unwrap()
+}
+
+fn esp_view(st: &HeapState) -> &crate::firmware_view::EspIdfView {
+    match st.firmware_view.as_ref().unwrap() {
+        FirmwareView::EspIdf(v) => v,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn firmware_view_is_what_multi_heap_get_info_returns() {
+    let (r, a, b) = two_heaps(Gen::Dynamic);
+    let st = walk_with(&r, dynamic());
+    let v = esp_view(&st);
+    assert_eq!(v.poisoning, "none");
+    assert_eq!(v.heaps.len(), 2);
+    let h = &v.heaps[0];
+    let capacity = 0x3000 - 20 - a.params.tlsf_size;
+    let tail = a.blocks.last().unwrap().1;
+    assert_eq!(
+        h.info,
+        MultiHeapInfo {
+            total_free_bytes: a.free_bytes,
+            total_allocated_bytes: capacity - a.free_bytes - 4 * 4,
+            largest_free_block: a.params.fit_size(tail),
+            minimum_free_bytes: a.free_bytes - 96,
+            allocated_blocks: 4,
+            free_blocks: 4,
+            total_blocks: 8,
+        }
+    );
+    assert_eq!(
+        (h.free_size, h.minimum_free_size),
+        (a.free_bytes, a.free_bytes - 96)
+    );
+    assert_eq!(v.heaps[1].info.free_blocks, 1);
+    // 8BIT: heap A only; 32BIT: both.
+    assert_eq!(v.heap_caps_get_free_size(1 << 2), a.free_bytes);
+    assert_eq!(
+        v.heap_caps_get_free_size(1 << 1),
+        a.free_bytes + b.free_bytes
+    );
+    assert_eq!(v.heap_caps_get_info(1 << 1).total_blocks, 8 + 2);
+    let json = serde_json::to_value(st.report()).unwrap();
+    assert_eq!(json["firmware_view"]["api"], "esp-idf");
+    assert_eq!(
+        json["firmware_view"]["heaps"][0]["info"]["allocated_blocks"],
+        4
+    );
+    assert_eq!(json["poisoning"], "none");
+}
+
+#[test]
+fn poisoning_takes_its_overhead_off_the_public_figures() {
+    let (mut r, a, b) = two_heaps(Gen::Dynamic);
+    let sizes = r.poison(&a, false);
+    r.poison(&b, false);
+    let plain = walk_with(&r, dynamic());
+    let st = walk_poisoned(&r, Poisoning::Light);
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.poisoning, Some("light"));
+    let (p, q) = (&esp_view(&plain).heaps[0], &esp_view(&st).heaps[0]);
+    assert_eq!(q.info.total_free_bytes, p.info.total_free_bytes - 12);
+    assert_eq!(q.info.largest_free_block, p.info.largest_free_block - 12);
+    assert_eq!(q.info.minimum_free_bytes, p.info.minimum_free_bytes - 12);
+    assert_eq!(
+        q.info.total_allocated_bytes,
+        p.info.total_allocated_bytes - 4 * 12
+    );
+    assert_eq!(q.free_size, p.free_size - 12);
+    // The raw figures of the walk do not change.
+    assert_eq!(st.total_free, plain.total_free);
+    // Every used block of heap A carries its requested size.
+    for (addr, alloc) in sizes {
+        let blk = st.blocks.iter().find(|b| b.addr == addr).unwrap();
+        assert_eq!(blk.alloc_size, Some(alloc));
+    }
+}
+
+#[test]
+fn broken_canaries_are_overruns_and_underruns() {
+    let (mut r, a, b) = two_heaps(Gen::Dynamic);
+    let sizes = r.poison(&a, false);
+    r.poison(&b, false);
+    let (victim, alloc) = sizes[1];
+    // Three bytes written past the data.
+    r.put_bytes(victim + 16 + alloc, b"abc");
+    let st = walk_poisoned(&r, Poisoning::Light);
+    assert_eq!(st.status, HeapStatus::Corrupt);
+    assert_eq!(kinds(&st), vec![K::Overrun], "{:?}", st.anomalies);
+    assert_eq!(st.anomalies[0].addr, Some(victim));
+    assert!(
+        st.anomalies[0]
+            .message
+            .contains(&format!("requested {alloc} bytes"))
+    );
+    // Without poisoning the same memory is a healthy heap: nothing can be checked.
+    assert_eq!(walk_with(&r, dynamic()).status, HeapStatus::Ok);
+    // The head canary overwritten.
+    let (mut r, a, b) = two_heaps(Gen::Dynamic);
+    let sizes = r.poison(&a, false);
+    r.poison(&b, false);
+    r.put(sizes[2].0 + 8, 0);
+    assert_eq!(
+        kinds(&walk_poisoned(&r, Poisoning::Light)),
+        vec![K::Underrun]
+    );
+}
+
+#[test]
+fn comprehensive_mode_checks_the_free_fill() {
+    let (mut r, a, b) = two_heaps(Gen::Dynamic);
+    r.poison(&a, true);
+    r.poison(&b, true);
+    let st = walk_poisoned(&r, Poisoning::Comprehensive);
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    let (free_block, size, _) = *a.blocks.iter().find(|b| b.2).unwrap();
+    r.put_bytes(free_block + 4 + size - 1, &[0x00]);
+    let st = walk_poisoned(&r, Poisoning::Comprehensive);
+    let hit = st
+        .anomalies
+        .iter()
+        .find(|x| x.addr == Some(free_block))
+        .unwrap();
+    assert_eq!(hit.kind, K::WriteAfterFree);
+    // Light mode does not look at free memory.
+    let st = walk_poisoned(&r, Poisoning::Light);
+    assert!(st.anomalies.iter().all(|x| x.addr != Some(free_block)));
 }
