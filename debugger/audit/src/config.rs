@@ -278,6 +278,11 @@ impl AuditConfig {
         check_names(&table).map_err(invalid)?;
         let mut cfg: AuditConfig =
             toml::from_str(&text).map_err(|e| invalid(e.to_string().trim().replace('\n', " ")))?;
+        if let Some(secs) = cfg.timeout
+            && let Err(message) = memlife_core::limits::timeout_secs(secs)
+        {
+            return Err(invalid(message));
+        }
         if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent())
             && elf.is_relative()
         {

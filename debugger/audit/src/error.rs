@@ -24,6 +24,9 @@ pub enum AuditError {
     /// The target stopped for another reason (a fault, a watchpoint of someone else).
     #[error("the target stopped unexpectedly ({0}) while waiting for {1}")]
     UnexpectedStop(String, String),
+    /// The target faulted (stopped at a fault handler's entry): what, where, when and why.
+    #[error("target faulted: {0}")]
+    Faulted(String),
     /// A setting is wrong.
     #[error("{0}")]
     Config(String),

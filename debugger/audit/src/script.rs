@@ -153,6 +153,25 @@ fn output_path(out_dir: &Path, rel: &str) -> Result<PathBuf, String> {
     Ok(out_dir.join(p))
 }
 
+/// Longest string a script may build (bytes).
+pub const MAX_STRING: usize = 1 << 20;
+/// Most elements of one array. Rhai re-measures an array after each change, so filling one
+/// costs the square of its length: this bound keeps the worst case at a second or two.
+pub const MAX_ARRAY: usize = 1 << 16;
+/// Most entries of one object map.
+pub const MAX_MAP: usize = 1 << 16;
+/// Most memory a script may add to memlife's (resident bytes, checked as the script runs).
+pub const MAX_MEMORY: u64 = 512 << 20;
+/// Operations between two looks at the memory.
+const MEMORY_CHECK_EVERY: u64 = 4096;
+
+/// memlife's resident memory in bytes (Linux `/proc/self/statm`); `None` elsewhere.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages.saturating_mul(4096))
+}
+
 /// Builds the sandboxed engine with memlife's API.
 fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
     let mut engine = Engine::new();
@@ -160,14 +179,29 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         .set_max_operations(50_000_000)
         .set_max_call_levels(32)
         .set_max_expr_depths(64, 32)
-        .set_max_string_size(1 << 20)
-        .set_max_array_size(1 << 20)
-        .set_max_map_size(1 << 16)
+        .set_max_string_size(MAX_STRING)
+        .set_max_array_size(MAX_ARRAY)
+        .set_max_map_size(MAX_MAP)
         .set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
     engine.disable_symbol("eval");
     // Ctrl-C also ends a script busy with its own loops, not only one waiting on the target.
-    engine.on_progress(|_| {
-        memlife_core::interrupt::requested().then(|| Dynamic::from("interrupted by the user"))
+    // The whole script's memory: Rhai bounds each value, not their sum (60,000 map entries of
+    // 512 KB each are each within bounds), so the process's resident memory is looked at every
+    // few thousand operations.
+    let baseline = resident_bytes().unwrap_or(0);
+    engine.on_progress(move |ops| {
+        if memlife_core::interrupt::requested() {
+            return Some(Dynamic::from("interrupted by the user"));
+        }
+        if ops % MEMORY_CHECK_EVERY == 0
+            && resident_bytes().is_some_and(|now| now.saturating_sub(baseline) > MAX_MEMORY)
+        {
+            return Some(Dynamic::from(format!(
+                "the script uses more than {} MiB of memory (the limit for a script)",
+                MAX_MEMORY >> 20
+            )));
+        }
+        None
     });
     // `var` is reserved in Rhai, but `t.var("g_tensors")` is the name gdb users expect for a typed
     // read: let the tokenizer hand it over as an identifier (a `var x = ...` still fails to parse).

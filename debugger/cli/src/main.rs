@@ -53,7 +53,12 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            let text = format!("{err:#}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {}",
+                memlife_core::text::printable(&text)
+            );
             ExitCode::from(2)
         }
     }

@@ -58,7 +58,7 @@ impl Progress {
     pub fn printer(&self) -> Rc<dyn Fn(&str)> {
         let bar = self.bar.clone();
         let print = |s: &str| {
-            let _ = writeln!(std::io::stdout(), "{s}");
+            let _ = writeln!(std::io::stdout(), "{}", memlife_core::text::printable(s));
         };
         Rc::new(move |s: &str| match &bar {
             Some(bar) => bar.suspend(|| print(s)),

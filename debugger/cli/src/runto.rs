@@ -106,7 +106,7 @@ pub fn stop_where_asked(
             symbols,
             function,
             stop.hit,
-            Duration::from_secs_f64(stop.timeout),
+            memlife_core::limits::timeout_secs(stop.timeout).map_err(anyhow::Error::msg)?,
         ),
         None => ensure_halted(target),
     }

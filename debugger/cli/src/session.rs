@@ -22,20 +22,40 @@ pub struct Session {
     cleaned: bool,
 }
 
+/// Seconds a command may talk to a GDB server in all, unless `--deadline` says otherwise.
+const DEFAULT_DEADLINE_SECS: f64 = 3600.0;
+
 impl Session {
     /// Opens the target the flags name. `elf` is what QEMU boots.
     pub fn open(args: &TargetArgs, elf: &Path, leave: Leave) -> Result<Session> {
         let leave_halted = leave == Leave::Halted;
+        let deadline = match args.deadline {
+            Some(secs) => Some(secs),
+            None if args.no_default_deadline => None,
+            None => Some(DEFAULT_DEADLINE_SECS),
+        }
+        .map(memlife_core::limits::timeout_secs)
+        .transpose()
+        .map_err(anyhow::Error::msg)?
+        .map(|d| std::time::Instant::now() + d);
         let (target, qemu): (Box<dyn Target>, Option<QemuProcess>) = if let Some(addr) = &args.gdb {
-            let mut remote = GdbRemote::connect(addr)
+            let options = memlife_rsp::ConnectOptions {
+                deadline,
+                ..Default::default()
+            };
+            let mut remote = GdbRemote::connect_with(addr, options)
                 .with_context(|| format!("cannot connect to the GDB server at {addr}"))?;
             remote.set_reset_command(args.reset.clone());
             (Box::new(remote), None)
         } else if let Some(machine) = &args.qemu {
             let qemu = QemuProcess::start(machine, elf, &[])
                 .with_context(|| format!("cannot start qemu-system-arm -M {machine}"))?;
+            let options = memlife_rsp::ConnectOptions {
+                deadline,
+                ..Default::default()
+            };
             let mut remote = qemu
-                .connect()
+                .connect_with(options)
                 .with_context(|| format!("cannot connect to QEMU's gdbstub at {}", qemu.addr()))?;
             remote.set_reset_command(args.reset.clone());
             (Box::new(remote), Some(qemu))

@@ -314,6 +314,266 @@ fn a_script_that_keeps_its_target_in_a_reference_cycle_ends_normally() {
 }
 
 #[test]
+fn invalid_timeouts_are_refused_not_panicked_on() {
+    let elf = elf("heap4", "healthy");
+    let elf = elf.to_str().unwrap();
+    for bad in ["-1", "nan", "inf", "1e30", "18446744073709551616", "0"] {
+        let flag = format!("--timeout={bad}");
+        expect_exit_2(
+            &[
+                "audit",
+                "--elf",
+                elf,
+                "--gdb",
+                "127.0.0.1:1",
+                &flag,
+                "x.rhai",
+            ],
+            "timeout",
+        );
+        expect_exit_2(
+            &[
+                "heap",
+                "--elf",
+                elf,
+                "--gdb",
+                "127.0.0.1:1",
+                "--at",
+                "main",
+                &flag,
+            ],
+            "timeout",
+        );
+    }
+    // The same values in memlife.toml: the file is named, before any target is touched.
+    let dir = tempdir("timeout-config");
+    for bad in ["-1", "nan", "inf", "1e30", "18446744073709551616.0"] {
+        let config = dir.join("memlife.toml");
+        std::fs::write(&config, format!("timeout = {bad}\n")).unwrap();
+        let err = expect_exit_2(
+            &[
+                "audit",
+                "--config",
+                config.to_str().unwrap(),
+                "--elf",
+                elf,
+                "--gdb",
+                "127.0.0.1:1",
+                "x.rhai",
+            ],
+            "timeout",
+        );
+        assert!(err.contains("memlife.toml"), "{bad}: {err}");
+    }
+}
+
+/// A snapshot whose description carries terminal escape sequences: the text output shows them
+/// escaped, so a file cannot clear the screen or retitle the terminal.
+#[test]
+fn text_output_escapes_control_characters_from_a_snapshot() {
+    let dir = tempdir("snap-escape");
+    let elf = elf("heap4", "healthy");
+    let e = elf.to_str().unwrap();
+    let file = dir.join("heap.mlsnap");
+    let f = file.to_str().unwrap();
+    let out = run_memlife(&[
+        "snapshot",
+        "--elf",
+        e,
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "model_release",
+        "-o",
+        f,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Rewrite the header's description: magic (8), version (4), header length (4), JSON.
+    let bytes = std::fs::read(&file).unwrap();
+    let len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[16..16 + len]).unwrap();
+    header["description"] = "evil \u{1b}[2J\u{1b}]0;owned\u{7}\r".into();
+    let json = serde_json::to_vec(&header).unwrap();
+    let mut rewritten = bytes[..12].to_vec();
+    rewritten.extend((json.len() as u32).to_le_bytes());
+    rewritten.extend(&json);
+    rewritten.extend(&bytes[16 + len..]);
+    std::fs::write(&file, rewritten).unwrap();
+    let out = run_memlife(&["heap", "--elf", e, "--snapshot", f]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("evil \\u{1b}[2J"), "{text}");
+    assert!(
+        !text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{text:?}"
+    );
+}
+
+/// Without `setpriv` on PATH a QEMU memlife starts would outlive a SIGKILL of memlife: memlife
+/// says so instead of promising it.
+#[test]
+fn without_setpriv_memlife_says_qemu_may_outlive_a_sigkill() {
+    let dir = tempdir("no-setpriv");
+    let qemu = std::process::Command::new("sh")
+        .args(["-c", "command -v qemu-system-arm"])
+        .output()
+        .unwrap();
+    let qemu = String::from_utf8(qemu.stdout).unwrap();
+    std::os::unix::fs::symlink(qemu.trim(), dir.join("qemu-system-arm")).unwrap();
+    let elf = elf("heap4", "healthy");
+    let mut cmd = memlife();
+    cmd.env("PATH", &dir).args([
+        "heap",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "model_release",
+    ]);
+    let out = run_with_timeout(cmd, Duration::from_secs(120));
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("setpriv") && err.contains("SIGKILL"), "{err}");
+}
+
+/// `--deadline` bounds the whole command, however patient `--timeout` is.
+#[test]
+fn the_whole_command_deadline_ends_a_long_wait() {
+    let elf = elf("heap4", "healthy");
+    let started = std::time::Instant::now();
+    let err = expect_exit_2(
+        &[
+            "heap",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            "model_release",
+            "--hit",
+            "100000",
+            "--timeout",
+            "600",
+            "--deadline",
+            "2",
+        ],
+        "--deadline",
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+    expect_exit_2(&["heap", "--elf", "x", "--deadline", "nan"], "timeout");
+}
+
+/// A firmware that HardFaults in a phase: the audit ends at once (not at its timeout) with the
+/// fault, where and when it happened, the status registers decoded and the call chain; the
+/// JSON report carries the same message.
+#[test]
+fn a_faulting_firmware_is_reported_as_a_fault_not_a_missed_breakpoint() {
+    let dir = tempdir("fault");
+    let script = dir.join("load.rhai");
+    std::fs::write(
+        &script,
+        "let t = target();\nlet load = t.phase(\"model_load\");\ncheck(\"loaded\", load.allocs > 0, \"\");\n",
+    )
+    .unwrap();
+    let json = dir.join("audit.json");
+    let elf = elf("hostile", "fault");
+    let started = std::time::Instant::now();
+    let err = expect_exit_2(
+        &[
+            "audit",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--timeout",
+            "60",
+            "--json",
+            json.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+        "target faulted: HardFault at pc 0x",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "waited for the timeout: {err}"
+    );
+    for part in [
+        "in decode_layer (",
+        "fault.c:",
+        "during phase model_load",
+        "CFSR 0x00010000: UNDEFINSTR",
+        "HFSR 0x40000000: FORCED",
+        "call chain: decode_layer",
+    ] {
+        assert!(err.contains(part), "`{part}` in: {err}");
+    }
+    assert!(!err.contains("not reached"), "{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let message = report["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("UNDEFINSTR"), "{report}");
+}
+
+/// Rhai's limits hold: an array past its bound and a script that piles up memory (every value
+/// within bounds, their sum not) end as script errors with the line, exit 2, in bounded time.
+#[test]
+fn script_limits_end_a_script_with_its_line() {
+    let dir = tempdir("rhai-limits");
+    let elf = elf("heap4", "healthy");
+    for (name, source, line, needle) in [
+        (
+            "push.rhai",
+            "let a = [];\nfor i in 0..200000 { a.push(i); }\n",
+            ":2:",
+            "array",
+        ),
+        (
+            "memory.rhai",
+            "let s = \"x\";\nwhile s.len() < 500000 { s += s; }\nlet m = #{};\nfor i in 0..60000 {\n    m[\"k\" + i] = s + i;\n}\n",
+            ":5:",
+            "MiB of memory",
+        ),
+    ] {
+        let script = dir.join(name);
+        std::fs::write(&script, source).unwrap();
+        let started = std::time::Instant::now();
+        let err = expect_exit_2(
+            &[
+                "audit",
+                "--elf",
+                elf.to_str().unwrap(),
+                "--qemu",
+                "netduinoplus2",
+                script.to_str().unwrap(),
+            ],
+            needle,
+        );
+        assert!(err.contains(&format!("{name}{line}")), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(60), "{name}: {err}");
+    }
+}
+
+#[test]
+fn serve_refuses_a_listen_address_that_is_neither_tcp_nor_unix() {
+    let elf = elf("heap4", "healthy");
+    expect_exit_2(
+        &[
+            "serve",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--listen",
+            "nope",
+        ],
+        "give HOST:PORT or unix:PATH",
+    );
+}
+
+#[test]
 fn bad_poisoning_or_caps() {
     let tlsf = elf("tlsf", "healthy");
     let tlsf = tlsf.to_str().unwrap();

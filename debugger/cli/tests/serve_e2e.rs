@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -17,14 +17,25 @@ struct Server {
     guard: ChildGuard,
     addr: String,
     log: Arc<Mutex<String>>,
+    /// Its `--dump-dir`: clients' dumps and reports land here.
+    dumps: PathBuf,
 }
 
 impl Server {
+    /// A server whose dump directory is a fresh one and whose scripts come from `scripts/`.
     fn start(elf: &Path) -> Server {
+        // One directory per server: the tests of this file run in parallel in one process.
+        static SERVERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dumps = tempdir(&format!("serve-dumps-{n}"));
         let mut cmd = memlife();
         cmd.args(["serve", "--elf"])
             .arg(elf)
             .args(["--qemu", "netduinoplus2", "--listen", "127.0.0.1:0"])
+            .arg("--dump-dir")
+            .arg(&dumps)
+            .arg("--script-dir")
+            .arg(repo().join("scripts"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -49,7 +60,12 @@ impl Server {
                 panic!("memlife serve printed no address: {}", log.lock().unwrap())
             });
         assert!(addr.starts_with("127.0.0.1:"), "{addr}");
-        Server { guard, addr, log }
+        Server {
+            guard,
+            addr,
+            log,
+            dumps,
+        }
     }
 
     fn log(&self) -> String {
@@ -101,11 +117,8 @@ fn gdb_drives_memlife_serve_on_the_healthy_firmware() {
 fn drive(scenario: &str, leak: u64) {
     let elf = elf("heap4", scenario);
     let server = Server::start(&elf);
-    let dir = tempdir(&format!("serve-dumps-{scenario}"));
-    let dump_on = format!(
-        "monitor dump-on model_release {}/rel-{{n}}.json",
-        dir.display()
-    );
+    let dir = server.dumps.clone();
+    let dump_on = "monitor dump-on model_release rel-{n}.json".to_string();
     let out = gdb_batch(
         &elf,
         &server.addr,
@@ -170,7 +183,7 @@ fn drive(scenario: &str, leak: u64) {
             "monitor allocator",
             "monitor dump-off model_release",
             "monitor phases",
-            &format!("monitor report {}", dir.join("early").display()),
+            "monitor report early",
             // The leak audit, run inside the gdb session (it takes a while: 60 lifecycles).
             "set remotetimeout 600",
             &format!(
@@ -178,7 +191,7 @@ fn drive(scenario: &str, leak: u64) {
                 repo().join("scripts/leak.rhai").display()
             ),
             "monitor phases",
-            &format!("monitor report {}", dir.join("report").display()),
+            "monitor report report",
             "monitor shutdown",
         ],
     );
@@ -358,11 +371,8 @@ fn serve_survives_bad_clients_and_interrupts() {
     drop(s);
 
     // dump-on where gdb has no breakpoint: memlife dumps and continues on its own.
-    let dir = tempdir("serve-transparent");
-    let dump_on = format!(
-        "monitor dump-on model_release {}/t-{{n}}.json",
-        dir.display()
-    );
+    let dir = server.dumps.clone();
+    let dump_on = "monitor dump-on model_release t-{n}.json".to_string();
     let out = gdb_batch(
         &elf,
         &server.addr,
@@ -509,4 +519,151 @@ fn monitor_heap_shows_every_esp_idf_region() {
         "{text}"
     );
     assert!(text.contains("alloc max "), "{text}");
+}
+
+/// A gdb client cannot make the server write outside its dump directory, nor read a file that
+/// is not a script inside its script directories (and never sees such a file's content).
+#[test]
+fn serve_keeps_clients_inside_its_directories() {
+    let elf = elf("heap4", "healthy");
+    let server = Server::start(&elf);
+    let outside = tempdir("serve-outside");
+    std::os::unix::fs::symlink(&outside, server.dumps.join("link")).unwrap();
+    let secret = outside.join("secret.rhai");
+    std::fs::write(&secret, "let x = 1;\n").unwrap();
+    let not_a_script = outside.join("hostname");
+    std::fs::write(&not_a_script, "secretword here\n").unwrap();
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            &format!("monitor dump {}", outside.join("abs.json").display()),
+            "monitor dump ../up.json",
+            "monitor dump link/through.json",
+            &format!(
+                "monitor dump-on model_release {}/x-{{n}}.json",
+                outside.display()
+            ),
+            "monitor report link/report",
+            &format!("monitor audit {}", not_a_script.display()),
+            &format!("monitor audit {}", secret.display()),
+            "monitor dump inside.json",
+            "monitor shutdown",
+        ],
+    );
+    let text = all_output(&out);
+    assert!(!text.contains("secretword"), "{text}");
+    assert!(text.contains("is not a Rhai script"), "{text}");
+    assert!(text.contains("outside the script directories"), "{text}");
+    assert!(text.contains("relative path without `..`"), "{text}");
+    assert!(
+        std::fs::read_dir(&outside).unwrap().count() == 2,
+        "only the two planted files are outside: {text}"
+    );
+    assert!(!server.dumps.parent().unwrap().join("up.json").exists());
+    assert!(server.dumps.join("inside.json").is_file(), "{text}");
+    server.wait_exit();
+}
+
+/// A client that stops in the middle of a packet, or sends one without end, is dropped (the
+/// packet deadline, the packet size bound) and the next client is served.
+#[test]
+fn a_stalled_or_endless_client_does_not_block_the_next_one() {
+    let elf = elf("heap4", "healthy");
+    let server = Server::start(&elf);
+    let started = Instant::now();
+    // Stalls mid-packet and stays connected.
+    let mut stalled = TcpStream::connect(&server.addr).unwrap();
+    stalled.write_all(b"+$qSupported:multipro").unwrap();
+    let mut next = TcpStream::connect(&server.addr).unwrap();
+    next.write_all(format!("+{}", packet("?")).as_bytes())
+        .unwrap();
+    let text = read_until(&mut next, &["$T", "$S"], Duration::from_secs(30));
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(20),
+        "served after {waited:?}: {text}"
+    );
+    drop(next);
+    drop(stalled);
+    // An endless packet: refused once it outgrows the buffer, long before it ends.
+    let mut endless = TcpStream::connect(&server.addr).unwrap();
+    endless.write_all(b"+$").unwrap();
+    let started = Instant::now();
+    let chunk = vec![b'a'; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 100 << 20 {
+        if endless.write_all(&chunk).is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    assert!(sent < 100 << 20, "the server read 100 MB of one packet");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    drop(endless);
+    let mut last = TcpStream::connect(&server.addr).unwrap();
+    last.write_all(format!("+{}", packet("?")).as_bytes())
+        .unwrap();
+    read_until(&mut last, &["$T", "$S"], Duration::from_secs(30));
+    assert!(server.log().contains("went away"), "{}", server.log());
+}
+
+/// `--listen unix:PATH`: a socket only its owner may use, which gdb-multiarch reaches with
+/// `target remote PATH`; removed when the server ends. An existing file is never replaced.
+#[test]
+fn serve_listens_on_an_owner_only_unix_socket() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let elf = elf("heap4", "healthy");
+    let dir = tempdir("serve-unix");
+    let socket = dir.join("gdb.sock");
+    let mut cmd = memlife();
+    cmd.args(["serve", "--elf"])
+        .arg(&elf)
+        .args(["--qemu", "netduinoplus2", "--listen"])
+        .arg(format!("unix:{}", socket.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut guard = ChildGuard(cmd.spawn().unwrap());
+    let started = Instant::now();
+    while !socket.exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no socket");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let meta = std::fs::symlink_metadata(&socket).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let out = gdb_batch(
+        &elf,
+        socket.to_str().unwrap(),
+        &["monitor allocator", "monitor shutdown"],
+    );
+    let text = all_output(&out);
+    assert!(text.contains("allocator  freertos-heap4"), "{text}");
+    let status = loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "serve did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    assert!(!socket.exists(), "the socket file stays behind");
+    // A path that exists is refused, not replaced.
+    std::fs::write(&socket, "someone's file").unwrap();
+    let out = run_memlife(&[
+        "serve",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--listen",
+        &format!("unix:{}", socket.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the path exists"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "someone's file");
 }

@@ -17,17 +17,21 @@
 //! - [`target`]: [`Target`], the composite every backend implements, and [`LinkStats`].
 //! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
 //! - [`output`]: writing output files atomically, without following planted links.
+//! - [`limits`]: what a timeout in seconds may be.
+//! - [`text`]: strings from files and targets made safe for a terminal.
 
 pub mod breakpoints;
 pub mod control;
 pub mod cortex_m;
 pub mod error;
 pub mod interrupt;
+pub mod limits;
 pub mod memory;
 pub mod output;
 pub mod registers;
 pub mod snapshot;
 pub mod target;
+pub mod text;
 
 pub use breakpoints::{BreakpointKind, Breakpoints, WatchKind, Watchpoints};
 pub use control::{Control, StopReason};

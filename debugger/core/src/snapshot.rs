@@ -28,6 +28,9 @@ pub const FORMAT_VERSION: u32 = 1;
 const MAX_HEADER: u32 = 16 << 20;
 /// Upper bound on the saved bytes (a microcontroller's RAM fits many times over).
 const MAX_TOTAL: u64 = 1 << 30;
+/// Upper bound on the number of regions (a chip has a handful of RAM blocks), so a header
+/// cannot make adding them quadratic.
+const MAX_REGIONS: usize = 4096;
 
 /// One saved memory range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,11 +99,17 @@ impl Snapshot {
         start: u64,
         data: Vec<u8>,
     ) -> std::result::Result<(), SnapshotError> {
-        let end = start + data.len() as u64;
+        let end = start.checked_add(data.len() as u64).ok_or_else(|| {
+            SnapshotError::Damaged(format!(
+                "region at {start:#x} ({} bytes) runs past the end of the address space",
+                data.len()
+            ))
+        })?;
+        // Every region already held was checked the same way, so its end does not overflow.
         if self
             .regions
             .iter()
-            .any(|r| start < r.start + r.data.len() as u64 && r.start < end)
+            .any(|r| start < r.start.saturating_add(r.data.len() as u64) && r.start < end)
         {
             return Err(SnapshotError::Damaged(format!(
                 "region {start:#010x}..{end:#010x} overlaps another"
@@ -164,9 +173,21 @@ impl Snapshot {
             .map_err(|_| SnapshotError::Damaged("truncated header".into()))?;
         let header: Header =
             serde_json::from_slice(&json).map_err(|e| SnapshotError::Damaged(e.to_string()))?;
-        let total: u64 = header.regions.iter().map(|r| r.len).sum();
-        if total > MAX_TOTAL {
-            return Err(SnapshotError::Damaged(format!("{total} bytes of regions")));
+        if header.regions.len() > MAX_REGIONS {
+            return Err(SnapshotError::Damaged(format!(
+                "{} regions (at most {MAX_REGIONS})",
+                header.regions.len()
+            )));
+        }
+        // Lengths come from the file: summed with a check, so two halves of 2^64 are an error.
+        let total = header
+            .regions
+            .iter()
+            .try_fold(0u64, |acc, r| acc.checked_add(r.len));
+        if total.is_none_or(|t| t > MAX_TOTAL) {
+            return Err(SnapshotError::Damaged(format!(
+                "regions add up to more than {MAX_TOTAL} bytes"
+            )));
         }
         let mut snap = Snapshot {
             description: header.description,
@@ -175,7 +196,9 @@ impl Snapshot {
             regions: Vec::new(),
         };
         for region in header.regions {
-            let mut data = vec![0; region.len as usize];
+            let len = usize::try_from(region.len)
+                .map_err(|_| SnapshotError::Damaged(format!("region length {}", region.len)))?;
+            let mut data = vec![0; len];
             r.read_exact(&mut data).map_err(|_| {
                 SnapshotError::Damaged(format!("region at {:#010x} is truncated", region.start))
             })?;
@@ -209,10 +232,10 @@ impl Snapshot {
 impl Memory for Snapshot {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<()> {
         let len = buf.len() as u64;
-        let region = self
-            .regions
-            .iter()
-            .find(|r| addr >= r.start && addr.saturating_add(len) <= r.start + r.data.len() as u64);
+        let region = self.regions.iter().find(|r| {
+            addr >= r.start
+                && addr.saturating_add(len) <= r.start.saturating_add(r.data.len() as u64)
+        });
         match region {
             Some(r) => {
                 let off = (addr - r.start) as usize;
@@ -320,6 +343,51 @@ mod tests {
             Snapshot::read_from(huge.as_slice()),
             Err(SnapshotError::Damaged(_))
         ));
+    }
+
+    /// A file with this header and no region bytes.
+    fn with_header(json: &str) -> Vec<u8> {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend(FORMAT_VERSION.to_le_bytes());
+        bytes.extend((json.len() as u32).to_le_bytes());
+        bytes.extend(json.as_bytes());
+        bytes
+    }
+
+    #[test]
+    fn region_lengths_past_2_pow_64_are_damage_not_a_panic() {
+        let half = 1u64 << 63;
+        let json = format!(
+            r#"{{"description":"","elf":null,"registers":[],"regions":[{{"start":0,"len":{half}}},{{"start":0,"len":{half}}},{{"start":0,"len":16}}]}}"#
+        );
+        let err = Snapshot::read_from(with_header(&json).as_slice()).unwrap_err();
+        assert!(matches!(err, SnapshotError::Damaged(_)), "{err}");
+        let json = format!(
+            r#"{{"description":"","elf":null,"registers":[],"regions":[{{"start":{},"len":16}}]}}"#,
+            u64::MAX - 4
+        );
+        let mut bytes = with_header(&json);
+        bytes.extend([0u8; 16]);
+        let err = Snapshot::read_from(bytes.as_slice()).unwrap_err();
+        assert!(
+            err.to_string().contains("end of the address space"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_header_with_too_many_regions_is_refused_quickly() {
+        let regions: Vec<String> = (0..200_000)
+            .map(|i| format!(r#"{{"start":{i},"len":0}}"#))
+            .collect();
+        let json = format!(
+            r#"{{"description":"","elf":null,"registers":[],"regions":[{}]}}"#,
+            regions.join(",")
+        );
+        let started = std::time::Instant::now();
+        let err = Snapshot::read_from(with_header(&json).as_slice()).unwrap_err();
+        assert!(err.to_string().contains("regions"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]

@@ -219,6 +219,8 @@ pub(crate) fn section_reader(
     let section = file.section_by_name(name)?;
     let reader = match contents(&section)? {
         Section::InFile(range) if range.is_empty() => return None,
+        // A section header may point past the end of a damaged file (found by fuzzing).
+        Section::InFile(range) if range.end > bytes.len() => return None,
         Section::InFile(range) => Reader::new(Rc::clone(bytes), endian).range(range),
         Section::Decompressed(data) if data.is_empty() => return None,
         Section::Decompressed(data) => Reader::new(data, endian),

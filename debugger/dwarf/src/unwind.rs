@@ -398,12 +398,17 @@ fn step(row: &Row, cur: &Regs, mem: &mut dyn Memory) -> Result<(Regs, u64), Unwi
                 format!("a CFA based on unknown register r{}", row.cfa_register)
             },
         })?;
-    let cfa = i64::from(base) + row.cfa_offset;
-    if !(0..=i64::from(u32::MAX)).contains(&cfa) {
-        return Err(UnwindEnd::Unsupported {
-            what: format!("CFA {cfa:#x} outside the address space"),
-        });
-    }
+    // Offsets come from the ELF: every sum is checked, a result outside 0..=u32::MAX ends the
+    // walk as unsupported.
+    let cfa = i64::from(base)
+        .checked_add(row.cfa_offset)
+        .filter(|c| (0..=i64::from(u32::MAX)).contains(c))
+        .ok_or_else(|| UnwindEnd::Unsupported {
+            what: format!(
+                "CFA r{}{:+} outside the address space",
+                row.cfa_register, row.cfa_offset
+            ),
+        })?;
     // One bulk read for every register saved at CFA+N.
     let offsets = row.rules.iter().filter_map(|(_, rule)| match rule {
         gimli::RegisterRule::Offset(n) => Some(*n),
@@ -411,20 +416,21 @@ fn step(row: &Row, cur: &Regs, mem: &mut dyn Memory) -> Result<(Regs, u64), Unwi
     });
     let (lo, hi) = offsets.fold((i64::MAX, i64::MIN), |(lo, hi), n| (lo.min(n), hi.max(n)));
     let saved = if lo <= hi {
-        if hi - lo > MAX_SAVE_AREA {
-            return Err(UnwindEnd::Unsupported {
-                what: format!("a save area of {} bytes", hi - lo),
-            });
-        }
-        let start = cfa + lo;
-        if start < 0 {
-            return Err(UnwindEnd::Unsupported {
-                what: format!("a register saved below address 0 (CFA {cfa:#x}{lo:+})"),
-            });
-        }
-        // start >= 0 and hi - lo is small, so both conversions are exact.
-        let start = start as u64;
-        let len = (hi - lo + 4) as usize;
+        let span = hi
+            .checked_sub(lo)
+            .filter(|&span| span <= MAX_SAVE_AREA)
+            .ok_or_else(|| UnwindEnd::Unsupported {
+                what: format!("a save area from CFA{lo:+} to CFA{hi:+}"),
+            })?;
+        let start = cfa
+            .checked_add(lo)
+            .and_then(|s| u32::try_from(s).ok())
+            .ok_or_else(|| UnwindEnd::Unsupported {
+                what: format!("a register saved outside the address space (CFA {cfa:#x}{lo:+})"),
+            })?;
+        let start = u64::from(start);
+        // 0 <= span <= MAX_SAVE_AREA, so this is exact.
+        let len = usize::try_from(span + 4).unwrap_or(0);
         let bytes = mem.read_vec(start, len).map_err(|e| UnwindEnd::ReadError {
             addr: start,
             reason: e.to_string(),
@@ -435,8 +441,8 @@ fn step(row: &Row, cur: &Regs, mem: &mut dyn Memory) -> Result<(Regs, u64), Unwi
     };
     let load = |n: i64| -> Option<u32> {
         let (lo, bytes) = saved.as_ref()?;
-        let at = usize::try_from(n - lo).ok()?;
-        let word = bytes.get(at..at + 4)?;
+        let at = usize::try_from(n.checked_sub(*lo)?).ok()?;
+        let word = bytes.get(at..at.checked_add(4)?)?;
         Some(u32::from_le_bytes([word[0], word[1], word[2], word[3]]))
     };
 
@@ -452,7 +458,9 @@ fn step(row: &Row, cur: &Regs, mem: &mut dyn Memory) -> Result<(Regs, u64), Unwi
             gimli::RegisterRule::Undefined => None,
             gimli::RegisterRule::SameValue => cur.get(usize::from(*reg)).copied().flatten(),
             gimli::RegisterRule::Offset(n) => load(*n),
-            gimli::RegisterRule::ValOffset(n) => u32::try_from(cfa + n).ok(),
+            gimli::RegisterRule::ValOffset(n) => {
+                cfa.checked_add(*n).and_then(|v| u32::try_from(v).ok())
+            }
             gimli::RegisterRule::Register(r) => cur.get(usize::from(r.0)).copied().flatten(),
             gimli::RegisterRule::Constant(c) => u32::try_from(*c).ok(),
             _ => None,
@@ -466,7 +474,69 @@ fn step(row: &Row, cur: &Regs, mem: &mut dyn Memory) -> Result<(Regs, u64), Unwi
         }
     }
     // cfa was checked to lie in 0..=u32::MAX.
-    let cfa = cfa as u64;
-    next[SP] = u32::try_from(cfa).ok();
-    Ok((next, cfa))
+    let cfa = u32::try_from(cfa).unwrap_or(0);
+    next[SP] = Some(cfa);
+    Ok((next, u64::from(cfa)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+    use memlife_core::Snapshot;
+
+    fn ram() -> Snapshot {
+        let mut s = Snapshot::default();
+        s.add_region(0x2000_0000, vec![0x11; 0x100]).unwrap();
+        s
+    }
+
+    fn regs() -> Regs {
+        let mut r: Regs = [Some(0); 16];
+        r[SP] = Some(0x2000_0080);
+        r[LR] = Some(0x0800_0101);
+        r
+    }
+
+    fn row(cfa_offset: i64, rules: Vec<(u16, gimli::RegisterRule<usize>)>) -> Row {
+        Row {
+            cfa_register: SP as u16,
+            cfa_offset,
+            rules,
+        }
+    }
+
+    /// CFI offsets at the ends of i64 (what a damaged or hostile ELF can say) end the walk as
+    /// unsupported; before, each of these overflowed (a panic in debug builds, a wrap in
+    /// release ones).
+    #[test]
+    fn extreme_cfi_offsets_end_the_walk_without_overflow() {
+        use gimli::RegisterRule::{Offset, ValOffset};
+        let cases = [
+            row(i64::MAX, vec![]),
+            row(i64::MIN, vec![]),
+            row(
+                0,
+                vec![(LR as u16, Offset(i64::MIN)), (4, Offset(i64::MAX))],
+            ),
+            row(0, vec![(LR as u16, Offset(i64::MAX))]),
+            row(0, vec![(LR as u16, Offset(i64::MIN))]),
+            row(8, vec![(LR as u16, ValOffset(i64::MAX))]),
+        ];
+        for (i, r) in cases.iter().enumerate() {
+            match step(r, &regs(), &mut ram()) {
+                Err(UnwindEnd::Unsupported { .. } | UnwindEnd::ReadError { .. }) => {}
+                Ok((next, _)) => assert_eq!(next[PC], None, "case {i}"),
+                Err(other) => panic!("case {i}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_sound_row_still_unwinds() {
+        let r = row(8, vec![(LR as u16, gimli::RegisterRule::Offset(-4))]);
+        let (next, sp) = step(&r, &regs(), &mut ram()).unwrap();
+        assert_eq!(sp, 0x2000_0088);
+        assert_eq!(next[PC], Some(0x1111_1111));
+    }
 }

@@ -350,13 +350,19 @@ fn static_address(unit: &gimli::Unit<Reader>, v: AttributeValue<Reader>) -> Opti
     let AttributeValue::Exprloc(expr) = v else {
         return None;
     };
-    let mut ops = expr.operations(unit.encoding());
+    location_address(expr, unit.encoding())
+}
+
+/// `DW_OP_addr A` or `DW_OP_addr A; DW_OP_plus_uconst N` as an address; a sum past 2^64 (a
+/// damaged ELF) is no address at all.
+fn location_address(expr: gimli::Expression<Reader>, encoding: gimli::Encoding) -> Option<u64> {
+    let mut ops = expr.operations(encoding);
     match ops.next() {
         Ok(Some(gimli::Operation::Address { address })) => {
             // Only a plain address: `DW_OP_addr; DW_OP_stack_value` etc. is not a location.
             match ops.next() {
                 Ok(None) => Some(address),
-                Ok(Some(gimli::Operation::PlusConstant { value })) => Some(address + value),
+                Ok(Some(gimli::Operation::PlusConstant { value })) => address.checked_add(value),
                 _ => None,
             }
         }
@@ -395,5 +401,36 @@ fn member_offset(unit: &gimli::Unit<Reader>, v: AttributeValue<Reader>) -> Optio
             }
         }
         other => other.udata_value(),
+    }
+}
+
+#[cfg(test)]
+mod address_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn expr(bytes: &[u8]) -> gimli::Expression<Reader> {
+        gimli::Expression(Reader::new(
+            std::rc::Rc::from(bytes),
+            gimli::RunTimeEndian::Little,
+        ))
+    }
+
+    const ENCODING: gimli::Encoding = gimli::Encoding {
+        address_size: 4,
+        format: gimli::Format::Dwarf32,
+        version: 4,
+    };
+
+    #[test]
+    fn an_address_plus_a_constant_past_2_pow_64_is_no_address() {
+        // DW_OP_addr 0x20000000; DW_OP_plus_uconst 0x10
+        let sound = [0x03, 0, 0, 0, 0x20, 0x23, 0x10];
+        assert_eq!(location_address(expr(&sound), ENCODING), Some(0x2000_0010));
+        // DW_OP_addr 0xffffffff; DW_OP_plus_uconst u64::MAX (ULEB128, ten bytes)
+        let mut damaged = vec![0x03, 0xff, 0xff, 0xff, 0xff, 0x23];
+        damaged.extend([0xff; 9]);
+        damaged.push(0x01);
+        assert_eq!(location_address(expr(&damaged), ENCODING), None);
     }
 }

@@ -5,7 +5,8 @@
 //! kills and reaps QEMU when dropped, so a failing test or an error path never leaves one behind.
 //! Where util-linux's `setpriv` is installed (every Debian system), QEMU is also started with a
 //! parent-death signal, so it dies with memlife even when memlife itself is killed (`kill -9`,
-//! a crashed CI runner) and no destructor runs.
+//! a crashed CI runner) and no destructor runs. Without `setpriv` memlife says so when it starts
+//! QEMU: then a SIGKILL of memlife leaves QEMU running.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -94,7 +95,15 @@ fn qemu_command() -> Result<Command> {
             cmd.args(["--pdeathsig", "KILL", "--"]).arg(qemu);
             cmd
         }
-        None => Command::new(qemu),
+        None => {
+            // Without it (and without `unsafe`, which memlife forbids) there is no way to set
+            // the parent-death signal: say so rather than promise it.
+            tracing::warn!(
+                "setpriv (util-linux) is not on PATH: QEMU ends with memlife on errors, Ctrl-C \
+                 and SIGTERM, but not if memlife itself is killed with SIGKILL"
+            );
+            Command::new(qemu)
+        }
     })
 }
 
@@ -140,7 +149,9 @@ impl QemuProcess {
         cmd.args(["-M", machine, "-accel", "tcg,thread=single", "-S", "-gdb"])
             .arg(format!("tcp:127.0.0.1:{port}"))
             .args(["-display", "none", "-monitor", "none", "-serial", "null"])
-            .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
+            // Semihosting goes to the debugger (File-I/O requests memlife answers), never to the
+            // host: a firmware cannot open, write or delete the user's files.
+            .args(["-semihosting-config", "enable=on,target=gdb", "-kernel"])
             .arg(elf)
             .args(extra_args)
             .stdin(Stdio::null())
@@ -266,12 +277,15 @@ impl QemuProcess {
 
     /// Connects a [`GdbRemote`] to this QEMU.
     pub fn connect(&self) -> Result<GdbRemote> {
-        GdbRemote::connect(&self.addr.to_string())
+        self.connect_with(ConnectOptions::default())
     }
 
     /// Connects with explicit timeouts.
     pub fn connect_with(&self, options: ConnectOptions) -> Result<GdbRemote> {
-        GdbRemote::connect_with(&self.addr.to_string(), options)
+        let mut client = GdbRemote::connect_with(&self.addr.to_string(), options)?;
+        // QEMU reports a kill by signal as an ordinary exit (`W00`); its stderr says otherwise.
+        client.server_log = Some(Arc::clone(&self.stderr));
+        Ok(client)
     }
 }
 
@@ -280,4 +294,15 @@ impl Drop for QemuProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The signal QEMU says it was terminated by (`terminating on signal 15 from pid 123`), with
+/// the rest of its words, from its stderr.
+pub(crate) fn killed_by(stderr: &str) -> Option<(u8, String)> {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("terminating on signal "))?;
+    let after = line.split("terminating on signal ").nth(1)?;
+    let signal = after.split_whitespace().next()?.parse().ok()?;
+    Some((signal, line.trim().to_string()))
 }

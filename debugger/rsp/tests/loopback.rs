@@ -38,6 +38,7 @@ fn opts(read_ms: u64) -> ConnectOptions {
     ConnectOptions {
         connect_timeout: Duration::from_secs(2),
         read_timeout: Duration::from_millis(read_ms),
+        deadline: None,
     }
 }
 
@@ -176,6 +177,82 @@ fn no_ack_mode_when_offered_and_split_reads() {
     );
     assert!(matches!(t.read_u32(0), Err(TargetError::Exited(3))));
     assert!(matches!(t.resume(), Err(TargetError::Exited(3))));
+    drop(t);
+    server.join().unwrap();
+}
+
+/// A no-ack handshake with `PacketSize=100`: 126 bytes per `m`.
+fn small_packet_handshake() -> Vec<Step> {
+    vec![
+        Expect(pkt(QSUP)),
+        Send(ack_pkt("PacketSize=100;QStartNoAckMode+")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("QStartNoAckMode")),
+        Send(ack_pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("?")),
+        Send(pkt("S05")),
+        Expect(pkt("vCont?")),
+        Send(pkt("")),
+        Expect(pkt("qqemu.sstepbits")),
+        Send(pkt("")),
+    ]
+}
+
+#[test]
+fn short_memory_replies_are_asked_for_again_at_the_right_offset() {
+    let mut script = small_packet_handshake();
+    script.extend([
+        // Three pipelined reads; the first reply is 26 bytes short.
+        Expect(pkt("m20000000,7e")),
+        Expect(pkt("m2000007e,7e")),
+        Expect(pkt("m200000fc,30")),
+        Send(pkt(&"11".repeat(100))),
+        Send(pkt(&"22".repeat(126))),
+        Send(pkt(&"33".repeat(48))),
+        // The gap is asked for again, and comes in two more short replies.
+        Expect(pkt("m20000064,1a")),
+        Send(pkt(&"aa".repeat(20))),
+        Expect(pkt("m20000078,6")),
+        Send(pkt(&"bb".repeat(6))),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    let data = t.read_vec(0x2000_0000, 300).unwrap();
+    assert!(data[..100].iter().all(|&b| b == 0x11));
+    assert!(data[100..120].iter().all(|&b| b == 0xaa));
+    assert!(data[120..126].iter().all(|&b| b == 0xbb));
+    assert!(data[126..252].iter().all(|&b| b == 0x22), "not shifted");
+    assert!(data[252..].iter().all(|&b| b == 0x33), "not shifted");
+    drop(t);
+    server.join().unwrap();
+}
+
+#[test]
+fn a_short_reply_whose_rest_is_refused_fails_naming_the_address() {
+    let mut script = small_packet_handshake();
+    script.extend([
+        Expect(pkt("m20000000,7e")),
+        Expect(pkt("m2000007e,2")),
+        Send(pkt(&"11".repeat(100))),
+        Send(pkt("2222")),
+        Expect(pkt("m20000064,1a")),
+        Send(pkt("E14")),
+    ]);
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(2000)).unwrap();
+    let err = t.read_vec(0x2000_0000, 128).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TargetError::Unmapped {
+                addr: 0x2000_0064,
+                len: 26
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("0x20000064"), "{err}");
     drop(t);
     server.join().unwrap();
 }
@@ -453,4 +530,72 @@ fn a_server_that_refuses_every_reset_word_is_an_error() {
     );
     drop(t);
     server.join().unwrap();
+}
+
+/// A server that serves its target description one byte per request is cut off after a bounded
+/// number of requests instead of keeping the handshake going for a million of them.
+#[test]
+fn a_target_description_served_byte_by_byte_is_bounded() {
+    {
+        let part = "mA";
+        let mut script = vec![
+            Expect(pkt(QSUP)),
+            Send(ack_pkt(
+                "PacketSize=100;QStartNoAckMode+;qXfer:features:read+",
+            )),
+            Expect(b"+".to_vec()),
+            Expect(pkt("QStartNoAckMode")),
+            Send(ack_pkt("OK")),
+            Expect(b"+".to_vec()),
+            Expect(pkt("?")),
+            Send(pkt("S05")),
+            Expect(pkt("vCont?")),
+            Send(pkt("")),
+            Expect(pkt("qqemu.sstepbits")),
+            Send(pkt("")),
+        ];
+        for offset in 0..512 {
+            script.push(Expect(pkt(&format!(
+                "qXfer:features:read:target.xml:{offset:x},fb"
+            ))));
+            script.push(Send(pkt(part)));
+        }
+        let (addr, server) = serve(script);
+        let started = Instant::now();
+        let err = GdbRemote::connect_with(&addr, opts(2000)).unwrap_err();
+        assert!(
+            matches!(&err, TargetError::Protocol(m) if m.contains("512 requests")),
+            "{err:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        server.join().unwrap();
+    }
+}
+
+/// A server that answers every request just within the reply timeout cannot keep the client
+/// busy past its deadline.
+#[test]
+fn a_slow_server_is_bounded_by_the_whole_command_deadline() {
+    let mut script = small_packet_handshake();
+    for i in 0..20u64 {
+        script.push(Expect(pkt(&format!("m{:x},4", 0x2000_0000 + 4 * i))));
+        script.push(Silence(Duration::from_millis(150)));
+        script.push(Send(pkt("01020304")));
+    }
+    let (addr, server) = serve(script);
+    let mut t = GdbRemote::connect_with(&addr, opts(1000)).unwrap();
+    t.set_deadline(Some(Instant::now() + Duration::from_millis(700)));
+    let started = Instant::now();
+    let mut err = None;
+    for i in 0..20u64 {
+        if let Err(e) = t.read_u32(0x2000_0000 + 4 * i) {
+            err = Some(e);
+            break;
+        }
+    }
+    let err = err.expect("the deadline ended the reads");
+    assert!(err.to_string().contains("--deadline"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    drop(t);
+    let _ = server.join();
 }

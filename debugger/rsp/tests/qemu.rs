@@ -243,3 +243,43 @@ fn missing_elf_is_a_clear_error() {
         QemuProcess::start(MACHINE, std::path::Path::new("/nonexistent.elf"), &[]).unwrap_err();
     assert!(err.to_string().contains("/nonexistent.elf"), "{err}");
 }
+
+/// A firmware that asks the host for a file (SYS_OPEN "w", then SYS_WRITE) gets an error code,
+/// and no file appears; its console output and SYS_EXIT status still come through. With
+/// QEMU's native semihosting the same firmware created the file and exited 7.
+#[test]
+fn firmware_semihosting_cannot_create_host_files() {
+    let probe = std::path::Path::new("/tmp/memlife-semihost-probe.txt");
+    let _ = std::fs::remove_file(probe);
+    let elf = memlife_testkit::firmware::elf("hostile", "semihost-open");
+    let qemu = QemuProcess::start(MACHINE, &elf, &[]).unwrap();
+    let mut t = qemu.connect().unwrap();
+    t.resume().unwrap();
+    let stop = t.wait_for_stop(WAIT).unwrap();
+    assert_eq!(
+        stop,
+        Some(StopReason::Exited(0)),
+        "0 = the open was refused"
+    );
+    assert!(!probe.exists(), "the firmware created {}", probe.display());
+}
+
+/// QEMU killed by SIGTERM still sends `W00`; memlife reports the signal, not "exited with
+/// status 0".
+#[test]
+fn qemu_killed_by_sigterm_is_reported_as_such() {
+    let (qemu, mut t, _) = start();
+    t.resume().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &qemu.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stop = t.wait_for_stop(WAIT).unwrap();
+    assert_eq!(stop, Some(StopReason::Terminated(15)), "{}", qemu.stderr());
+    let err = t.read_u32(0x2000_0000).unwrap_err();
+    assert!(
+        err.to_string().contains("QEMU was killed by signal 15"),
+        "{err}"
+    );
+}

@@ -3,7 +3,6 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -65,7 +64,10 @@ impl Target for Lent {
 impl Bridge {
     /// Runs the script at `path`; returns the script's output and its checks.
     pub(crate) fn audit(&mut self, path: &str) -> Result<String> {
-        let source = std::fs::read_to_string(path).context(format!("cannot read script {path}"))?;
+        // Only a script inside the server's script directories; an error never shows the file.
+        let real = self.places.script(path)?;
+        let source = std::fs::read_to_string(&real)
+            .context(format!("cannot read script {}", path.escape_debug()))?;
         self.ensure_halted().context("halting the target")?;
         let walker = memlife_heap::detect(
             &self.symbols,
@@ -107,10 +109,10 @@ impl Bridge {
             p.push_str(s);
             p.push('\n');
         });
-        let out_dir = Path::new("memlife-out");
+        let out_dir = self.places.dump_dir.join("memlife-out");
         let budgets = std::collections::BTreeMap::new();
         let (debugger, outcome) =
-            memlife_audit::run_script(debugger, &source, out_dir, &budgets, print);
+            memlife_audit::run_script(debugger, &source, &out_dir, &budgets, print);
         let Some(debugger) = debugger else {
             return Err(ServeError::Command(
                 "internal error: the script engine did not give the target back".into(),
@@ -159,7 +161,8 @@ impl Bridge {
             .last_audit
             .as_deref()
             .context("no audit has run in this session: `monitor audit FILE` first")?;
-        let page = memlife_render::write_html_report(report, Path::new(dir))?;
+        let dir = self.places.dir_under(dir)?;
+        let page = memlife_render::write_html_report(report, &dir)?;
         Ok(format!("report written to {}\n", page.display()))
     }
 }

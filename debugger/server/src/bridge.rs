@@ -1,7 +1,6 @@
 //! The gdbstub [`Target`](gdbstub::target::Target) over a memlife backend, and the blocking
 //! event loop that runs it: short waits on the backend, polling the connection for Ctrl-C.
 
-use std::net::TcpStream;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -69,6 +68,8 @@ pub struct Bridge {
     pub firmware: Option<String>,
     /// `monitor shutdown` was given: end the server after this client.
     pub(crate) shutdown: bool,
+    /// Where clients' dumps, reports and scripts may be.
+    pub places: crate::places::Places,
     /// How the firmware ended (exited, terminated, the backend gone), until `monitor reset`.
     pub(crate) ended: Option<StopReason>,
     /// How `monitor reset` brings an ended backend back; without it, the backend's own reset.
@@ -114,6 +115,7 @@ impl Bridge {
             pending: None,
             stepping: false,
             shutdown: false,
+            places: crate::places::Places::default(),
             ended: None,
             restart: None,
         }
@@ -247,7 +249,7 @@ impl Bridge {
             d.written += 1;
             let path = d.path.replace("{n}", &d.written.to_string());
             let symbol = d.symbol.clone();
-            match self.write_dump(std::path::Path::new(&path)) {
+            match self.write_dump(&path) {
                 Ok(()) => tracing::info!("dump at {symbol} written to {path}"),
                 Err(e) => {
                     tracing::warn!("dump at {symbol} to {path} failed: {e:#}");
@@ -518,16 +520,16 @@ pub enum EventLoop {}
 
 impl BlockingEventLoop for EventLoop {
     type Target = Bridge;
-    type Connection = TcpStream;
+    type Connection = crate::client::ClientConn;
     type StopReason = SingleThreadStopReason<u32>;
 
     #[allow(clippy::type_complexity)]
     fn wait_for_stop_reason(
         target: &mut Bridge,
-        conn: &mut TcpStream,
+        conn: &mut crate::client::ClientConn,
     ) -> Result<
         Event<SingleThreadStopReason<u32>>,
-        WaitForStopReasonError<ServeError, <TcpStream as Connection>::Error>,
+        WaitForStopReasonError<ServeError, <crate::client::ClientConn as Connection>::Error>,
     > {
         loop {
             if let Some(stop) = target.pending.take() {

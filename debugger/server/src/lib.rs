@@ -12,6 +12,9 @@
 //!   (short backend waits, Ctrl-C polling, transparent dump-on breakpoints).
 //! - `monitor`: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
 //! - `audit`: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
+//! - [`client`]: a client's connection, with a deadline on every packet and a bound on its size.
+//! - [`places`]: where a client's dumps, reports and scripts may be (never outside the server's
+//!   directories).
 //! - [`error`]: [`ServeError`], with its causes as sources.
 //! - [`heap`]: walking a halted target and writing JSON dumps atomically; the views of a heap are
 //!   `memlife_heap::render`'s, as for `memlife heap`.
@@ -19,9 +22,11 @@
 mod arch;
 mod audit;
 mod bridge;
+pub mod client;
 pub mod error;
 pub mod heap;
 mod monitor;
+pub mod places;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -60,16 +65,92 @@ pub fn serve_firmware(
     firmware: Option<String>,
     restart: Option<Restart>,
 ) -> (Box<dyn Target>, Result<()>) {
+    serve_in(
+        listener,
+        target,
+        symbols,
+        firmware,
+        restart,
+        places::Places::default(),
+    )
+}
+
+/// Where clients connect: a TCP port or a Unix socket.
+#[derive(Debug)]
+pub enum Listener {
+    /// `HOST:PORT`.
+    Tcp(TcpListener),
+    /// A Unix socket (owner-only permissions are the caller's job).
+    Unix(std::os::unix::net::UnixListener),
+}
+
+impl Listener {
+    fn set_nonblocking(&self) -> std::io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.set_nonblocking(true),
+            Listener::Unix(l) => l.set_nonblocking(true),
+        }
+    }
+
+    /// The next client, blocking, and a name for it.
+    fn accept(&self) -> std::io::Result<(client::Stream, String)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, peer) = l.accept()?;
+                s.set_nonblocking(false)?;
+                Ok((client::Stream::Tcp(s), peer.to_string()))
+            }
+            Listener::Unix(l) => {
+                let (s, _) = l.accept()?;
+                s.set_nonblocking(false)?;
+                Ok((client::Stream::Unix(s), "on the unix socket".to_string()))
+            }
+        }
+    }
+}
+
+/// [`serve_firmware`], with the directories clients may use.
+pub fn serve_in(
+    listener: &TcpListener,
+    target: Box<dyn Target>,
+    symbols: Symbols,
+    firmware: Option<String>,
+    restart: Option<Restart>,
+    places: places::Places,
+) -> (Box<dyn Target>, Result<()>) {
+    match listener.try_clone() {
+        Ok(l) => serve_on(
+            &Listener::Tcp(l),
+            target,
+            symbols,
+            firmware,
+            restart,
+            places,
+        ),
+        Err(e) => (target, Err(e).context("using the listener")),
+    }
+}
+
+/// [`serve_in`] on any [`Listener`].
+pub fn serve_on(
+    listener: &Listener,
+    target: Box<dyn Target>,
+    symbols: Symbols,
+    firmware: Option<String>,
+    restart: Option<Restart>,
+    places: places::Places,
+) -> (Box<dyn Target>, Result<()>) {
     let mut bridge = Bridge::new(target, symbols);
     bridge.firmware = firmware;
+    bridge.places = places;
     bridge.restart = restart;
     let outcome = serve_clients(listener, &mut bridge);
     (bridge.into_target(), outcome)
 }
 
-fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
+fn serve_clients(listener: &Listener, bridge: &mut Bridge) -> Result<()> {
     listener
-        .set_nonblocking(true)
+        .set_nonblocking()
         .context("configuring the listener")?;
     loop {
         let (stream, peer) = match listener.accept() {
@@ -84,15 +165,25 @@ fn serve_clients(listener: &TcpListener, bridge: &mut Bridge) -> Result<()> {
             }
             Err(e) => return Err(e).context("accepting a gdb client"),
         };
-        stream
-            .set_nonblocking(false)
-            .context("configuring the client socket")?;
         eprintln!("memlife serve: gdb client {peer} connected");
         bridge.on_attach();
         if let Some(msg) = bridge.ended_message() {
             eprintln!("memlife serve: told gdb client {peer}: {}", msg.trim_end());
         }
-        match GdbStub::new(stream).run_blocking::<bridge::EventLoop>(bridge) {
+        // A fixed buffer: a packet longer than it ends the session instead of growing memory.
+        let mut buffer = vec![0u8; client::MAX_PACKET];
+        let stub = match GdbStub::builder(client::ClientConn::new(stream))
+            .with_packet_buffer(&mut buffer)
+            .build()
+        {
+            Ok(stub) => stub,
+            Err(e) => {
+                return Err(ServeError::Command(format!(
+                    "starting the gdb session: {e}"
+                )));
+            }
+        };
+        match stub.run_blocking::<bridge::EventLoop>(bridge) {
             Ok(DisconnectReason::Disconnect) => {
                 eprintln!("memlife serve: gdb client {peer} detached; the target runs on");
                 bridge.on_detach(true);

@@ -1,7 +1,5 @@
 //! `monitor ...` commands: the heap views, dumps, dump-on-stop, reset.
 
-use std::path::Path;
-
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd};
 use memlife_core::BreakpointKind;
 use memlife_heap::{HeapWalker, WalkerOptions};
@@ -59,10 +57,14 @@ impl Bridge {
         out
     }
 
-    /// Walks the heap and writes its JSON to `path`.
-    pub(crate) fn write_dump(&mut self, path: &Path) -> Result<()> {
+    /// Walks the heap and writes its JSON to `path` under the dump directory (a client's
+    /// path: relative, no `..`, no link out; see [`crate::places`]).
+    pub(crate) fn write_dump(&mut self, path: &str) -> Result<()> {
+        let rel = crate::places::check_relative(path)?;
         let (_, json, _) = self.walk()?;
-        crate::heap::write_json_atomically(path, &json)
+        let text = format!("{json:#}\n");
+        memlife_core::output::write_under(&self.places.dump_dir, rel, text.as_bytes())?;
+        Ok(())
     }
 
     /// `monitor reset` after the firmware ended: a new backend (or the old one reset), memlife's
@@ -154,7 +156,7 @@ impl Bridge {
                         format!("memlife-dump-{}.json", self.dumps)
                     }
                 };
-                self.write_dump(Path::new(&path))?;
+                self.write_dump(&path)?;
                 Ok(format!("heap dump written to {path}\n"))
             }
             ["dump-on", symbol] | ["dump-on", symbol, _] => {
@@ -194,6 +196,7 @@ impl Bridge {
     }
 
     fn dump_on_symbol(&mut self, symbol: &str, path: String) -> Result<String> {
+        crate::places::check_relative(&path)?;
         let (addr, _) = self.symbols.function(symbol).context(format!(
             "function `{symbol}` is not in the ELF's symbol table"
         ))?;

@@ -37,6 +37,11 @@ pub(super) enum BreakRole {
         /// The function.
         function: String,
     },
+    /// A fault handler's entry: the target faulted.
+    Fault {
+        /// HardFault, MemManage, BusFault or UsageFault.
+        fault: &'static str,
+    },
     /// An entry a run waits for.
     Goal {
         /// The function.

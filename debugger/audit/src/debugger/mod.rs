@@ -10,12 +10,15 @@
 //! - span entries (`op_init`, `op_invoke`) and their returns;
 //! - the return of the phase being run, matched by stack pointer so recursion and re-entry do
 //!   not confuse it;
-//! - entries the caller waits for (`run_to`) and script hooks (`on_break`).
+//! - entries the caller waits for (`run_to`) and script hooks (`on_break`);
+//! - the fault handlers' entries (`HardFault_Handler`, ...): a fault ends the run at once.
 //!
 //! # Layout
 //! - `breakpoints`: what each breakpoint is for, the returns awaited, what is inserted.
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
 //! - `run`: the run loop, its goals and the dispatch of a stop.
+//! - `fault`: a stop at a fault handler, reported with the fault status registers and the
+//!   call chain from the exception frame.
 //! - `alloc_trace`: allocation tracing (events, live blocks, sites).
 //! - `phases`: phase tracking (calls, the open phase, spans, peaks, records), pure.
 //! - `phase_run`: the script-facing "run one phase" API and the watermark method.
@@ -25,6 +28,7 @@
 
 mod alloc_trace;
 mod breakpoints;
+mod fault;
 mod phase_run;
 mod phases;
 mod resume;

@@ -77,6 +77,7 @@ impl Debugger {
             let (addr, function) = (*addr, function.clone());
             self.bps.add_entry(addr, BreakRole::Goal { function });
         }
+        self.arm_fault_breakpoints();
         let result = self.run_loop(goal);
         if let Goal::Entry {
             addr,
@@ -229,6 +230,13 @@ impl Debugger {
                     }
                 }
                 BreakRole::Hook { symbol } => d.hook = Some(symbol),
+                BreakRole::Fault { fault } => {
+                    let during = match self.phases.open_function() {
+                        Some(f) => format!("phase {f}"),
+                        None => format!("the wait for the {}", self.goal_name(goal)),
+                    };
+                    return Err(self.faulted(fault, &during));
+                }
             }
         }
         Ok(d)

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use memlife_audit::model::Verdict;
@@ -69,6 +69,8 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
             connect_under_reset: c.connect_under_reset,
         },
         reset: c.reset.clone(),
+        deadline: t.deadline,
+        no_default_deadline: false,
     })
 }
 
@@ -172,7 +174,9 @@ fn audit(
         ensure_halted(target)?;
         super::walker(&symbols, &heap_opts, Some(target))?
     };
-    let timeout = Duration::from_secs_f64(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT));
+    let timeout =
+        memlife_core::limits::timeout_secs(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT))
+            .map_err(anyhow::Error::msg)?;
     let target = session.lend()?;
     run.target = target.describe();
     let mut debugger = match Debugger::new(
@@ -234,10 +238,13 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
                 "SKIP"
             }
         };
+        // Names and messages may carry strings read from target RAM.
+        let name = memlife_core::text::printable(&c.name);
         if c.message.is_empty() {
-            writeln!(out, "{word} {}", c.name)?;
+            writeln!(out, "{word} {name}")?;
         } else {
-            writeln!(out, "{word} {}: {}", c.name, c.message)?;
+            let message = memlife_core::text::printable(&c.message);
+            writeln!(out, "{word} {name}: {message}")?;
         }
     }
     writeln!(

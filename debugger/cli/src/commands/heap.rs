@@ -48,6 +48,7 @@ pub fn run(args: HeapArgs) -> Result<ExitCode> {
         memlife_render::write_atomic(path, memlife_render::heap_map_svg(&map).as_bytes())?;
     }
     session.close()?;
-    std::io::stdout().write_all(out.as_bytes())?;
+    // Descriptions and names come from the snapshot or the target: no terminal controls.
+    std::io::stdout().write_all(memlife_core::text::printable(&out).as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -504,11 +504,14 @@ mod tests {
             let mut snap = Snapshot::default();
             snap.add_region(BASE, r).unwrap();
             // Chunks are at least 8 bytes (size word and alignment); the RAM is 0x800 bytes.
+            // The work is bounded too: a few bulk reads, a few times the RAM at most.
+            let mut mem = memlife_testkit::ram::Counted::new(snap);
             crate::state::assert_walk_bounded(
-                walker().walk(&mut snap, WalkContext::default()),
+                walker().walk(&mut mem, WalkContext::default()),
                 0x800,
                 8,
             );
+            mem.assert_within(64, 4 * 0x800, "nano garbage walk");
         });
     }
 }

@@ -5,13 +5,19 @@ use memlife_core::{Result, StopReason, TargetError};
 
 use super::memory::max_read_size;
 use super::{DEFAULT_PACKET_SIZE, GdbRemote, RunState};
-use crate::packet::{self, Reply};
+use crate::packet::Reply;
 use crate::packets::resume::{VCONT_QUERY, parse_vcont_actions};
 use crate::packets::stop::{self, StopPacket, is_stop_reply};
 use crate::packets::supported::{Features, QSUPPORTED};
 use crate::packets::xfer::XferFeatures;
 use crate::packets::{self as req, QEMU_PROBE, START_NO_ACK_MODE, STATUS};
 use crate::tdesc;
+
+/// The most bytes a target description may have, all files together (QEMU's Cortex-M one has
+/// about 3 KiB).
+pub(super) const MAX_TDESC_BYTES: usize = 256 * 1024;
+/// The most `qXfer:features:read` requests one handshake makes.
+pub(super) const MAX_XFER_REQUESTS: u32 = 512;
 
 impl GdbRemote {
     pub(super) fn handshake(&mut self) -> Result<()> {
@@ -45,9 +51,9 @@ impl GdbRemote {
             StopPacket::Terminated(sig) => {
                 self.state = RunState::Gone(format!("the program was terminated by signal {sig}"));
             }
-            StopPacket::Output(_) => {
+            StopPacket::Output(_) | StopPacket::FileIo(_) => {
                 return Err(TargetError::Protocol(
-                    "console output as the reply to '?'".into(),
+                    "console output or a File-I/O request as the reply to '?'".into(),
                 ));
             }
         }
@@ -73,6 +79,7 @@ impl GdbRemote {
         Ok(())
     }
 
+    /// Fetches one file of the target description (`target.xml` or one it includes).
     pub(super) fn read_xfer_features(&mut self, annex: &str) -> Result<String> {
         let chunk = self
             .features
@@ -82,8 +89,14 @@ impl GdbRemote {
             .max(64);
         let mut out = Vec::new();
         loop {
-            if out.len() > packet::MAX_FRAME {
-                return Err(TargetError::Protocol(format!("{annex} is too large")));
+            // Bounded in bytes and in requests (over all the description's files), so a server
+            // that serves one byte per request, or none, cannot keep the handshake going.
+            self.xfer_requests += 1;
+            if self.xfer_requests > MAX_XFER_REQUESTS {
+                return Err(TargetError::Protocol(format!(
+                    "the target description took more than {MAX_XFER_REQUESTS} requests (at {annex}, offset {})",
+                    out.len()
+                )));
             }
             let xfer = XferFeatures {
                 annex,
@@ -93,6 +106,12 @@ impl GdbRemote {
             let reply = self.request(&xfer.encode())?;
             let part = xfer.parse_reply(reply)?;
             out.extend_from_slice(&part.data);
+            self.xfer_bytes = self.xfer_bytes.saturating_add(part.data.len());
+            if self.xfer_bytes > MAX_TDESC_BYTES {
+                return Err(TargetError::Protocol(format!(
+                    "the target description is larger than {MAX_TDESC_BYTES} bytes (at {annex})"
+                )));
+            }
             if part.last {
                 break;
             }

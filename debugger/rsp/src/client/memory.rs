@@ -46,12 +46,13 @@ impl GdbRemote {
         for (i, &(addr, len)) in ranges.iter().enumerate() {
             chunks.extend(split_range(addr, len, max).map(|(a, n)| (i, a, n)));
         }
-        let mut out: Vec<Vec<u8>> = ranges
-            .iter()
-            .map(|&(_, len)| Vec::with_capacity(len))
-            .collect();
+        // Every chunk lands at its own offset: a short reply leaves a gap that is asked for
+        // again below, never shifts the chunks after it.
+        let mut out: Vec<Vec<u8>> = ranges.iter().map(|&(_, len)| vec![0u8; len]).collect();
+        let mut gaps: Vec<(usize, u64, usize)> = Vec::new();
         let mut first_error = None;
         for batch in chunks.chunks(PIPELINE_DEPTH) {
+            self.check_deadline()?;
             let mut packets = self.take_pending_writes();
             let writes = packets.len();
             packets.extend(
@@ -75,7 +76,11 @@ impl GdbRemote {
                 match result {
                     Ok(bytes) => {
                         self.stats.bytes += bytes.len() as u64;
-                        out[i].extend_from_slice(&bytes);
+                        let off = a.wrapping_sub(ranges[i].0) as usize;
+                        out[i][off..off + bytes.len()].copy_from_slice(&bytes);
+                        if bytes.len() < n {
+                            gaps.push((i, a.wrapping_add(bytes.len() as u64), n - bytes.len()));
+                        }
                     }
                     Err(e) => {
                         first_error.get_or_insert(e);
@@ -86,14 +91,11 @@ impl GdbRemote {
         if let Some(e) = first_error {
             return Err(e);
         }
-        // A server may answer with fewer bytes than asked: fetch the rest one by one.
-        for (i, &(addr, len)) in ranges.iter().enumerate() {
-            let have = out[i].len();
-            if have < len {
-                let mut rest = vec![0u8; len - have];
-                self.read_memory_sequential(addr + have as u64, &mut rest)?;
-                out[i].extend_from_slice(&rest);
-            }
+        // A server may answer with fewer bytes than asked: the rest is asked for again, one
+        // request at a time, until it comes or the server refuses (an error naming the address).
+        for (i, addr, len) in gaps {
+            let off = addr.wrapping_sub(ranges[i].0) as usize;
+            self.read_memory_sequential(addr, &mut out[i][off..off + len])?;
         }
         Ok(out)
     }
@@ -118,8 +120,9 @@ impl GdbRemote {
             let read = ReadMemory { addr: a, len: n };
             self.stats.reads += 1;
             let reply = self.request(&read.encode())?;
+            // No bytes at all is an error naming the address (`parse_reply`), so every turn of
+            // this loop advances or ends it. A short read is allowed: the rest is asked for again.
             let bytes = read.parse_reply(reply)?;
-            // A short read is allowed: the rest is asked for again (and then usually fails).
             buf[done..done + bytes.len()].copy_from_slice(&bytes);
             done += bytes.len();
             self.stats.bytes += bytes.len() as u64;

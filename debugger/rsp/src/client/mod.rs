@@ -20,6 +20,7 @@
 //! - `breakpoints`: `Z`/`z` breakpoints and watchpoints.
 //! - `run`: continue, step (off a breakpoint), interrupt, reset, waiting for stop replies.
 //! - `reset`: which monitor command resets the target, by the server memlife talks to.
+//! - `semihosting`: answering the firmware's semihosting calls (File-I/O requests).
 
 mod breakpoints;
 mod handshake;
@@ -28,6 +29,7 @@ mod registers;
 mod requests;
 mod reset;
 mod run;
+mod semihosting;
 
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -53,6 +55,9 @@ pub struct ConnectOptions {
     pub connect_timeout: Duration,
     /// Bound on every reply (not on [`memlife_core::Control::wait_for_stop`], which has its own).
     pub read_timeout: Duration,
+    /// Bound on everything: the handshake and every later request fail with a timeout once
+    /// this instant has passed (`None`: no bound beyond each reply's).
+    pub deadline: Option<Instant>,
 }
 
 impl Default for ConnectOptions {
@@ -60,6 +65,7 @@ impl Default for ConnectOptions {
         ConnectOptions {
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(5),
+            deadline: None,
         }
     }
 }
@@ -107,6 +113,16 @@ pub struct GdbRemote {
     stats: LinkStats,
     /// The monitor command that resets the target: configured, or found at the first reset.
     reset_command: Option<String>,
+    /// A semihosting request for host file access was refused (and said so) already.
+    semihosting_refused: bool,
+    /// `qXfer:features:read` requests and bytes so far (bounded, see `handshake`).
+    xfer_requests: u32,
+    xfer_bytes: usize,
+    /// The stderr of the QEMU this client talks to, when memlife started it.
+    pub(crate) server_log: Option<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>,
+    /// When the whole command must be over (see [`ConnectOptions::deadline`]), and how long
+    /// that was from when it was set.
+    deadline: Option<(Instant, Duration)>,
 }
 
 /// `BreakpointKind` has no `Ord`; this mirrors it for the set.
@@ -192,6 +208,13 @@ impl GdbRemote {
             pending_writes: Vec::new(),
             stats: LinkStats::default(),
             reset_command: None,
+            semihosting_refused: false,
+            xfer_requests: 0,
+            xfer_bytes: 0,
+            server_log: None,
+            deadline: options
+                .deadline
+                .map(|d| (d, d.saturating_duration_since(Instant::now()))),
         };
         client.handshake()?;
         Ok(client)
@@ -222,6 +245,30 @@ impl GdbRemote {
     /// Memory bytes per `m` request.
     pub fn max_read(&self) -> usize {
         max_read_size(self.features.packet_size)
+    }
+
+    /// Sets (or lifts) the bound on the whole session, see [`ConnectOptions::deadline`].
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline.map(|d| (d, d.saturating_duration_since(Instant::now())));
+    }
+
+    /// Fails once the deadline has passed.
+    pub(crate) fn check_deadline(&self) -> Result<()> {
+        match self.deadline {
+            Some((d, after)) if Instant::now() >= d => Err(TargetError::Timeout {
+                after,
+                waiting_for: "the whole command, --deadline",
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// `timeout`, shortened so it ends by the deadline.
+    pub(crate) fn until_deadline(&self, timeout: Duration) -> Duration {
+        match self.deadline {
+            Some((d, _)) => timeout.min(d.saturating_duration_since(Instant::now())),
+            None => timeout,
+        }
     }
 
     /// Changes the bound on every reply.

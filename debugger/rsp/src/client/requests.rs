@@ -34,6 +34,7 @@ impl GdbRemote {
     /// Sends a request and waits for its reply (with the read timeout). Writes held back are
     /// sent first, in the same TCP segment.
     pub(super) fn request(&mut self, data: &[u8]) -> Result<Reply> {
+        self.check_deadline()?;
         if self.has_pending_writes() {
             let replies = self.send_with_writes(data)?;
             return Ok(replies);

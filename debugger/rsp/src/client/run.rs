@@ -195,11 +195,14 @@ impl GdbRemote {
 
     /// Reads stop replies until one arrives or `timeout` passes.
     pub(super) fn wait_stop(&mut self, timeout: Duration) -> Result<Option<StopReason>> {
-        let deadline = Instant::now() + timeout;
+        self.check_deadline()?;
+        let deadline = Instant::now() + self.until_deadline(timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let r = self.conn.recv(left, "a stop reply");
             let Some(data) = self.note(r)? else {
+                // Cut short by the whole command's deadline: say so, not "no stop yet".
+                self.check_deadline()?;
                 return Ok(None);
             };
             let parsed = stop::parse(&data).map_err(|e| {
@@ -213,10 +216,21 @@ impl GdbRemote {
                     tracing::info!(target: "memlife_rsp::console", "{}", String::from_utf8_lossy(&text));
                     continue;
                 }
-                StopPacket::Exited(code) => {
-                    self.state = RunState::Exited(i32::from(code));
-                    StopReason::Exited(i32::from(code))
+                StopPacket::FileIo(io) => {
+                    self.answer_file_io(io)?;
+                    continue;
                 }
+                StopPacket::Exited(code) => match self.killed_by_signal() {
+                    Some((sig, line)) => {
+                        self.state =
+                            RunState::Gone(format!("QEMU was killed by signal {sig} ({line})"));
+                        StopReason::Terminated(sig)
+                    }
+                    None => {
+                        self.state = RunState::Exited(i32::from(code));
+                        StopReason::Exited(i32::from(code))
+                    }
+                },
                 StopPacket::Terminated(sig) => {
                     self.state =
                         RunState::Gone(format!("the program was terminated by signal {sig}"));
@@ -250,5 +264,22 @@ impl GdbRemote {
             self.last_stop = Some(reason);
             return Ok(Some(reason));
         }
+    }
+
+    /// Whether the QEMU behind this client says it was killed by a signal (it still sends
+    /// `W00`). Its stderr is drained by a thread: give it a moment to catch up.
+    fn killed_by_signal(&self) -> Option<(u8, String)> {
+        let log = self.server_log.as_ref()?;
+        for _ in 0..10 {
+            let text = log
+                .lock()
+                .map(|l| String::from_utf8_lossy(&l).into_owned())
+                .unwrap_or_default();
+            if let Some(found) = crate::qemu::killed_by(&text) {
+                return Some(found);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 }

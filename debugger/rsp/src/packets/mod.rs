@@ -14,9 +14,11 @@
 //! - [`supported`]: `qSupported` and the features it announces.
 //! - [`xfer`]: `qXfer:features:read` (target descriptions).
 //! - [`monitor`]: `qRcmd` (monitor commands) and their console output.
+//! - [`fileio`]: File-I/O requests (the firmware's semihosting calls) and the policy for them.
 //! - here: the packets without arguments: `?`, `QStartNoAckMode`, `qqemu.sstepbits`, `D`, `k`.
 
 pub mod breakpoints;
+pub mod fileio;
 pub mod memory;
 pub mod monitor;
 pub mod registers;

@@ -22,6 +22,8 @@ pub enum StopPacket {
     Terminated(u8),
     /// `O hex`: console output from the target while it runs.
     Output(Vec<u8>),
+    /// `F call,args`: a File-I/O request (a semihosting call the server forwards).
+    FileIo(super::fileio::FileIo),
 }
 
 /// The details of an `S`/`T` stop.
@@ -90,6 +92,7 @@ pub fn parse(data: &[u8]) -> Result<StopPacket, PacketError> {
         b'W' => Ok(StopPacket::Exited(signal(rest)?)),
         b'X' => Ok(StopPacket::Terminated(signal(rest)?)),
         b'O' => Ok(StopPacket::Output(from_hex(rest)?)),
+        b'F' => Ok(StopPacket::FileIo(super::fileio::parse(rest)?)),
         _ => Err(bad()),
     }
 }

@@ -156,6 +156,7 @@ impl FreeRtosWalker {
             regions = regions::find_region_table(symbols, mem)?;
         }
         regions.sort_unstable();
+        regions::check_regions(&regions)?;
         Self::common(symbols, Variant::Heap5 { regions }, "freertos-heap5")
     }
 

@@ -165,3 +165,30 @@ pub(super) fn find_region_table(
     }
     Ok(regions)
 }
+
+/// The largest heap_5 region accepted (a microcontroller's RAM is well below it); a larger one
+/// is a garbage `HeapRegion_t` and would ask the target for gigabytes.
+pub(super) const MAX_REGION: u64 = 16 << 20;
+/// The most regions accepted.
+pub(super) const MAX_REGIONS: usize = 64;
+
+/// Refuses regions whose sizes could not be a microcontroller's: longer than [`MAX_REGION`],
+/// past the 32-bit address space, or more than [`MAX_REGIONS`] of them.
+pub(super) fn check_regions(regions: &[(u64, u64)]) -> Result<(), HeapError> {
+    if regions.len() > MAX_REGIONS {
+        return Err(HeapError::Config(format!(
+            "freertos-heap5: {} regions (at most {MAX_REGIONS}); the region table looks damaged",
+            regions.len()
+        )));
+    }
+    for &(start, len) in regions {
+        let end = start.checked_add(len).filter(|&e| e <= 1 << 32);
+        if len > MAX_REGION || end.is_none() {
+            return Err(HeapError::Config(format!(
+                "freertos-heap5: region at {start:#010x} of {len} bytes is larger than \
+                 {MAX_REGION} bytes or runs past the address space; the region table looks damaged"
+            )));
+        }
+    }
+    Ok(())
+}

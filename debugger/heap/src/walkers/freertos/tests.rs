@@ -341,6 +341,10 @@ fn a_truncated_arena_is_a_read_error_not_a_panic() {
     ));
 }
 
+/// Bounds on a walk's work over garbage (see `random_garbage_never_panics_or_hangs`).
+const WORK_READS: u64 = 64;
+const WORK_BYTES_PER_RAM_BYTE: u64 = 4;
+
 #[test]
 fn random_garbage_never_panics_or_hangs() {
     memlife_testkit::fuzz::cases(0x1234_5678, 400, |round, rng| {
@@ -363,8 +367,15 @@ fn random_garbage_never_panics_or_hangs() {
         }
         let mut snap = Snapshot::default();
         snap.add_region(X_START, f.ram.clone()).unwrap();
-        // heap_4 blocks are at least 8 bytes (one header).
-        crate::state::assert_walk_bounded(w.walk(&mut snap, WalkContext::default()), HEAP_SIZE, 8);
+        // heap_4 blocks are at least 8 bytes (one header). The work is bounded too: a few bulk
+        // reads, never more bytes than a few times the RAM.
+        let mut mem = memlife_testkit::ram::Counted::new(snap);
+        crate::state::assert_walk_bounded(w.walk(&mut mem, WalkContext::default()), HEAP_SIZE, 8);
+        mem.assert_within(
+            WORK_READS,
+            WORK_BYTES_PER_RAM_BYTE * 0x600,
+            "heap_4 garbage walk",
+        );
     });
 }
 
@@ -548,4 +559,18 @@ fn heap5_markers_still_linked_count_as_free_blocks_but_not_as_the_smallest() {
     assert_eq!(s.xSizeOfSmallestFreeBlockInBytes, 0x30);
     assert_eq!(s.xSizeOfLargestFreeBlockInBytes, 0xf8);
     assert_eq!(s.xAvailableHeapSpaceInBytes, free);
+}
+
+#[test]
+fn garbage_heap5_region_sizes_are_refused_before_any_read() {
+    assert!(regions::check_regions(&[(0x2000_0000, 0x8000), (0x2001_0000, 0x4000)]).is_ok());
+    for bad in [
+        vec![(0x2000_0000, 0xffff_fff0)],
+        vec![(0xffff_ff00, 0x1000)],
+        vec![(0x2000_0000, regions::MAX_REGION + 1)],
+        vec![(0x2000_0000, 16); regions::MAX_REGIONS + 1],
+    ] {
+        let err = regions::check_regions(&bad).unwrap_err();
+        assert!(err.to_string().contains("damaged"), "{err}");
+    }
 }

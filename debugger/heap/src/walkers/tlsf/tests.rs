@@ -508,7 +508,11 @@ fn random_garbage_never_panics_or_hangs() {
         };
         // A TLSF block is at least 16 bytes (12 of payload and its size word): no more blocks
         // than the regions walked can hold.
-        let result = walker(control).walk(&mut r.snapshot(), WalkContext::default());
+        // The work is bounded too: a few bulk reads, a few times the RAM at most.
+        let ram_len = r.ram.len() as u64;
+        let mut mem = memlife_testkit::ram::Counted::new(r.snapshot());
+        let result = walker(control).walk(&mut mem, WalkContext::default());
+        mem.assert_within(256, 4 * ram_len, "tlsf garbage walk");
         let walked: u64 = result.as_ref().map_or(0, |st| {
             st.regions
                 .iter()

@@ -1,0 +1,182 @@
+//! The `cargo fuzz` harnesses (`fuzz/harness`) on stable, bounded and deterministic: seeded
+//! mutations of the committed fixtures, thousands of cases each. A panic fails the test; so
+//! does a harness that takes too long over all its cases.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+#[path = "../../../fuzz/harness/mod.rs"]
+mod harness;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use memlife_core::Snapshot;
+use memlife_testkit::fuzz::{Xorshift, cases};
+
+fn testdata(name: &str) -> PathBuf {
+    memlife_testkit::firmware::repo()
+        .join("debugger/heap/testdata")
+        .join(name)
+}
+
+/// `seed` with a few bytes changed, cut or grown (what a damaged file or a hostile peer sends).
+fn mutate(seed: &[u8], rng: &mut Xorshift) -> Vec<u8> {
+    let mut v = seed.to_vec();
+    for _ in 0..=rng.below(8) {
+        match rng.below(4) {
+            0 if !v.is_empty() => {
+                let i = rng.below(v.len() as u64) as usize;
+                v[i] = rng.byte();
+            }
+            1 if !v.is_empty() => {
+                let i = rng.below(v.len() as u64) as usize;
+                v.truncate(i);
+            }
+            2 => {
+                let n = rng.below(16) as usize;
+                v.extend(rng.bytes(n));
+            }
+            _ if v.len() >= 4 => {
+                // A length-like word: small, huge or all ones.
+                let i = rng.below(v.len() as u64 - 3) as usize;
+                let w = match rng.below(3) {
+                    0 => u32::MAX,
+                    1 => rng.next_u32(),
+                    _ => rng.below(64) as u32,
+                };
+                v[i..i + 4].copy_from_slice(&w.to_le_bytes());
+            }
+            _ => {}
+        }
+    }
+    v
+}
+
+fn bounded(what: &str, started: Instant, limit: Duration) {
+    assert!(
+        started.elapsed() < limit,
+        "{what}: {:?} over the bound {limit:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn rsp_packet_decoder() {
+    let seeds: Vec<Vec<u8>> = [
+        "$m20000000,4#fd",
+        "+$T05thread:p01.01;#06",
+        "$OK#9a",
+        "$E14#aa",
+        "$3*!#aa",
+        "$}]#00",
+        "$qSupported:multiprocess+#00",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    let started = Instant::now();
+    cases(0x5eed_0001, 20_000, |i, rng| {
+        let seed = &seeds[i as usize % seeds.len()];
+        harness::rsp_packet(&mutate(seed, rng));
+    });
+    bounded("rsp_packet", started, Duration::from_secs(60));
+}
+
+#[test]
+fn snapshot_reader() {
+    let seeds: Vec<Vec<u8>> = ["heap4", "nano", "tlsf"]
+        .iter()
+        .map(|a| std::fs::read(testdata(&format!("{a}-fragmentation.mlsnap"))).unwrap())
+        .collect();
+    let started = Instant::now();
+    cases(0x5eed_0002, 3_000, |i, rng| {
+        let seed = &seeds[i as usize % seeds.len()];
+        // Most damage where the lengths and the header are.
+        let head = seed.len().min(4096);
+        let mut v = mutate(&seed[..head], rng);
+        v.extend_from_slice(&seed[head..]);
+        harness::snapshot(&v);
+    });
+    bounded("snapshot", started, Duration::from_secs(120));
+}
+
+#[test]
+fn elf_and_dwarf_loading() {
+    let seeds: Vec<Vec<u8>> = ["heap4", "nano", "tlsf"]
+        .iter()
+        .map(|a| std::fs::read(testdata(&format!("{a}-fragmentation.elf"))).unwrap())
+        .collect();
+    let started = Instant::now();
+    cases(0x5eed_0003, 1_000, |i, rng| {
+        let seed = &seeds[i as usize % seeds.len()];
+        // The ELF header and section headers hold the lengths and offsets.
+        let mut v = seed.clone();
+        for _ in 0..=rng.below(4) {
+            let at = if rng.below(2) == 0 {
+                rng.below(64)
+            } else {
+                rng.below(v.len() as u64)
+            } as usize;
+            let end = (at + 4).min(v.len());
+            let w = rng.next_u32().to_le_bytes();
+            v[at..end].copy_from_slice(&w[..end - at]);
+        }
+        harness::elf(&v);
+    });
+    bounded("elf", started, Duration::from_secs(300));
+}
+
+#[test]
+fn walkers_over_arbitrary_memory() {
+    let started = Instant::now();
+    for name in ["heap4", "nano", "tlsf"] {
+        let symbols =
+            memlife_dwarf::Symbols::load(&testdata(&format!("{name}-fragmentation.elf"))).unwrap();
+        let walker = memlife_heap::detect(
+            &symbols,
+            None,
+            &memlife_heap::WalkerOptions::default(),
+            None,
+        )
+        .unwrap();
+        let template = Snapshot::load(&testdata(&format!("{name}-fragmentation.mlsnap"))).unwrap();
+        let real: Vec<u8> = template
+            .regions
+            .iter()
+            .flat_map(|r| r.data.clone())
+            .collect();
+        cases(0x5eed_0004, 1_000, |_, rng| {
+            // Real RAM with damage, or noise.
+            let data = if rng.below(4) == 0 {
+                let n = 1 + rng.below(4096) as usize;
+                rng.bytes(n)
+            } else {
+                let mut d = real.clone();
+                for _ in 0..=rng.below(16) {
+                    let i = (rng.below(d.len().saturating_sub(4).max(1) as u64) as usize) & !3;
+                    if i + 4 <= d.len() {
+                        d[i..i + 4].copy_from_slice(&rng.next_u32().to_le_bytes());
+                    }
+                }
+                d
+            };
+            harness::walk(walker.as_ref(), &template, &data);
+        });
+    }
+    bounded("walkers", started, Duration::from_secs(300));
+}
+
+/// Inputs the fuzzers found crashes with (`fuzz/regressions`), through every harness.
+#[test]
+fn regressions_found_by_fuzzing() {
+    let dir = memlife_testkit::firmware::repo().join("fuzz/regressions");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        harness::rsp_packet(&data);
+        harness::snapshot(&data);
+        harness::elf(&data);
+        n += 1;
+    }
+    assert!(n >= 1, "no regression inputs in {}", dir.display());
+}

@@ -1,0 +1,68 @@
+//! The fuzz harnesses, shared by the `cargo fuzz` targets (nightly, run by hand: `fuzz/README.md`)
+//! and the bounded, deterministic run in `make test` (`debugger/cli/tests/fuzz_stable.rs`), so
+//! both exercise the same code. Each takes arbitrary bytes and must return without panicking,
+//! hanging or allocating without bound; what it returns does not matter.
+
+#![allow(dead_code)] // each target uses one harness
+
+use memlife_core::{Memory, Snapshot};
+use memlife_heap::{HeapWalker, WalkContext};
+
+/// The GDB remote client's packet decoder: framing, checksum, escapes, run-length encoding,
+/// reply classification and hex.
+pub fn rsp_packet(data: &[u8]) {
+    if let Some((start, end)) = memlife_rsp::packet::find_frame(data)
+        && let Ok(payload) = memlife_rsp::packet::decode_frame(&data[start..end])
+    {
+        let _ = memlife_rsp::packet::from_hex(&payload);
+        let _ = memlife_rsp::packet::Reply::parse(payload);
+    }
+    let _ = memlife_rsp::packet::unpack(data);
+    let _ = memlife_rsp::packet::parse_hex_u64(&data[..data.len().min(20)]);
+}
+
+/// The snapshot reader, then a read of every region it accepted.
+pub fn snapshot(data: &[u8]) {
+    if let Ok(mut snap) = Snapshot::read_from(data) {
+        let ranges: Vec<(u64, usize)> = snap
+            .regions
+            .iter()
+            .map(|r| (r.start, r.data.len().min(64)))
+            .collect();
+        for (addr, len) in ranges {
+            let _ = snap.read_vec(addr, len);
+        }
+    }
+}
+
+/// ELF and DWARF loading, then the lookups the walkers and the unwinder make.
+pub fn elf(data: &[u8]) {
+    if let Ok(symbols) = memlife_dwarf::Symbols::parse(data.to_vec(), "fuzz.elf") {
+        let _ = symbols.function("main");
+        let _ = symbols.static_location("xStart", &[]);
+        let _ = symbols.locate(0x0800_0100);
+        let _ = memlife_heap::detect(
+            &symbols,
+            None,
+            &memlife_heap::WalkerOptions::default(),
+            None,
+        );
+    }
+}
+
+/// A walker over an arbitrary memory image: `data` replaces the bytes of `template`'s regions
+/// (cycled when shorter).
+pub fn walk(walker: &dyn HeapWalker, template: &Snapshot, data: &[u8]) {
+    if data.is_empty() {
+        return;
+    }
+    let mut snap = template.clone();
+    let mut i = 0;
+    for region in &mut snap.regions {
+        for b in region.data.iter_mut() {
+            *b = data[i % data.len()];
+            i += 1;
+        }
+    }
+    let _ = walker.walk(&mut snap, WalkContext::default());
+}
