@@ -106,44 +106,58 @@ fn expected_figures(alloc: &str, scenario: &str) -> Vec<&'static str> {
     }
 }
 
+/// Audits `alloc`'s build of `scenario` with `lifecycle.rhai` and that example's memlife.toml,
+/// and asserts the exit code and the failing JUnit cases. Gives the run's name, its stdout, the
+/// JUnit XML and the path of its JSON report.
+fn audit_example(
+    dir: &std::path::Path,
+    alloc: &str,
+    scenario: &str,
+    exit: i32,
+    failing: &[String],
+) -> (String, String, String, std::path::PathBuf) {
+    let elf = elf(alloc, scenario);
+    let junit = dir.join(format!("{alloc}-{scenario}.xml"));
+    let json = dir.join(format!("{alloc}-{scenario}.json"));
+    let script = repo().join("scripts/lifecycle.rhai");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        example(scenario).to_str().unwrap(),
+        "--elf",
+        elf.to_str().unwrap(),
+        script.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let name = format!("{alloc}-{scenario}");
+    let text = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(exit),
+        "{name}: {text}\n{}",
+        stderr(&out)
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(
+        junit_failures(&xml),
+        failing,
+        "{name}: failing JUnit cases\n{xml}"
+    );
+    (name, text, xml, json)
+}
+
 #[test]
 fn every_example_gives_its_verdict_on_every_allocator() {
     let dir = tempdir("audit");
     for scenario in SCENARIOS {
         let (exit, failing) = expectation(scenario);
         for alloc in ALLOCS {
-            let elf = elf(alloc, scenario);
-            let junit = dir.join(format!("{alloc}-{scenario}.xml"));
-            let json = dir.join(format!("{alloc}-{scenario}.json"));
-            let script = repo().join("scripts/lifecycle.rhai");
-            let out = run_memlife(&[
-                "audit",
-                "--config",
-                example(scenario).to_str().unwrap(),
-                "--elf",
-                elf.to_str().unwrap(),
-                script.to_str().unwrap(),
-                "--junit",
-                junit.to_str().unwrap(),
-                "--json",
-                json.to_str().unwrap(),
-                "--out",
-                dir.to_str().unwrap(),
-            ]);
-            let name = format!("{alloc}-{scenario}");
-            let text = stdout(&out);
-            assert_eq!(
-                out.status.code(),
-                Some(exit),
-                "{name}: {text}\n{}",
-                stderr(&out)
-            );
-            let xml = std::fs::read_to_string(&junit).unwrap();
-            assert_eq!(
-                junit_failures(&xml),
-                failing,
-                "{name}: failing JUnit cases\n{xml}"
-            );
+            let (name, text, xml, json) = audit_example(&dir, alloc, scenario, exit, &failing);
             assert_eq!(
                 junit_cases(&xml),
                 [
@@ -713,31 +727,7 @@ fn option_builds_give_every_example_heap4s_verdict() {
     for scenario in SCENARIOS {
         let (exit, failing) = expectation(scenario);
         for alloc in ["heap4p", "heap5", "heap5p"] {
-            let elf = elf(alloc, scenario);
-            let junit = dir.join(format!("{alloc}-{scenario}.xml"));
-            let script = repo().join("scripts/lifecycle.rhai");
-            let out = run_memlife(&[
-                "audit",
-                "--config",
-                example(scenario).to_str().unwrap(),
-                "--elf",
-                elf.to_str().unwrap(),
-                script.to_str().unwrap(),
-                "--junit",
-                junit.to_str().unwrap(),
-                "--out",
-                dir.to_str().unwrap(),
-            ]);
-            let name = format!("{alloc}-{scenario}");
-            let text = stdout(&out);
-            assert_eq!(
-                out.status.code(),
-                Some(exit),
-                "{name}: {text}{}",
-                stderr(&out)
-            );
-            let xml = std::fs::read_to_string(&junit).unwrap();
-            assert_eq!(junit_failures(&xml), failing, "{name}: {text}");
+            audit_example(&dir, alloc, scenario, exit, &failing);
         }
     }
 }

@@ -9,41 +9,6 @@ use common::*;
 use memlife_rsp::QemuProcess;
 use serde_json::Value;
 
-fn free_list(v: &Value) -> Vec<u64> {
-    v["free_list"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
-}
-
-/// Blocks as (addr, size, free).
-fn blocks(v: &Value) -> Vec<(u64, u64, bool)> {
-    v["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            (
-                b["addr"].as_u64().unwrap(),
-                b["size"].as_u64().unwrap(),
-                b["free"].as_bool().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn memlife_json(args: &[&str]) -> Value {
-    let out = run_memlife(args);
-    assert!(
-        out.status.success(),
-        "memlife {args:?} failed: {}",
-        stderr(&out)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// The option builds of the allocators: heap_4 with the V11 heap protector, heap_5's regions
 /// (one not 8-aligned) without and with it (raw-NULL encoding of blocks in use).
 const OPTION_ALLOCS: &[&str] = &["heap4p", "heap5", "heap5p"];

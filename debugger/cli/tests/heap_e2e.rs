@@ -7,42 +7,6 @@ use common::*;
 use memlife_rsp::QemuProcess;
 use serde_json::Value;
 
-fn free_list(v: &Value) -> Vec<u64> {
-    v["free_list"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
-}
-
-/// Blocks as (addr, size, free), without newlib's unclaimed tail (not a block to gdb).
-fn blocks(v: &Value) -> Vec<(u64, u64, bool)> {
-    v["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| !b["unclaimed"].as_bool().unwrap_or(false))
-        .map(|b| {
-            (
-                b["addr"].as_u64().unwrap(),
-                b["size"].as_u64().unwrap(),
-                b["free"].as_bool().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn memlife_json(args: &[&str]) -> Value {
-    let out = run_memlife(args);
-    assert!(
-        out.status.success(),
-        "memlife {args:?} failed: {}",
-        stderr(&out)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// The acceptance check: for every ELF (heap4, nano, tlsf and the fixed-layout tlsf),
 /// the state at the 2nd entry of model_release as memlife reports it equals gdb's own reading of
 /// the same QEMU, and the allocator's own counter as gdb reads it (heap4 xFreeBytesRemaining,

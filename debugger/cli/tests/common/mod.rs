@@ -61,3 +61,41 @@ pub fn ref_heap(out: &Output) -> serde_json::Value {
         .unwrap_or_else(|| panic!("gdb printed no REF-HEAP line:\n{text}\n{}", stderr(out)));
     serde_json::from_str(line).unwrap()
 }
+
+/// The free list's block addresses of a `memlife heap --json` output.
+pub fn free_list(v: &serde_json::Value) -> Vec<u64> {
+    v["free_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+/// Blocks as (addr, size, free), without newlib's unclaimed tail (not a block to gdb).
+pub fn blocks(v: &serde_json::Value) -> Vec<(u64, u64, bool)> {
+    v["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| !b["unclaimed"].as_bool().unwrap_or(false))
+        .map(|b| {
+            (
+                b["addr"].as_u64().unwrap(),
+                b["size"].as_u64().unwrap(),
+                b["free"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `memlife ARGS` that must succeed, its stdout parsed as JSON.
+pub fn memlife_json(args: &[&str]) -> serde_json::Value {
+    let out = run_memlife(args);
+    assert!(
+        out.status.success(),
+        "memlife {args:?} failed: {}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
