@@ -10,7 +10,8 @@
 //!   `O_NOFOLLOW`, through rustix), so a symbolic link anywhere in the path, planted by the
 //!   firmware or anyone else, is never followed; no directories are created;
 //! - only regular files are opened (a FIFO or a device under DIR is refused, and `O_NONBLOCK`
-//!   keeps the open itself from waiting on one);
+//!   keeps the open itself from waiting on one), and never one with a second name: a hard link
+//!   may be a file outside DIR; truncation waits until these checks passed;
 //! - the bytes written in all are capped ([`SemihostingDir::max_write`]), and so is the number
 //!   of files open at once.
 //!
@@ -242,10 +243,11 @@ mod imp {
                 flags::RDWR => OFlags::RDWR,
                 _ => OFlags::RDONLY,
             };
+            // O_TRUNC waits for the checks below: a file that turns out not to be ours to
+            // write is never emptied.
             for (g, o) in [
                 (flags::APPEND, OFlags::APPEND),
                 (flags::CREAT, OFlags::CREATE),
-                (flags::TRUNC, OFlags::TRUNC),
                 (flags::EXCL, OFlags::EXCL),
             ] {
                 if gflags & g != 0 {
@@ -259,6 +261,13 @@ mod imp {
             let stat = rustix::fs::fstat(&file).map_err(to_denied)?;
             if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
                 return Err(Denied::errno(errno::EACCES));
+            }
+            // A second name means a hard link, which may be a file outside the directory.
+            if stat.st_nlink > 1 {
+                return Err(Denied::outside());
+            }
+            if gflags & flags::TRUNC != 0 && gflags & flags::ACCMODE != 0 {
+                rustix::fs::ftruncate(&file, 0).map_err(to_denied)?;
             }
             self.files.insert(fd, std::fs::File::from(file));
             Ok(fd)
@@ -354,5 +363,54 @@ mod tests {
         assert_eq!(components(b"").unwrap_err().errno, errno::EINVAL);
         assert_eq!(components(b"a\0b").unwrap_err().errno, errno::EINVAL);
         assert_eq!(components(b"./a//b/\0").unwrap(), vec![&b"a"[..], b"b"]);
+    }
+
+    /// What the walk itself refuses: links of every kind, and past the write cap.
+    #[cfg(unix)]
+    #[test]
+    fn links_are_not_followed_and_the_cap_holds() {
+        let base = std::env::temp_dir().join(format!("memlife-shdir-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dir = base.join("dir");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let victim = outside.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("soft")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("sub/out")).unwrap();
+        std::fs::hard_link(&victim, dir.join("hard")).unwrap();
+
+        let mut d = SemihostingDir::with_max_write(&dir, 6).unwrap();
+        const W: u64 = flags::WRONLY | flags::CREAT | flags::TRUNC;
+        for path in [&b"soft"[..], b"hard", b"sub/out/new", b"sub/out/victim"] {
+            assert_eq!(
+                d.open_file(path, W, 0o644),
+                Err(Denied::outside()),
+                "{path:?}"
+            );
+        }
+        assert_eq!(d.remove(b"sub/out/victim"), Err(Denied::outside()));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+
+        let fd = d.open_file(b"sub/f.txt\0", W, 0o777).unwrap();
+        assert_eq!(d.write(fd, b"12345678"), Ok(6));
+        assert_eq!(d.write(fd, b"9").unwrap_err().errno, errno::EFBIG);
+        d.close(fd).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("sub/f.txt")).unwrap(),
+            "123456"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("sub/f.txt"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o111, 0, "executable bits given: {mode:o}");
+        assert_eq!(d.close(fd).unwrap_err().errno, errno::EBADF);
+        d.remove(b"soft").unwrap();
+        assert!(victim.exists());
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -60,10 +60,16 @@ impl GdbRemote {
                 };
                 if !self.semihosting_refused {
                     self.semihosting_refused = true;
+                    let allowed = match &self.semihosting_dir {
+                        Some(d) => format!(
+                            "memlife serves only open, read, write, seek, close and remove under {}",
+                            d.root().display()
+                        ),
+                        None => "memlife gives firmware no access to host files".to_string(),
+                    };
                     tracing::warn!(
-                        "refused the firmware's semihosting request to {what}{shown}: memlife gives \
-                         firmware no access to host files (the firmware got an error code; further \
-                         refusals are not reported)"
+                        "refused the firmware's semihosting request to {what}{shown}: {allowed} \
+                         (the firmware got an error code; further refusals are not reported)"
                     );
                 } else {
                     tracing::debug!("refused semihosting request to {what}{shown}");
