@@ -8,6 +8,7 @@
 //! qemu = "netduinoplus2"          # or gdb = "127.0.0.1:3333", or chip = "STM32F405RGTx"
 //! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
 //! # with gdb or qemu: reset = "reset halt"   (the server's monitor command; chosen if absent)
+//! # with gdb or qemu: semihosting_dir = "sh"  (the only files the firmware may use; none if absent)
 //! [phases]                        # aliases scripts use with t.phase("load")
 //! load = "model_load"
 //! [spans]                         # nested calls recorded inside a phase
@@ -71,6 +72,9 @@ pub struct TargetConfig {
     /// With `gdb` or `qemu`: the monitor command that resets the target and halts it, instead of
     /// the one memlife chooses for the server (`system_reset`, `reset halt`, `reset`).
     pub reset: Option<String>,
+    /// With `gdb` or `qemu`: the one directory the firmware's semihosting calls may use
+    /// (relative to this file); none by default.
+    pub semihosting_dir: Option<PathBuf>,
 }
 
 /// Tracing settings.
@@ -164,6 +168,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
             "speed",
             "connect_under_reset",
             "reset",
+            "semihosting_dir",
         ]),
     ),
     ("phases", None),
@@ -287,6 +292,11 @@ impl AuditConfig {
             && elf.is_relative()
         {
             cfg.elf = Some(dir.join(elf));
+        }
+        if let (Some(sh), Some(dir)) = (&cfg.target.semihosting_dir, path.parent())
+            && sh.is_relative()
+        {
+            cfg.target.semihosting_dir = Some(dir.join(sh));
         }
         Ok(cfg)
     }

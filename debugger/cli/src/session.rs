@@ -22,6 +22,22 @@ pub struct Session {
     cleaned: bool,
 }
 
+/// The directory the firmware's semihosting calls may use, opened once (a missing directory or
+/// a file there is the user's error, said before the target runs).
+fn semihosting_dir(args: &TargetArgs) -> Result<Option<memlife_rsp::SemihostingDir>> {
+    let Some(dir) = &args.semihosting_dir else {
+        return Ok(None);
+    };
+    memlife_rsp::SemihostingDir::open(dir)
+        .map(Some)
+        .with_context(|| {
+            format!(
+                "--semihosting-dir {}: not a directory memlife can open",
+                dir.display()
+            )
+        })
+}
+
 /// Seconds a command may talk to a GDB server in all, unless `--deadline` says otherwise.
 const DEFAULT_DEADLINE_SECS: f64 = 3600.0;
 
@@ -29,6 +45,8 @@ impl Session {
     /// Opens the target the flags name. `elf` is what QEMU boots.
     pub fn open(args: &TargetArgs, elf: &Path, leave: Leave) -> Result<Session> {
         let leave_halted = leave == Leave::Halted;
+        // Checked before anything starts: a wrong directory is the user's error.
+        let mut sh_dir = semihosting_dir(args)?;
         let deadline = match args.deadline {
             Some(secs) => Some(secs),
             None if args.no_default_deadline => None,
@@ -46,6 +64,7 @@ impl Session {
             let mut remote = GdbRemote::connect_with(addr, options)
                 .with_context(|| format!("cannot connect to the GDB server at {addr}"))?;
             remote.set_reset_command(args.reset.clone());
+            remote.set_semihosting_dir(sh_dir.take());
             (Box::new(remote), None)
         } else if let Some(machine) = &args.qemu {
             let qemu = QemuProcess::start(machine, elf, &[])
@@ -58,6 +77,7 @@ impl Session {
                 .connect_with(options)
                 .with_context(|| format!("cannot connect to QEMU's gdbstub at {}", qemu.addr()))?;
             remote.set_reset_command(args.reset.clone());
+            remote.set_semihosting_dir(sh_dir.take());
             (Box::new(remote), Some(qemu))
         } else if let Some(chip) = &args.chip {
             (crate::boards::open(chip, &args.probe)?, None)

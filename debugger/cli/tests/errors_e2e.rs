@@ -650,3 +650,84 @@ fn a_wrong_name_in_memlife_toml_exits_2_naming_it_and_the_nearest_valid_one() {
         assert!(err.contains(wanted), "{toml}: {err}");
     }
 }
+
+/// Runs the semihosting test firmware to its end (`--at` a handler it never enters) and returns
+/// memlife's stderr; the firmware's exit status is in it.
+fn run_semihost_dir(extra: &[&str]) -> String {
+    let elf = elf("hostile", "semihost-dir");
+    let mut args = vec![
+        "heap",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "Fault_Handler",
+        "--timeout",
+        "60",
+    ];
+    args.extend_from_slice(extra);
+    expect_exit_2(&args, "before reaching Fault_Handler")
+}
+
+/// `--semihosting-dir DIR`: the firmware's file appears in DIR with its content, a file it
+/// removes is gone, and an absolute path, `..`, a linked folder and a linked file planted in
+/// DIR are refused (said once): nothing outside DIR is created or changed.
+#[test]
+fn semihosting_dir_lets_the_firmware_write_there_and_nowhere_else() {
+    let base = tempdir("shdir-e2e");
+    let dir = base.join("dir");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let victim = outside.join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("linkfile")).unwrap();
+    let absolute = std::path::Path::new("/tmp/memlife-semihost-dir-absolute.txt");
+    let _ = std::fs::remove_file(absolute);
+
+    let err = run_semihost_dir(&["--semihosting-dir", dir.to_str().unwrap()]);
+    assert!(err.contains("exited with status 0 before"), "{err}");
+    assert_eq!(
+        err.matches("refused the firmware's semihosting request")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "written by the firmware under the directory\n"
+    );
+    assert!(!dir.join("gone.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the user's file\n"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    assert!(!base.join("escape.txt").exists());
+    assert!(!absolute.exists());
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Without the flag the same firmware gets no file (status 1|2|64: nothing written, nothing
+/// read back, nothing to remove), and a directory that is not one is the user's error.
+#[test]
+fn without_semihosting_dir_no_file_and_a_bad_dir_is_refused() {
+    let err = run_semihost_dir(&[]);
+    assert!(err.contains("exited with status 67 before"), "{err}");
+    assert!(!std::path::Path::new("/tmp/memlife-semihost-dir-absolute.txt").exists());
+    let elf = elf("hostile", "semihost-dir");
+    expect_exit_2(
+        &[
+            "heap",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--semihosting-dir",
+            "/nonexistent/memlife-dir",
+        ],
+        "--semihosting-dir /nonexistent/memlife-dir: not a directory memlife can open",
+    );
+}

@@ -47,9 +47,11 @@ mod conn;
 pub mod packet;
 mod packets;
 mod qemu;
+mod semihosting_dir;
 mod target;
 mod tdesc;
 
 pub use client::{ConnectOptions, Features, GdbRemote, Server};
 pub use qemu::QemuProcess;
+pub use semihosting_dir::{DEFAULT_MAX_WRITE, SemihostingDir};
 pub use tdesc::{RegisterInfo, RegisterLayout};

@@ -283,3 +283,98 @@ fn qemu_killed_by_sigterm_is_reported_as_such() {
         "{err}"
     );
 }
+
+/// A fresh directory for one test, with an outside directory next to it.
+fn semihosting_scratch(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let base = std::env::temp_dir().join(format!("memlife-shdir-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let dir = base.join("dir");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    (dir, outside)
+}
+
+/// With a semihosting directory the firmware writes, reads back (after a seek) and removes
+/// files in it; an absolute path, `..`, a linked folder and a linked file planted in it are
+/// refused, and nothing outside it is created or changed. The firmware's exit status has a bit
+/// for every expectation that failed (see `firmware/hostile/semihost_dir.c`).
+#[test]
+fn semihosting_dir_confines_the_firmware_to_it() {
+    let (dir, outside) = semihosting_scratch("confine");
+    let victim = outside.join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("linkfile")).unwrap();
+    let absolute = std::path::Path::new("/tmp/memlife-semihost-dir-absolute.txt");
+    let _ = std::fs::remove_file(absolute);
+
+    let elf = memlife_testkit::firmware::elf("hostile", "semihost-dir");
+    let qemu = QemuProcess::start(MACHINE, &elf, &[]).unwrap();
+    let mut t = qemu.connect().unwrap();
+    t.set_semihosting_dir(Some(memlife_rsp::SemihostingDir::open(&dir).unwrap()));
+    t.resume().unwrap();
+    let stop = t.wait_for_stop(WAIT).unwrap();
+    assert_eq!(
+        stop,
+        Some(StopReason::Exited(0)),
+        "bits of failed expectations"
+    );
+
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "written by the firmware under the directory\n"
+    );
+    assert!(
+        !dir.join("gone.txt").exists(),
+        "the firmware's remove did nothing"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the user's file\n"
+    );
+    let mut left: Vec<_> = std::fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec![std::ffi::OsString::from("victim.txt")]);
+    assert!(!dir.parent().unwrap().join("escape.txt").exists());
+    assert!(!absolute.exists());
+    assert_eq!(t.semihosting_dir().unwrap().written(), 44);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+/// The same firmware without a directory gets no file at all: every open is refused.
+#[test]
+fn without_semihosting_dir_the_same_firmware_gets_no_file() {
+    let elf = memlife_testkit::firmware::elf("hostile", "semihost-dir");
+    let qemu = QemuProcess::start(MACHINE, &elf, &[]).unwrap();
+    let mut t = qemu.connect().unwrap();
+    t.resume().unwrap();
+    let stop = t.wait_for_stop(WAIT).unwrap();
+    // 1 (no write), 2 (no read back), 64 (no file to remove); nothing escaped.
+    assert_eq!(stop, Some(StopReason::Exited(1 | 2 | 64)));
+}
+
+/// The write cap holds: a firmware past it gets an error and the file stops growing.
+#[test]
+fn semihosting_dir_caps_what_the_firmware_writes() {
+    let (dir, _outside) = semihosting_scratch("cap");
+    let elf = memlife_testkit::firmware::elf("hostile", "semihost-dir");
+    let qemu = QemuProcess::start(MACHINE, &elf, &[]).unwrap();
+    let mut t = qemu.connect().unwrap();
+    t.set_semihosting_dir(Some(
+        memlife_rsp::SemihostingDir::with_max_write(&dir, 10).unwrap(),
+    ));
+    t.resume().unwrap();
+    let stop = t.wait_for_stop(WAIT).unwrap();
+    // The write came up short (1) and the read past the cap found too little (2); no link is
+    // planted here, so "linkfile" is a plain new file inside the directory (32).
+    assert_eq!(stop, Some(StopReason::Exited(1 | 2 | 32)));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "written by"
+    );
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}

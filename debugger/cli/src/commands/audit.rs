@@ -46,6 +46,10 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
     if t.is_given() {
         return Ok(TargetArgs {
             reset: c.reset.clone(),
+            semihosting_dir: t
+                .semihosting_dir
+                .clone()
+                .or_else(|| c.semihosting_dir.clone()),
             ..t.clone()
         });
     }
@@ -71,6 +75,10 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
         reset: c.reset.clone(),
         deadline: t.deadline,
         no_default_deadline: false,
+        semihosting_dir: t
+            .semihosting_dir
+            .clone()
+            .or_else(|| c.semihosting_dir.clone()),
     })
 }
 
@@ -286,6 +294,31 @@ mod tests {
         let cfg = AuditConfig::load(&path).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         cfg
+    }
+
+    #[test]
+    fn the_semihosting_dir_comes_from_the_flag_or_the_file_relative_to_it() {
+        let cfg = config("[target]\nqemu = \"netduinoplus2\"\nsemihosting_dir = \"sh\"\n");
+        let from_file = target_args(&audit_args(&["memlife", "audit", "s.rhai"]), &cfg).unwrap();
+        let dir = std::env::temp_dir().join(format!("memlife-cfg-{}", std::process::id()));
+        assert_eq!(from_file.semihosting_dir, Some(dir.join("sh")));
+        let flagged = audit_args(&[
+            "memlife",
+            "audit",
+            "s.rhai",
+            "--qemu",
+            "netduinoplus2",
+            "--semihosting-dir",
+            "/srv/x",
+        ]);
+        let flagged = target_args(&flagged, &cfg).unwrap();
+        assert_eq!(flagged.semihosting_dir, Some(PathBuf::from("/srv/x")));
+        let none = target_args(
+            &audit_args(&["memlife", "audit", "s.rhai"]),
+            &AuditConfig::default(),
+        )
+        .unwrap();
+        assert_eq!(none.semihosting_dir, None);
     }
 
     #[test]

@@ -115,6 +115,8 @@ pub struct GdbRemote {
     reset_command: Option<String>,
     /// A semihosting request for host file access was refused (and said so) already.
     semihosting_refused: bool,
+    /// The directory the firmware's semihosting calls may use (`--semihosting-dir`).
+    semihosting_dir: Option<crate::SemihostingDir>,
     /// `qXfer:features:read` requests and bytes so far (bounded, see `handshake`).
     xfer_requests: u32,
     xfer_bytes: usize,
@@ -209,6 +211,7 @@ impl GdbRemote {
             stats: LinkStats::default(),
             reset_command: None,
             semihosting_refused: false,
+            semihosting_dir: None,
             xfer_requests: 0,
             xfer_bytes: 0,
             server_log: None,

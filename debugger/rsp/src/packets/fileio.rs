@@ -10,14 +10,32 @@ use crate::packet::{PacketError, parse_hex_u64};
 
 /// GDB's File-I/O errno values (protocol values, not the host's).
 pub mod errno {
+    /// No such file or directory.
+    pub const ENOENT: u32 = 2;
     /// Bad file descriptor.
     pub const EBADF: u32 = 9;
     /// Permission denied.
     pub const EACCES: u32 = 13;
+    /// File exists.
+    pub const EEXIST: u32 = 17;
+    /// Not a directory.
+    pub const ENOTDIR: u32 = 20;
+    /// Is a directory.
+    pub const EISDIR: u32 = 21;
     /// Invalid argument.
     pub const EINVAL: u32 = 22;
+    /// Too many open files.
+    pub const EMFILE: u32 = 24;
+    /// File too large (the write cap is reached).
+    pub const EFBIG: u32 = 27;
+    /// No space left on device.
+    pub const ENOSPC: u32 = 28;
     /// Illegal seek.
     pub const ESPIPE: u32 = 29;
+    /// Read-only file system.
+    pub const EROFS: u32 = 30;
+    /// File name too long.
+    pub const ENAMETOOLONG: u32 = 91;
     /// Anything else (the protocol's "unknown error").
     pub const EUNKNOWN: u32 = 9999;
 }
