@@ -20,7 +20,7 @@ pub(crate) fn int(v: u64) -> i64 {
 /// `to - from` as a script integer. The figures come from target RAM (or a snapshot file), so
 /// they may be anything: `as i64` would turn a figure above `i64::MAX` negative and the
 /// subtraction could overflow; this saturates instead.
-fn delta(from: u64, to: u64) -> i64 {
+pub(crate) fn delta(from: u64, to: u64) -> i64 {
     let d = i128::from(to) - i128::from(from);
     i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
 }
