@@ -221,7 +221,9 @@ pub(super) fn params_of(
 /// Whether the blocks from `pool - 4` end exactly on the pool's sentinel.
 fn tiles(img: &MemImage, bl: &BlockLayout, pool: u64, pool_len: u64) -> bool {
     let sentinel = pool + (pool_len.saturating_sub(POOL_OVERHEAD) & !3);
-    let mut b = pool - 4;
+    let Some(mut b) = pool.checked_sub(4) else {
+        return false;
+    };
     for _ in 0..pool_len / (BLOCK_SIZE_MIN + 4) + 2 {
         let Some(raw) = img.u32(b + bl.size) else {
             return false;
@@ -262,5 +264,13 @@ mod tests {
         assert!(Params::fixed(0x3fc8_0000, &fixed_layout(24, 16)).is_none());
         let p = Params::fixed(0x3fc8_0000, &fixed_layout(32, u64::MAX)).unwrap();
         assert_eq!((p.fl_bitmap, p.small_block_size), (u64::MAX, 128));
+    }
+
+    /// A pool at address 0 (heap_data 0 in a region starting at 0, a zero tlsf_size from
+    /// DWARF): its first header would sit at `0 - 4`, which underflowed.
+    #[test]
+    fn a_pool_at_address_zero_does_not_tile() {
+        let img = MemImage::from_spans(vec![(0, vec![0; 256])]);
+        assert!(!tiles(&img, &BlockLayout::default(), 0, 256));
     }
 }
