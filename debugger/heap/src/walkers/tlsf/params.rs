@@ -101,7 +101,11 @@ impl Params {
             let step = (self.small_block_size / self.sl_count.max(1)).max(1);
             return (0, size / step);
         }
-        let fl = 63 - u64::from(size.leading_zeros());
+        // size 0 gets here only with a zero small_block_size, which no Params has (every
+        // constructor sets it to 1 << fl_shift); checked all the same. sl_log2 <= 5 likewise.
+        let Some(fl) = 63u64.checked_sub(u64::from(size.leading_zeros())) else {
+            return (0, 0);
+        };
         let sl = (size >> fl.saturating_sub(self.sl_log2)) ^ (1 << self.sl_log2);
         (fl.saturating_sub(self.fl_shift.saturating_sub(1)), sl)
     }
@@ -264,6 +268,13 @@ mod tests {
         assert!(Params::fixed(0x3fc8_0000, &fixed_layout(24, 16)).is_none());
         let p = Params::fixed(0x3fc8_0000, &fixed_layout(32, u64::MAX)).unwrap();
         assert_eq!((p.fl_bitmap, p.small_block_size), (u64::MAX, 128));
+    }
+
+    #[test]
+    fn mapping_of_zero_with_no_small_blocks_does_not_underflow() {
+        let mut p = Params::constructed(0x3fc8_0000, 64 * 1024, 36);
+        p.small_block_size = 0;
+        assert_eq!(p.mapping(0), (0, 0));
     }
 
     /// A pool at address 0 (heap_data 0 in a region starting at 0, a zero tlsf_size from
