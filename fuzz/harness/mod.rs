@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each target uses one harness
 
+use std::path::Path;
+
 use memlife_core::{Memory, Snapshot};
 use memlife_heap::{HeapWalker, WalkContext};
 
@@ -65,4 +67,30 @@ pub fn walk(walker: &dyn HeapWalker, template: &Snapshot, data: &[u8]) {
         }
     }
     let _ = walker.walk(&mut snap, WalkContext::default());
+}
+
+/// A `memlife serve` bridge over a snapshot (no run control), for [`monitor`]: everything a
+/// command may write (dumps, reports) and read (scripts) is under `dir`.
+pub fn monitor_bridge(elf: &Path, snapshot: &Path, dir: &Path) -> memlife_server::Bridge {
+    let symbols = memlife_dwarf::Symbols::load(elf).expect("the fixture ELF loads");
+    let snap = Snapshot::load(snapshot).expect("the fixture snapshot loads");
+    let mut bridge = memlife_server::Bridge::new(Box::new(snap), symbols);
+    bridge.places = memlife_server::places::Places {
+        dump_dir: dir.to_path_buf(),
+        script_dirs: vec![dir.to_path_buf()],
+    };
+    bridge
+}
+
+/// The server's monitor-command parser and the commands it runs: `data` is one `monitor` line
+/// as a gdb client sends it (the `qRcmd` payload, decoded), run on a bridge that keeps its
+/// state from line to line (`dump-on` then `dump-off`, `shutdown`, ...). Whether the command
+/// succeeded, so a bounded run can check it reached the commands and not only their errors.
+pub fn monitor(bridge: &mut memlife_server::Bridge, data: &[u8]) -> bool {
+    let line = String::from_utf8_lossy(data);
+    let r = bridge.monitor(&line);
+    if std::env::var_os("MEMLIFE_FUZZ_SHOW").is_some() {
+        eprintln!("{line:?} -> {:?}", r.as_ref().map(|t| t.len()));
+    }
+    r.is_ok()
 }

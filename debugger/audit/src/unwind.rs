@@ -60,9 +60,13 @@ impl<'a> Prefetch<'a> {
 impl Memory for Prefetch<'_> {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<()> {
         for (start, data) in &self.ranges {
-            if addr >= *start && addr + buf.len() as u64 <= start + data.len() as u64 {
-                let off = (addr - start) as usize;
-                buf.copy_from_slice(&data[off..off + buf.len()]);
+            // Checked: `addr` comes from target registers and stack words.
+            let bytes = addr
+                .checked_sub(*start)
+                .and_then(|off| usize::try_from(off).ok())
+                .and_then(|off| data.get(off..off.checked_add(buf.len())?));
+            if let Some(bytes) = bytes {
+                buf.copy_from_slice(bytes);
                 return Ok(());
             }
         }
@@ -92,4 +96,23 @@ pub fn backtrace(
 /// r0..r15 of a halted target (served from the backend's register cache).
 pub fn registers(target: &mut dyn Target) -> Option<CoreRegisters> {
     CoreRegisters::read_r0_to_r15(target).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A read near the top of the address space (an address from a garbage stack word) overflowed
+    /// `addr + len` before; now it misses the prefetched range and goes to the target.
+    #[test]
+    fn prefetch_read_at_the_top_of_the_address_space_does_not_overflow() {
+        let mut target = memlife_core::Snapshot::default();
+        let mut p = Prefetch::from_parts(&mut target, vec![(u64::MAX - 4, vec![1, 2, 3, 4])]);
+        let mut buf = [0u8; 8];
+        assert!(p.read(u64::MAX - 2, &mut buf).is_err());
+        let mut buf = [0u8; 2];
+        p.read(u64::MAX - 2, &mut buf).unwrap();
+        assert_eq!(buf, [3, 4]);
+    }
 }

@@ -17,6 +17,14 @@ pub(crate) fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// `to - from` as a script integer. The figures come from target RAM (or a snapshot file), so
+/// they may be anything: `as i64` would turn a figure above `i64::MAX` negative and the
+/// subtraction could overflow; this saturates instead.
+pub(crate) fn delta(from: u64, to: u64) -> i64 {
+    let d = i128::from(to) - i128::from(from);
+    i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
+}
+
 fn opt_int(v: Option<u64>) -> Dynamic {
     v.map_or(Dynamic::UNIT, |v| Dynamic::from_int(int(v)))
 }
@@ -151,11 +159,11 @@ pub fn diff(a: &HeapState, b: &HeapState) -> Map {
     let mut m = Map::new();
     m.insert(
         "free_delta".into(),
-        Dynamic::from_int(b.total_free as i64 - a.total_free as i64),
+        Dynamic::from_int(delta(a.total_free, b.total_free)),
     );
     m.insert(
         "used_delta".into(),
-        Dynamic::from_int(b.used as i64 - a.used as i64),
+        Dynamic::from_int(delta(a.used, b.used)),
     );
     m.insert(
         "allocated".into(),
@@ -453,4 +461,48 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
         .collect();
     m.insert("spans".into(), spans.into());
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(total_free: u64, used: u64) -> HeapState {
+        HeapState {
+            allocator: "test",
+            status: memlife_heap::HeapStatus::Ok,
+            busy_reason: None,
+            heap_start: 0,
+            heap_size: 0,
+            total_free,
+            used,
+            largest_free: 0,
+            free_blocks: 0,
+            used_blocks: 0,
+            min_ever_free: None,
+            unclaimed: None,
+            brk: None,
+            free_list_bytes: None,
+            counters: Vec::new(),
+            free_list: Vec::new(),
+            blocks: Vec::new(),
+            anomalies: Vec::new(),
+            largest_allocatable: None,
+            regions: Vec::new(),
+            firmware_view: None,
+            poisoning: None,
+        }
+    }
+
+    /// Figures read from a garbage heap can be any u64: the deltas saturate, never wrap or
+    /// overflow (`1 << 63` minus 1 overflowed i64 before).
+    #[test]
+    fn diff_of_huge_figures_saturates() {
+        let d = diff(&state(1, u64::MAX), &state(1 << 63, 0));
+        assert_eq!(d["free_delta"].as_int(), Ok(i64::MAX));
+        assert_eq!(d["used_delta"].as_int(), Ok(i64::MIN));
+        let d = diff(&state(5, 7), &state(2, 10));
+        assert_eq!(d["free_delta"].as_int(), Ok(-3));
+        assert_eq!(d["used_delta"].as_int(), Ok(3));
+    }
 }

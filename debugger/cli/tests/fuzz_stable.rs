@@ -166,6 +166,59 @@ fn walkers_over_arbitrary_memory() {
     bounded("walkers", started, Duration::from_secs(300));
 }
 
+#[test]
+fn server_monitor_commands() {
+    let dir = memlife_testkit::process::tempdir("fuzz-monitor");
+    let mut bridge = harness::monitor_bridge(
+        &testdata("heap4-fragmentation.elf"),
+        &testdata("heap4-fragmentation.mlsnap"),
+        &dir,
+    );
+    // Every command with its argument shapes, and the kinds of paths a hostile client sends.
+    let seeds: Vec<Vec<u8>> = [
+        "help",
+        "heap",
+        "heap blocks",
+        "heap json",
+        "allocator",
+        "dump",
+        "dump d.json",
+        "dump ../escape.json",
+        "dump /tmp/abs.json",
+        "dump-on pvPortMalloc",
+        "dump-on vPortFree d-{n}.json",
+        "dump-off pvPortMalloc",
+        "dump-off nothing",
+        "phases",
+        "report out",
+        "audit missing.rhai",
+        "reset",
+        "reset halt",
+        "  heap\t json \n",
+        "\u{e9}\u{ff}",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    let started = Instant::now();
+    let mut succeeded = 0;
+    cases(0x5eed_0005, 3_000, |i, rng| {
+        let seed = &seeds[i as usize % seeds.len()];
+        // One line in four intact, so the commands themselves run, not only the parser's errors.
+        let line = if rng.below(4) == 0 {
+            seed.clone()
+        } else {
+            mutate(seed, rng)
+        };
+        succeeded += usize::from(harness::monitor(&mut bridge, &line));
+    });
+    bounded("monitor", started, Duration::from_secs(300));
+    assert!(succeeded >= 100, "only {succeeded} commands succeeded");
+    // Nothing was written outside the dump directory: every dump the fuzzer asked for is in it.
+    assert!(!dir.join("..").join("escape.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Inputs the fuzzers found crashes with (`fuzz/regressions`), through every harness.
 #[test]
 fn regressions_found_by_fuzzing() {

@@ -232,14 +232,22 @@ impl Snapshot {
 impl Memory for Snapshot {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<()> {
         let len = buf.len() as u64;
+        // A read running past the end of the address space is in no region (a saturating end
+        // would match a region at the top and slice past its data).
+        let end = addr.checked_add(len);
         let region = self.regions.iter().find(|r| {
             addr >= r.start
-                && addr.saturating_add(len) <= r.start.saturating_add(r.data.len() as u64)
+                && end.is_some_and(|end| end <= r.start.saturating_add(r.data.len() as u64))
         });
-        match region {
-            Some(r) => {
-                let off = (addr - r.start) as usize;
-                buf.copy_from_slice(&r.data[off..off + buf.len()]);
+        // `find` above checked the range lies inside the region; the slice is taken with `get`
+        // all the same, so a region whose end saturated cannot make this panic.
+        let bytes = region.and_then(|r| {
+            let off = usize::try_from(addr.checked_sub(r.start)?).ok()?;
+            r.data.get(off..off.checked_add(buf.len())?)
+        });
+        match bytes {
+            Some(bytes) => {
+                buf.copy_from_slice(bytes);
                 Ok(())
             }
             None => Err(TargetError::Unmapped {
@@ -287,6 +295,22 @@ impl Target for Snapshot {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A read from a region at the top of the address space that runs past 2^64 was matched
+    /// (both ends saturated to u64::MAX) and sliced past the region's data: a panic.
+    #[test]
+    fn read_past_the_top_of_the_address_space_is_unmapped() {
+        let mut s = Snapshot::default();
+        s.add_region(u64::MAX - 16, vec![7; 16]).unwrap();
+        let mut buf = [0u8; 10];
+        assert!(matches!(
+            s.read(u64::MAX - 4, &mut buf),
+            Err(TargetError::Unmapped { .. })
+        ));
+        let mut buf = [0u8; 4];
+        s.read(u64::MAX - 4, &mut buf).unwrap();
+        assert_eq!(buf, [7; 4]);
+    }
 
     fn sample() -> Snapshot {
         let mut s = Snapshot {

@@ -150,13 +150,13 @@ impl Symbols {
             }
         }
         let external: Vec<&&Variable> = found.iter().filter(|v| v.external).collect();
-        if external.len() == 1 {
-            return Some(external[0]);
+        if let [only] = external.as_slice() {
+            return Some(only);
         }
         // Identical definitions (the same address) are not ambiguous.
-        let first = found[0].address;
-        if first.is_some() && found.iter().all(|v| v.address == first) {
-            return Some(found[0]);
+        let first = found.first()?;
+        if first.address.is_some() && found.iter().all(|v| v.address == first.address) {
+            return Some(first);
         }
         None
     }

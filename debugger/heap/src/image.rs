@@ -33,6 +33,7 @@ impl MemImage {
         }
         let mut wanted = Vec::with_capacity(merged.len());
         for &(start, end) in &merged {
+            // end >= start: each end is `start.saturating_add(len)`, and merging only raises it.
             let len = usize::try_from(end - start).map_err(|_| TargetError::Unmapped {
                 addr: start,
                 len: usize::MAX,
@@ -52,12 +53,13 @@ impl MemImage {
 
     /// The bytes at `[addr, addr+len)` if the image holds all of them.
     pub fn bytes(&self, addr: u64, len: u64) -> Option<&[u8]> {
+        // Checked throughout: addresses and lengths come from target RAM, and a span may end
+        // at the top of the address space.
+        addr.checked_add(len)?;
+        let len = usize::try_from(len).ok()?;
         self.spans.iter().find_map(|(start, data)| {
-            let end = start + data.len() as u64;
-            (addr >= *start && addr.checked_add(len)? <= end).then(|| {
-                let off = (addr - start) as usize;
-                &data[off..off + len as usize]
-            })
+            let off = usize::try_from(addr.checked_sub(*start)?).ok()?;
+            data.get(off..off.checked_add(len)?)
         })
     }
 
@@ -105,5 +107,18 @@ mod tests {
         assert!(img.bytes(0x10c, 1).is_none());
         assert!(img.u32(0x1ffe).is_none());
         assert!(img.u32(u64::MAX - 1).is_none());
+    }
+
+    /// A span at the top of the address space: `start + data.len()` overflowed before.
+    #[test]
+    fn a_span_ending_past_the_top_is_read_without_overflow() {
+        let img = MemImage::from_spans(vec![(u64::MAX - 3, vec![1, 2, 3, 4, 5, 6, 7, 8])]);
+        assert_eq!(img.bytes(u64::MAX - 3, 3).unwrap(), &[1, 2, 3]);
+        assert_eq!(img.bytes(u64::MAX - 1, 1).unwrap(), &[3]);
+        // Bytes past 2^64 are no address (a range's end must be one).
+        assert!(img.bytes(u64::MAX - 3, 4).is_none());
+        assert!(img.u32(u64::MAX - 3).is_none());
+        assert!(img.u32(0).is_none());
+        assert!(img.bytes(u64::MAX - 1, u64::MAX).is_none());
     }
 }

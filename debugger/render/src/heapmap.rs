@@ -123,7 +123,7 @@ pub fn heap_map_svg(map: &HeapMap) -> String {
             );
         }
     }
-    let end = map.heap_start + extent;
+    let end = map.heap_start.saturating_add(extent);
     let y = STRIP_TOP + STRIP_H + 16.0;
     let _ = write!(
         s,

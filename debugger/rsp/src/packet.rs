@@ -101,11 +101,10 @@ pub fn decode_frame(frame: &[u8]) -> Result<Vec<u8>, PacketError> {
         .position(|&b| b == b'#')
         .ok_or(PacketError::Truncated)?;
     let (raw, tail) = body.split_at(hash);
-    let cs = tail.get(1..3).ok_or(PacketError::Truncated)?;
-    if tail.len() != 3 {
+    let [b'#', hi, lo] = *tail else {
         return Err(PacketError::Truncated);
-    }
-    let sent = parse_hex_byte(cs[0], cs[1]).ok_or(PacketError::BadChecksumHex)?;
+    };
+    let sent = parse_hex_byte(hi, lo).ok_or(PacketError::BadChecksumHex)?;
     let computed = checksum(raw);
     if sent != computed {
         return Err(PacketError::BadChecksum { computed, sent });
@@ -117,8 +116,9 @@ pub fn decode_frame(frame: &[u8]) -> Result<Vec<u8>, PacketError> {
 pub fn unpack(raw: &[u8]) -> Result<Vec<u8>, PacketError> {
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
-    while i < raw.len() {
-        match raw[i] {
+    // `i < raw.len()` holds at every turn, so `i + 1` and `i + 2` cannot overflow.
+    while let Some(&byte) = raw.get(i) {
+        match byte {
             ESCAPE => {
                 let b = raw.get(i + 1).ok_or(PacketError::BadEscape)?;
                 out.push(b ^ 0x20);
@@ -131,6 +131,7 @@ pub fn unpack(raw: &[u8]) -> Result<Vec<u8>, PacketError> {
                 if !(b' '..=b'~').contains(&count) || count == b'#' || count == b'$' {
                     return Err(PacketError::BadRle(i));
                 }
+                // count >= b' ' (32), checked just above.
                 let n = usize::from(count - 29);
                 if out.len() + n > MAX_FRAME {
                     return Err(PacketError::TooLong);

@@ -246,7 +246,8 @@ impl Bridge {
             .collect();
         for i in wanted {
             let d = &mut self.dump_on[i];
-            d.written += 1;
+            // Counts stops the firmware makes: saturates rather than overflow.
+            d.written = d.written.saturating_add(1);
             let path = d.path.replace("{n}", &d.written.to_string());
             let symbol = d.symbol.clone();
             match self.write_dump(&path) {

@@ -152,7 +152,7 @@ impl Bridge {
                 let path = match words.get(1) {
                     Some(p) => (*p).to_string(),
                     None => {
-                        self.dumps += 1;
+                        self.dumps = self.dumps.saturating_add(1);
                         format!("memlife-dump-{}.json", self.dumps)
                     }
                 };

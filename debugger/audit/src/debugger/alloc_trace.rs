@@ -271,7 +271,8 @@ impl Debugger {
             ::tracing::warn!("malloc returned {ptr:#010x}, which has no valid block header");
             return Ok(());
         };
-        self.trace.used += block.size;
+        // Block sizes come from target RAM: a sum of garbage saturates rather than overflow.
+        self.trace.used = self.trace.used.saturating_add(block.size);
         let site = site_of(&self.symbols, &self.trace.skip, backtrace);
         let seq = self.record_event(EventKind::Alloc, block, request, site.clone());
         self.trace.allocated(ptr, block, seq, site);

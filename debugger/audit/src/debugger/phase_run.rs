@@ -123,7 +123,7 @@ impl Debugger {
             None => None,
         };
         let drift = if self.trace.on {
-            self.trace.used as i64 - after.used as i64
+            crate::values::delta(after.used, self.trace.used)
         } else {
             0
         };

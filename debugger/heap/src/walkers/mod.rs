@@ -3,6 +3,12 @@
 //! Shared rules: addresses come from the ELF (resolved once in `from_symbols`), every loop is
 //! bounded by the arena size divided by the smallest block, and every pointer is checked against
 //! the arena before it is followed.
+//!
+//! Arithmetic: the walkers work in `u64` on values that are 32-bit target words (`u32` reads)
+//! or the addresses of a 32-bit ELF, adding a bounded number of them, so a plain `+` cannot
+//! overflow; every `-` follows a comparison that orders its operands. Values that can be a full
+//! `u64` (DWARF offsets and counts, a span at the top of a memory image) use checked or
+//! saturating arithmetic instead.
 
 pub mod dlmalloc;
 pub mod freertos;

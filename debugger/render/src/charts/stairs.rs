@@ -54,7 +54,7 @@ pub fn stairs(report: &AuditReport) -> Option<Stairs> {
         .map(|s| Step {
             name: span_label(report, s),
             delta: s.delta,
-            resident: s.after_used as i64 - p.before.used as i64,
+            resident: super::delta(p.before.used, s.after_used),
         })
         .collect();
     let largest =

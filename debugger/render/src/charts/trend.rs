@@ -39,7 +39,11 @@ pub fn trend(report: &AuditReport) -> Option<Trend> {
     }
     let free: Vec<u64> = releases.iter().map(|p| p.after.free).collect();
     let largest = releases.iter().map(|p| p.after.largest_free).collect();
-    let lost = free[0] as i64 - free[free.len() - 1] as i64;
+    // `releases` is not empty (checked above), so neither is `free`.
+    let lost = match (free.first(), free.last()) {
+        (Some(&first), Some(&last)) => super::delta(last, first),
+        _ => 0,
+    };
     Some(Trend {
         free,
         largest,
@@ -113,9 +117,9 @@ pub fn svg(tr: &Trend) -> Result<String> {
         } else if leaking {
             format!(
                 "{} over {} releases ({} per lifecycle on average)",
-                delta(-tr.lost),
+                delta(tr.lost.saturating_neg()),
                 n,
-                delta(-tr.lost / (n as i64 - 1))
+                delta(tr.lost.saturating_neg() / (n as i64 - 1))
             )
         } else {
             format!("flat over {n} releases: no leak")

@@ -29,8 +29,11 @@ impl Monitor<'_> {
 
     /// One packet of the answer.
     pub fn parse_reply(&self, data: Vec<u8>) -> Result<MonitorReply> {
-        if data.len() > 1 && data[0] == b'O' && data != b"OK" {
-            return Ok(MonitorReply::Output(from_hex(&data[1..])?));
+        if let [b'O', hex @ ..] = data.as_slice()
+            && !hex.is_empty()
+            && data != b"OK"
+        {
+            return Ok(MonitorReply::Output(from_hex(hex)?));
         }
         match Reply::parse(data) {
             Reply::Ok => Ok(MonitorReply::Done(Vec::new())),

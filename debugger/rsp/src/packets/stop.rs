@@ -43,7 +43,11 @@ pub struct Stop {
 
 fn signal(text: &[u8]) -> Result<u8, PacketError> {
     match text.get(..2) {
-        Some(hex) => Ok(from_hex(hex)?[0]),
+        // Two hex digits decode to exactly one byte.
+        Some(hex) => from_hex(hex)?
+            .first()
+            .copied()
+            .ok_or_else(|| PacketError::BadHex(String::from_utf8_lossy(text).into_owned())),
         None => Err(PacketError::BadHex(
             String::from_utf8_lossy(text).into_owned(),
         )),
@@ -70,7 +74,13 @@ pub fn parse(data: &[u8]) -> Result<StopPacket, PacketError> {
                 signal: signal(rest)?,
                 ..Stop::default()
             };
-            for pair in rest[2..].split(|&b| b == b';').filter(|p| !p.is_empty()) {
+            // `signal` read the first two bytes, so they exist.
+            for pair in rest
+                .get(2..)
+                .unwrap_or_default()
+                .split(|&b| b == b';')
+                .filter(|p| !p.is_empty())
+            {
                 let colon = pair.iter().position(|&b| b == b':').ok_or_else(bad)?;
                 let (key, value) = (&pair[..colon], &pair[colon + 1..]);
                 match key {

@@ -270,14 +270,14 @@ impl Layouts {
                     .type_id
                     .and_then(|id| types.member(id, "owner"))
                     .map_or(0, |o| o.offset);
-                m.offset + inner
+                m.offset.saturating_add(inner)
             });
             let next = types.member(t, "next").map_or(d.next, |m| {
                 let inner = m
                     .type_id
                     .and_then(|id| types.member(id, "sle_next"))
                     .map_or(0, |o| o.offset);
-                m.offset + inner
+                m.offset.saturating_add(inner)
             });
             out.heap_t = HeapTLayout {
                 caps,
@@ -338,7 +338,8 @@ fn control_from_dwarf(types: &TypeTable, t: u64) -> ControlLayout {
             member(name)
                 .and_then(|m| {
                     Some(BitField {
-                        bit: m.offset * 8 + m.bit_offset?,
+                        // Offsets from the ELF: a position past 2^64 bits is no field.
+                        bit: m.offset.checked_mul(8)?.checked_add(m.bit_offset?)?,
                         width: m.bit_size?,
                     })
                 })
@@ -384,7 +385,8 @@ fn control_from_dwarf(types: &TypeTable, t: u64) -> ControlLayout {
             sl_count,
             struct_size: types
                 .size_of(t)
-                .unwrap_or(20 + 4 * fl_count + 4 * fl_count * sl_count),
+                // fl_count <= 32; sl_count comes from the ELF unchecked: saturate.
+                .unwrap_or((4 * fl_count).saturating_mul(sl_count.saturating_add(1)) + 20),
         },
         _ => ControlLayout::Unknown,
     }

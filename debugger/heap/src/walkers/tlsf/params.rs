@@ -73,7 +73,13 @@ impl Params {
         else {
             return None;
         };
-        let sl_log2 = u64::from(sl_count.max(1).trailing_zeros());
+        // The counts and offsets come from the ELF's DWARF: a count TLSF cannot have is no
+        // fixed layout (it would shift past 64 bits below), and offsets saturate (an address
+        // at the top of the address space is then simply not in the memory read).
+        if !(1..=32).contains(&sl_count) || !sl_count.is_power_of_two() {
+            return None;
+        }
+        let sl_log2 = u64::from(sl_count.trailing_zeros());
         // ALIGN_SIZE_LOG2 is 2 on every 32-bit ESP chip.
         let fl_shift = sl_log2 + 2;
         Some(Params {
@@ -83,9 +89,9 @@ impl Params {
             fl_shift,
             small_block_size: 1 << fl_shift,
             tlsf_size: struct_size,
-            fl_bitmap: control + fl_bitmap,
-            sl_bitmap: control + sl_bitmap,
-            blocks: control + blocks,
+            fl_bitmap: control.saturating_add(fl_bitmap),
+            sl_bitmap: control.saturating_add(sl_bitmap),
+            blocks: control.saturating_add(blocks),
         })
     }
 
@@ -95,7 +101,11 @@ impl Params {
             let step = (self.small_block_size / self.sl_count.max(1)).max(1);
             return (0, size / step);
         }
-        let fl = 63 - u64::from(size.leading_zeros());
+        // size 0 gets here only with a zero small_block_size, which no Params has (every
+        // constructor sets it to 1 << fl_shift); checked all the same. sl_log2 <= 5 likewise.
+        let Some(fl) = 63u64.checked_sub(u64::from(size.leading_zeros())) else {
+            return (0, 0);
+        };
         let sl = (size >> fl.saturating_sub(self.sl_log2)) ^ (1 << self.sl_log2);
         (fl.saturating_sub(self.fl_shift.saturating_sub(1)), sl)
     }
@@ -165,7 +175,7 @@ pub(super) fn params_of(
                 && read.small_block_size == 1 << read.fl_shift
                 && read.fl_count >= 1
                 && read.fl_count <= 32
-                && read.fl_count + read.fl_shift == fl_max + 1
+                && fl_max.checked_add(1) == Some(read.fl_count + read.fl_shift)
                 && read.tlsf_size
                     == struct_size + 4 * read.fl_count + 4 * read.fl_count * read.sl_count
                 && read.sl_bitmap == control + struct_size
@@ -215,7 +225,9 @@ pub(super) fn params_of(
 /// Whether the blocks from `pool - 4` end exactly on the pool's sentinel.
 fn tiles(img: &MemImage, bl: &BlockLayout, pool: u64, pool_len: u64) -> bool {
     let sentinel = pool + (pool_len.saturating_sub(POOL_OVERHEAD) & !3);
-    let mut b = pool - 4;
+    let Some(mut b) = pool.checked_sub(4) else {
+        return false;
+    };
     for _ in 0..pool_len / (BLOCK_SIZE_MIN + 4) + 2 {
         let Some(raw) = img.u32(b + bl.size) else {
             return false;
@@ -230,4 +242,46 @@ fn tiles(img: &MemImage, bl: &BlockLayout, pool: u64, pool_len: u64) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixed_layout(sl_count: u64, offset: u64) -> ControlLayout {
+        ControlLayout::Fixed {
+            fl_bitmap: offset,
+            sl_bitmap: offset,
+            blocks: offset,
+            fl_count: 24,
+            sl_count,
+            struct_size: 3124,
+        }
+    }
+
+    /// Counts and offsets from a damaged ELF's DWARF: an `sl_count` of 2^62 shifted past 64 bits
+    /// (`1 << fl_shift`) and offsets near 2^64 overflowed `control + offset`.
+    #[test]
+    fn fixed_layout_from_garbage_dwarf_is_refused_or_saturates() {
+        assert!(Params::fixed(0x3fc8_0000, &fixed_layout(1 << 62, 16)).is_none());
+        assert!(Params::fixed(0x3fc8_0000, &fixed_layout(0, 16)).is_none());
+        assert!(Params::fixed(0x3fc8_0000, &fixed_layout(24, 16)).is_none());
+        let p = Params::fixed(0x3fc8_0000, &fixed_layout(32, u64::MAX)).unwrap();
+        assert_eq!((p.fl_bitmap, p.small_block_size), (u64::MAX, 128));
+    }
+
+    #[test]
+    fn mapping_of_zero_with_no_small_blocks_does_not_underflow() {
+        let mut p = Params::constructed(0x3fc8_0000, 64 * 1024, 36);
+        p.small_block_size = 0;
+        assert_eq!(p.mapping(0), (0, 0));
+    }
+
+    /// A pool at address 0 (heap_data 0 in a region starting at 0, a zero tlsf_size from
+    /// DWARF): its first header would sit at `0 - 4`, which underflowed.
+    #[test]
+    fn a_pool_at_address_zero_does_not_tile() {
+        let img = MemImage::from_spans(vec![(0, vec![0; 256])]);
+        assert!(!tiles(&img, &BlockLayout::default(), 0, 256));
+    }
 }

@@ -132,7 +132,11 @@ pub fn walk_pool(img: &MemImage, spec: &PoolSpec<'_>, st: &mut HeapState) -> Poo
     // Physical walk: blocks tile the pool from `pool - 4` to the zero-size sentinel.
     let bl = spec.block;
     let mut phys: HashMap<u64, (u64, bool)> = HashMap::new();
-    let mut b = pool - 4;
+    // control >= the region's start may be 0 and tlsf_size comes from DWARF: no block header
+    // below address 0.
+    let Some(mut b) = pool.checked_sub(4) else {
+        return sum;
+    };
     let mut prev: Option<(u64, bool)> = None;
     let bound = pool_len / (BLOCK_SIZE_MIN + 4) + 2;
     let mut ended = false;
@@ -301,7 +305,7 @@ pub fn walk_pool(img: &MemImage, spec: &PoolSpec<'_>, st: &mut HeapState) -> Poo
                     break;
                 }
                 let Some(&(size, free)) = phys.get(&p) else {
-                    let inside = p >= pool - 4 && p < limit && p % 4 == 0;
+                    let inside = p >= pool.saturating_sub(4) && p < limit && p % 4 == 0;
                     st.anomaly(
                         if inside {
                             AnomalyKind::ListMismatch

@@ -1,0 +1,26 @@
+//! `cargo fuzz run monitor`: see `harness::monitor`. One bridge over the heap_4 fixture serves
+//! every input, so state carries from one command to the next, as in a gdb session.
+#![no_main]
+
+#[path = "../harness/mod.rs"]
+mod harness;
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+thread_local! {
+    static BRIDGE: RefCell<memlife_server::Bridge> = RefCell::new({
+        let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../debugger/heap/testdata");
+        let dir: PathBuf = std::env::temp_dir().join(format!("memlife-fuzz-monitor-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        harness::monitor_bridge(
+            &testdata.join("heap4-fragmentation.elf"),
+            &testdata.join("heap4-fragmentation.mlsnap"),
+            &dir,
+        )
+    });
+}
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| BRIDGE.with(|b| {
+    harness::monitor(&mut b.borrow_mut(), data);
+}));
