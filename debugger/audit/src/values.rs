@@ -469,28 +469,9 @@ mod tests {
 
     fn state(total_free: u64, used: u64) -> HeapState {
         HeapState {
-            allocator: "test",
-            status: memlife_heap::HeapStatus::Ok,
-            busy_reason: None,
-            heap_start: 0,
-            heap_size: 0,
             total_free,
             used,
-            largest_free: 0,
-            free_blocks: 0,
-            used_blocks: 0,
-            min_ever_free: None,
-            unclaimed: None,
-            brk: None,
-            free_list_bytes: None,
-            counters: Vec::new(),
-            free_list: Vec::new(),
-            blocks: Vec::new(),
-            anomalies: Vec::new(),
-            largest_allocatable: None,
-            regions: Vec::new(),
-            firmware_view: None,
-            poisoning: None,
+            ..HeapState::empty("test")
         }
     }
 

@@ -246,7 +246,9 @@ impl HeapState {
         self.busy_reason = busy;
     }
 
-    pub(crate) fn empty(allocator: &'static str) -> Self {
+    /// A state with nothing walked yet: no blocks, no figures, status ok. Walkers fill it in;
+    /// tests spell only the fields they care about (`..HeapState::empty("x")`).
+    pub fn empty(allocator: &'static str) -> Self {
         HeapState {
             allocator,
             status: HeapStatus::Ok,

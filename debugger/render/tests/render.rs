@@ -243,7 +243,6 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
     memlife_heap::HeapState {
         allocator: "freertos-heap4",
         status: HeapStatus::Ok,
-        busy_reason: None,
         heap_start: 0x1000,
         heap_size: 0x1000,
         total_free: 0x1000 - used,
@@ -251,14 +250,6 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
         largest_free: 0,
         free_blocks: blocks.iter().filter(|b| b.2).count() as u64,
         used_blocks: blocks.iter().filter(|b| !b.2).count() as u64,
-        min_ever_free: None,
-        largest_allocatable: None,
-        regions: vec![],
-        unclaimed: None,
-        brk: None,
-        free_list_bytes: None,
-        counters: vec![],
-        free_list: vec![],
         blocks: blocks
             .iter()
             .map(|&(addr, size, free)| memlife_heap::Block {
@@ -269,9 +260,7 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
                 alloc_size: None,
             })
             .collect(),
-        anomalies: vec![],
-        firmware_view: None,
-        poisoning: None,
+        ..memlife_heap::HeapState::empty("freertos-heap4")
     }
 }
 

@@ -261,7 +261,6 @@ impl HeapWalker for FakeWalker {
             } else {
                 HeapStatus::Ok
             },
-            busy_reason: None,
             heap_start: BLOCKS,
             heap_size: HEAP_SIZE,
             total_free: HEAP_SIZE - used,
@@ -270,17 +269,7 @@ impl HeapWalker for FakeWalker {
             free_blocks: 1,
             used_blocks: 0,
             min_ever_free: Some(min),
-            unclaimed: None,
-            brk: None,
-            free_list_bytes: None,
-            counters: Vec::new(),
-            free_list: Vec::new(),
-            blocks: Vec::new(),
-            anomalies: Vec::new(),
-            largest_allocatable: None,
-            regions: Vec::new(),
-            firmware_view: None,
-            poisoning: None,
+            ..HeapState::empty("fake")
         })
     }
 
