@@ -286,8 +286,14 @@ mod tests {
         }
     }
 
-    fn config(text: &str) -> AuditConfig {
-        let dir = std::env::temp_dir().join(format!("memlife-cfg-{}", std::process::id()));
+    /// A folder of this test's own: tests run in parallel threads of one process, and one
+    /// test's clean-up must not remove another's file.
+    fn config_dir(test: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("memlife-cfg-{}-{test}", std::process::id()))
+    }
+
+    fn config(test: &str, text: &str) -> AuditConfig {
+        let dir = config_dir(test);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("memlife.toml");
         std::fs::write(&path, text).unwrap();
@@ -298,10 +304,15 @@ mod tests {
 
     #[test]
     fn the_semihosting_dir_comes_from_the_flag_or_the_file_relative_to_it() {
-        let cfg = config("[target]\nqemu = \"netduinoplus2\"\nsemihosting_dir = \"sh\"\n");
+        let cfg = config(
+            "semihosting",
+            "[target]\nqemu = \"netduinoplus2\"\nsemihosting_dir = \"sh\"\n",
+        );
         let from_file = target_args(&audit_args(&["memlife", "audit", "s.rhai"]), &cfg).unwrap();
-        let dir = std::env::temp_dir().join(format!("memlife-cfg-{}", std::process::id()));
-        assert_eq!(from_file.semihosting_dir, Some(dir.join("sh")));
+        assert_eq!(
+            from_file.semihosting_dir,
+            Some(config_dir("semihosting").join("sh"))
+        );
         let flagged = audit_args(&[
             "memlife",
             "audit",
@@ -323,7 +334,10 @@ mod tests {
 
     #[test]
     fn the_configured_reset_command_reaches_the_target_with_or_without_target_flags() {
-        let cfg = config("[target]\ngdb = \"127.0.0.1:3333\"\nreset = \"reset init\"\n");
+        let cfg = config(
+            "reset",
+            "[target]\ngdb = \"127.0.0.1:3333\"\nreset = \"reset init\"\n",
+        );
         let from_file = target_args(&audit_args(&["memlife", "audit", "s.rhai"]), &cfg).unwrap();
         assert_eq!(from_file.gdb.as_deref(), Some("127.0.0.1:3333"));
         assert_eq!(from_file.reset.as_deref(), Some("reset init"));
@@ -331,7 +345,7 @@ mod tests {
         let from_flags = target_args(&flagged, &cfg).unwrap();
         assert_eq!(from_flags.gdb.as_deref(), Some("h:1"));
         assert_eq!(from_flags.reset.as_deref(), Some("reset init"));
-        let none = target_args(&flagged, &config("")).unwrap();
+        let none = target_args(&flagged, &config("reset-empty", "")).unwrap();
         assert_eq!(none.reset, None);
     }
 }
