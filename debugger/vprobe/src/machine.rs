@@ -257,8 +257,13 @@ impl Machine {
             self.stopped(reason);
             return Ok(());
         }
-        // An enabled comparator at the pc matches before the instruction runs: the core halts
-        // again at once, as an FPB does (QEMU would step over its own breakpoint).
+        self.continue_from_halt("letting the core run (C_HALT cleared)")
+    }
+
+    /// Lets a halted QEMU run on. An enabled comparator at the pc matches before the
+    /// instruction runs: the core halts again at once, as an FPB does (QEMU would step over
+    /// its own breakpoint).
+    fn continue_from_halt(&mut self, what: &str) -> Result<(), String> {
         if self.core.debugen && !self.applied_bps.is_empty() {
             let pc = self
                 .target
@@ -271,27 +276,48 @@ impl Machine {
         }
         control(self.target.as_mut())?
             .resume()
-            .map_err(|e| err("letting the core run (C_HALT cleared)", e))?;
+            .map_err(|e| err(what, e))?;
         self.core.halted = false;
         Ok(())
+    }
+
+    /// Comparators changed while the core runs: like the hardware they act at once, so QEMU is
+    /// paused to insert or remove its points and let run again.
+    fn sync_while_running(&mut self) -> Result<(), String> {
+        if self.core.halted || self.core.in_reset || self.core.gone.is_some() {
+            return Ok(());
+        }
+        let (bps, watches) = self.wanted_points();
+        if bps == self.applied_bps && watches == self.applied_watches {
+            return Ok(());
+        }
+        let reason = control(self.target.as_mut())?
+            .halt()
+            .map_err(|e| err("pausing the core to change a comparator", e))?;
+        self.core.halted = true;
+        let synced = self.sync_points(false);
+        if reason == StopReason::Halted {
+            self.continue_from_halt("letting the core run after changing a comparator")?;
+        } else {
+            self.stopped(reason);
+        }
+        synced
+    }
+
+    /// The breakpoints and watchpoints the FPB and DWT stand for now.
+    fn wanted_points(&self) -> (Vec<u64>, Vec<Watch>) {
+        if !self.core.debugen {
+            return (Vec::new(), Vec::new());
+        }
+        let trcena = self.core.demcr & TRCENA != 0;
+        (self.fpb.breakpoints(), self.dwt.watches(trcena))
     }
 
     /// Makes QEMU's breakpoints and watchpoints what the FPB and DWT say. For a single step the
     /// breakpoints are left as they are: a step ends after one instruction whatever they are,
     /// and QEMU steps over one at the pc.
     fn sync_points(&mut self, step: bool) -> Result<(), String> {
-        let on = self.core.debugen;
-        let want_bps = if on {
-            self.fpb.breakpoints()
-        } else {
-            Vec::new()
-        };
-        let trcena = self.core.demcr & TRCENA != 0;
-        let want_watches = if on {
-            self.dwt.watches(trcena)
-        } else {
-            Vec::new()
-        };
+        let (want_bps, want_watches) = self.wanted_points();
         if !step && want_bps != self.applied_bps {
             let bps = self
                 .target
@@ -390,9 +416,8 @@ impl Machine {
             .map_err(|e| err("pausing the core for a memory access", e))?;
         let out = f(self.target.as_mut());
         if reason == StopReason::Halted {
-            control(self.target.as_mut())?
-                .resume()
-                .map_err(|e| err("letting the core run after a memory access", e))?;
+            self.core.halted = true;
+            self.continue_from_halt("letting the core run after a memory access")?;
         } else {
             self.stopped(reason);
         }
@@ -640,7 +665,10 @@ impl Machine {
                 self.core.dcrdr = value;
                 return Ok(());
             }
-            DEMCR => return self.write_demcr(value),
+            DEMCR => {
+                self.write_demcr(value)?;
+                return self.sync_while_running();
+            }
             DFSR => {
                 self.core.dfsr &= !value;
                 return Ok(());
@@ -648,10 +676,12 @@ impl Machine {
             _ => {}
         }
         if Fpb::contains(addr) {
-            return self.fpb.write(addr, value);
+            self.fpb.write(addr, value)?;
+            return self.sync_while_running();
         }
         if Dwt::contains(addr) {
-            return self.dwt.write(addr, value);
+            self.dwt.write(addr, value)?;
+            return self.sync_while_running();
         }
         if let Some(i) = self.in_dbgmcu(addr) {
             if i == 0 {

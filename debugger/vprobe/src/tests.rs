@@ -584,3 +584,22 @@ fn memory_is_read_while_running_by_pausing_the_core() {
     assert_eq!(r.calls(), vec![Call::Halt, Call::Read(0x2000_0008, 4)]);
     assert_eq!(r.read32(machine::DFSR).unwrap(), dfsr::BKPT);
 }
+
+#[test]
+fn comparators_changed_while_running_act_at_once() {
+    let mut r = Rig::new();
+    r.write32(machine::DHCSR, KEY | 1).unwrap();
+    r.calls();
+    r.write32(0xE000_2008, 0x0800_0200 | 1 << 30 | 1).unwrap();
+    assert!(r.calls().is_empty(), "the unit is off: nothing to do");
+    r.write32(0xE000_2000, 0b11).unwrap();
+    assert_eq!(
+        r.calls(),
+        vec![Call::Halt, Call::AddBp(0x0800_0200), Call::Resume]
+    );
+    assert_eq!(
+        r.read32(machine::DHCSR).unwrap() & 1 << 17,
+        0,
+        "still running"
+    );
+}
