@@ -508,8 +508,15 @@ impl Machine {
         let debugen = value & 1 != 0;
         let halt = value & 2 != 0;
         let step = value & 4 != 0;
+        let was_on = self.core.debugen;
         self.core.maskints = value & 8 != 0;
         self.core.debugen = debugen;
+        if debugen && !was_on {
+            // The write that turns halting debug on changes no run state: the other control
+            // bits act from the next write (a core caught at reset stays caught).
+            self.core.c_halt = self.core.halted;
+            return Ok(());
+        }
         if !debugen {
             // Halting debug off: C_HALT and C_STEP read 0; a halted core stays halted until
             // the debugger lets it run, which memlife always does before letting go.

@@ -48,9 +48,10 @@ impl VirtualProbe {
         }
     }
 
-    /// A probe over a connection to QEMU's gdbstub, presenting an STM32F405. The firmware is
-    /// let run first: a debugger meets a powered board running.
-    pub fn over_qemu(mut remote: GdbRemote) -> memlife_core::Result<VirtualProbe> {
+    /// A probe over a connection to QEMU's gdbstub, presenting an STM32F405. The core is as
+    /// QEMU started it, halted at the reset vector (as `memlife --qemu` finds it), so that
+    /// what a debugger does first happens before the firmware's first instruction.
+    pub fn over_qemu(remote: GdbRemote) -> memlife_core::Result<VirtualProbe> {
         let regs = RegMap::new(
             remote
                 .layout()
@@ -58,10 +59,6 @@ impl VirtualProbe {
                 .iter()
                 .map(|r| (r.name.as_str(), r.regnum, r.bitsize)),
         );
-        use memlife_core::Control;
-        if remote.is_halted() {
-            remote.resume()?;
-        }
         Ok(VirtualProbe::new(Box::new(remote), regs, Chip::stm32f405()))
     }
 

@@ -222,6 +222,14 @@ impl Rig {
         Rig { dap, log }
     }
 
+    /// [`Rig::new`] with halting debug on (`C_DEBUGEN`), still halted.
+    fn debug() -> Rig {
+        let mut r = Rig::new();
+        r.write32(machine::DHCSR, KEY | 0b11).unwrap();
+        assert!(r.calls().is_empty());
+        r
+    }
+
     fn calls(&self) -> Vec<Call> {
         std::mem::take(&mut self.log.lock().unwrap().calls)
     }
@@ -302,7 +310,7 @@ fn dp_powers_up_with_a_handshake() {
 
 #[test]
 fn auto_incrementing_word_blocks_are_one_memory_request() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.csw(2, true);
     r.dap.write(Port::Ap(0x04), 0x2000_0100).unwrap();
     let mut words = [0u32; 64];
@@ -333,7 +341,7 @@ fn auto_incrementing_word_blocks_are_one_memory_request() {
 
 #[test]
 fn byte_and_halfword_transfers_use_their_lanes() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.csw(0, true);
     r.dap.write(Port::Ap(0x04), 0x2000_0013).unwrap();
     assert_eq!(r.dap.read(Port::Ap(0x0C)).unwrap(), 0x13 << 24);
@@ -360,7 +368,7 @@ fn byte_and_halfword_transfers_use_their_lanes() {
 
 #[test]
 fn banked_data_registers_reach_the_tar_block() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.csw(2, false);
     r.dap.write(Port::Ap(0x04), 0x2000_0048).unwrap();
     r.dap.write(Port::Dp(0x8), 0x10).unwrap(); // APBANKSEL 1: BD0-3
@@ -372,7 +380,7 @@ fn banked_data_registers_reach_the_tar_block() {
 
 #[test]
 fn rom_table_and_component_ids_are_readable() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     assert_eq!(r.read32(0xE00F_F000).unwrap(), 0xFFF0_F003, "SCS entry");
     assert_eq!(r.read32(0xE00F_FFF4).unwrap(), 0x10, "ROM table class");
     assert_eq!(r.read32(0xE000_EFE0).unwrap(), 0x0C, "SCS part");
@@ -387,7 +395,7 @@ fn rom_table_and_component_ids_are_readable() {
 
 #[test]
 fn unmodelled_addresses_are_errors_naming_them() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     for addr in [0xE000_0000u32, 0xE004_0000, 0xE000_1004, 0xE00F_F800] {
         let e = r.read32(addr).unwrap_err();
         assert!(e.contains(&format!("{addr:#010x}")), "{e}");
@@ -402,7 +410,10 @@ fn unmodelled_addresses_are_errors_naming_them() {
 #[test]
 fn dhcsr_halts_steps_and_runs() {
     let mut r = Rig::new();
-    // The rig starts halted; let it run as probe-rs does: debug on, C_HALT clear.
+    // The rig starts halted. Turning debug on leaves it halted; clearing C_HALT then runs it.
+    r.write32(machine::DHCSR, KEY | 1).unwrap();
+    assert!(r.calls().is_empty());
+    assert_eq!(r.read32(machine::DHCSR).unwrap() & 1 << 17, 1 << 17);
     r.write32(machine::DHCSR, KEY | 1).unwrap();
     assert_eq!(r.calls(), vec![Call::Resume]);
     let dhcsr = r.read32(machine::DHCSR).unwrap();
@@ -436,7 +447,7 @@ fn dhcsr_halts_steps_and_runs() {
 
 #[test]
 fn a_stop_while_running_is_seen_by_polling() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.write32(machine::DHCSR, KEY | 1).unwrap();
     r.calls();
     r.push_stop(StopReason::Breakpoint(0x0800_0200));
@@ -446,7 +457,7 @@ fn a_stop_while_running_is_seen_by_polling() {
 
 #[test]
 fn core_registers_go_through_dcrsr_and_dcrdr() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.write32(machine::DCRSR, 15).unwrap();
     assert_eq!(r.read32(machine::DCRDR).unwrap(), 0x0800_0100);
     r.write32(machine::DCRSR, 16).unwrap();
@@ -473,7 +484,7 @@ fn core_registers_go_through_dcrsr_and_dcrdr() {
 
 #[test]
 fn fpb_comparators_become_hardware_breakpoints_when_the_core_runs() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.write32(machine::DHCSR, KEY | 0b11).unwrap();
     r.write32(0xE000_2000, 0b11).unwrap(); // FP_CTRL KEY|ENABLE
     r.write32(0xE000_2008, 0x0800_0200 | 1 << 30 | 1).unwrap();
@@ -492,7 +503,7 @@ fn fpb_comparators_become_hardware_breakpoints_when_the_core_runs() {
 
 #[test]
 fn running_from_an_enabled_comparator_halts_at_once() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.write32(machine::DHCSR, KEY | 0b11).unwrap();
     r.write32(0xE000_2000, 0b11).unwrap();
     r.write32(0xE000_2008, 0x0800_0100 | 1 << 30 | 1).unwrap(); // at the pc
@@ -504,7 +515,7 @@ fn running_from_an_enabled_comparator_halts_at_once() {
 
 #[test]
 fn dwt_comparators_become_watchpoints_and_report_matched() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.write32(machine::DHCSR, KEY | 0b11).unwrap();
     r.write32(0xE000_1020, 0x2000_0010).unwrap();
     r.write32(0xE000_1024, 2).unwrap();
@@ -535,7 +546,7 @@ fn dwt_comparators_become_watchpoints_and_report_matched() {
 
 #[test]
 fn sysresetreq_resets_and_vector_catch_halts() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.write32(machine::DHCSR, KEY | 1).unwrap();
     r.calls();
     r.write32(machine::DEMCR, 1).unwrap(); // VC_CORERESET
@@ -567,7 +578,7 @@ fn sysresetreq_resets_and_vector_catch_halts() {
 
 #[test]
 fn memory_is_read_while_running_by_pausing_the_core() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.write32(machine::DHCSR, KEY | 1).unwrap();
     r.calls();
     assert_eq!(
@@ -587,7 +598,7 @@ fn memory_is_read_while_running_by_pausing_the_core() {
 
 #[test]
 fn comparators_changed_while_running_act_at_once() {
-    let mut r = Rig::new();
+    let mut r = Rig::debug();
     r.write32(machine::DHCSR, KEY | 1).unwrap();
     r.calls();
     r.write32(0xE000_2008, 0x0800_0200 | 1 << 30 | 1).unwrap();

@@ -22,10 +22,9 @@ fn probe_rs_attaches_halts_reads_and_runs() {
     let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).expect("qemu");
     let mut session = attach(&qemu);
     let mut core = session.core(0).expect("core 0");
-    assert!(
-        !core.core_halted().expect("status"),
-        "a board runs when attached"
-    );
+    assert!(core.core_halted().expect("status"), "QEMU starts halted");
+    core.run().expect("run");
+    assert!(!core.core_halted().expect("status"));
     core.halt(Duration::from_millis(500)).expect("halt");
     assert!(core.core_halted().expect("status"));
     let pc: u32 = core
