@@ -1,7 +1,7 @@
 //! The run loop: resume, wait for a stop, read the registers once, dispatch on the pc, until the
 //! goal is reached or a script hook fires.
 
-use std::time::Instant;
+use memlife_core::limits::Deadline;
 
 use memlife_core::{Register, StopReason, TargetError, Wait, interrupt};
 
@@ -97,7 +97,7 @@ impl Debugger {
     fn run_loop(&mut self, goal: &mut Goal) -> Result<Outcome, AuditError> {
         // One deadline for the whole goal: allocator stops on the way must not keep a goal that
         // is never reached alive forever.
-        let deadline = Instant::now() + self.timeout;
+        let deadline = Deadline::after(self.timeout);
         loop {
             let bps = self
                 .target
@@ -110,7 +110,7 @@ impl Debugger {
                 &self.bps,
                 &mut self.stop_cache,
             )?;
-            let timeout = deadline.saturating_duration_since(Instant::now());
+            let timeout = deadline.left_or_max();
             let control = self
                 .target
                 .control()
