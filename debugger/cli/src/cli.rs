@@ -199,8 +199,8 @@ pub struct TargetArgs {
     /// No default deadline (`memlife serve` runs as long as its user wants).
     #[arg(skip)]
     pub no_default_deadline: bool,
-    /// With --gdb or --qemu: let the firmware's semihosting calls open, read, write, seek, close
-    /// and remove regular files under this existing directory, and nowhere else (no absolute
+    /// With --gdb or --qemu: let the firmware's semihosting calls open, read, write, seek, close,
+    /// remove, rename and stat regular files under this existing directory, and nowhere else (no absolute
     /// paths, no `..`, no symbolic links followed; 64 MiB written at most). Without it the
     /// firmware gets no host file at all.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["snapshot", "chip"])]
