@@ -17,6 +17,12 @@
 
 engine_t g_engine;
 int32_t g_current_layer = -1;
+#if SCEN_DEFERRED_RELEASE
+/* The last cycle's summary, kept by model_release and freed by the next
+ * model_load (only in this scenario: a new global would move every other
+ * build's heap). */
+void *g_release_summary;
+#endif
 
 /* Simulated status of the unload step: in leak-on-switch the flash driver
  * reports "cache flush pending" (nonzero) every time. Deterministic, so the
@@ -39,24 +45,53 @@ static int load_model(engine_t *e, const model_desc_t *m)
 
 /* Build: op context array, one op_init per operator, then the arena.
  * public_ops selects op_init (graph_build) or the static op_prepare
- * (model_switch), see the file comment. */
+ * (model_switch), see the file comment. Every allocation here may fail
+ * (BUILD_ENOMEM); the clean-up then frees what the build took, so that a
+ * failed build leaves the heap as it found it - except in error-path, whose
+ * clean-up after a failed arena forgets op_contexts. */
 static int build_graph(engine_t *e, int public_ops)
 {
-    /* op_contexts is not checked for NULL: after the leak-on-switch early
+    int rc;
+
+    /* op_contexts is not checked for non-NULL: after the leak-on-switch early
      * return it still holds the old block, which this overwrites (the leak). */
     if (e->model == NULL) {
         return -1;
     }
+    e->op_contexts = mem_try_alloc(N_LAYERS * sizeof(op_ctx_t), "build:op_contexts");
+    if (e->op_contexts == NULL) {
+        e->n_ops = 0;
+        return BUILD_ENOMEM;
+    }
     e->n_ops = N_LAYERS;
-    e->op_contexts = mem_alloc(N_LAYERS * sizeof(op_ctx_t), "build:op_contexts");
     memset(e->op_contexts, 0, N_LAYERS * sizeof(op_ctx_t));
     for (int i = 0; i < N_LAYERS; i++) {
-        int rc = public_ops ? op_init(e, i) : op_prepare(e, i);
+        rc = public_ops ? op_init(e, i) : op_prepare(e, i);
         if (rc != 0) {
-            return rc;
+            goto cleanup_ops;
         }
     }
-    return planner_plan(e);
+    rc = planner_plan(e);
+    if (rc != 0) {
+        goto cleanup_arena;
+    }
+    return 0;
+
+cleanup_arena:
+    if (SCEN_ERROR_PATH) {
+        /* BUG (error-path): this path "knows" only the ops' tables need
+         * freeing and skips the context array below. */
+        for (uint32_t i = 0; i < e->n_ops; i++) op_unprepare(e, (int)i);
+        e->op_contexts = NULL;
+        e->n_ops = 0;
+        return rc;
+    }
+cleanup_ops:
+    for (uint32_t i = 0; i < e->n_ops; i++) op_unprepare(e, (int)i);
+    mem_free(e->op_contexts);
+    e->op_contexts = NULL;
+    e->n_ops = 0;
+    return rc;
 }
 
 static void free_op_data(engine_t *e)
@@ -107,6 +142,10 @@ PHASE_FN int model_load(engine_t *e, const model_desc_t *m)
     /* fragmentation: last lifecycle's records are dropped here, so every
      * lifecycle starts from the same heap state. */
     frag_records_free();
+#if SCEN_DEFERRED_RELEASE
+    mem_free(g_release_summary); /* the previous cycle's */
+    g_release_summary = NULL;
+#endif
     int rc = load_model(e, m);
     e->phase = PHASE_IDLE;
     return rc;
@@ -181,6 +220,17 @@ PHASE_FN int model_release(engine_t *e)
 {
     e->phase = PHASE_RELEASE;
     (void)teardown(e); /* the unload status is not a release failure */
+#if SCEN_DEFERRED_RELEASE
+    {
+        /* Kept for the next cycle to look at (and free): output CRC and
+         * inference count, room for more. */
+        uint32_t *summary = mem_alloc(64u, "release:summary");
+        memset(summary, 0, 64u);
+        summary[0] = e->output_crc;
+        summary[1] = e->inferences;
+        g_release_summary = summary;
+    }
+#endif
     e->phase = PHASE_IDLE;
     return 0;
 }

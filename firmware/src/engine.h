@@ -15,6 +15,8 @@
 #define MAX_TENSORS 16
 #define N_CLASSES   8
 #define N_BRANCHES  3
+/* What a build step returns when one of its allocations failed (-ENOMEM). */
+#define BUILD_ENOMEM (-12)
 
 typedef enum {
     OP_CONV = 0, /* conv2d, NCHW, pad k/2 */
