@@ -13,6 +13,8 @@
 //! load = "model_load"
 //! [spans]                         # nested calls recorded inside a phase
 //! graph_build = "op_init"
+//! [lifecycle]
+//! cycle_starts = "load"           # the role whose every call begins a cycle (t.cycles)
 //! [budgets]                       # numbers scripts read with budget("build_step")
 //! build_step = 4096
 //! [trace]
@@ -99,6 +101,68 @@ impl Default for TraceConfig {
     }
 }
 
+/// How calls of the role functions group into cycles (`t.cycles(n)`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LifecycleConfig {
+    /// The role whose every call begins a cycle; `None`: the first of load, build, run, switch,
+    /// release the firmware has, else the first role of `[phases]`.
+    pub cycle_starts: Option<String>,
+}
+
+/// The firmware's tensor table (`[tensors]`): a global array of structs, one per tensor, and
+/// the fields that describe each, for the overlap check.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorTable {
+    /// The global array.
+    pub table: String,
+    /// A global holding how many entries are in use; the whole array when absent.
+    pub count: Option<String>,
+    /// The field with the tensor's name (`char *` or `char[]`), if any.
+    pub name: Option<String>,
+    /// The field with its address.
+    #[serde(default = "TensorTable::default_addr")]
+    pub addr: String,
+    /// The field with its size in bytes.
+    #[serde(default = "TensorTable::default_size")]
+    pub size: String,
+    /// The field with the first layer (span index) that uses it.
+    #[serde(default = "TensorTable::default_first")]
+    pub first: String,
+    /// The field with the last layer that uses it.
+    #[serde(default = "TensorTable::default_last")]
+    pub last: String,
+}
+
+impl TensorTable {
+    fn default_addr() -> String {
+        "addr".into()
+    }
+    fn default_size() -> String {
+        "size".into()
+    }
+    fn default_first() -> String {
+        "first".into()
+    }
+    fn default_last() -> String {
+        "last".into()
+    }
+
+    /// The bundled C engine's table (`g_tensors`, `g_tensor_count`).
+    fn bundled() -> Self {
+        TensorTable {
+            table: "g_tensors".into(),
+            count: Some("g_tensor_count".into()),
+            name: Some("name".into()),
+            addr: "addr".into(),
+            size: "size".into(),
+            first: "producer".into(),
+            last: "last_consumer".into(),
+        }
+    }
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -117,6 +181,10 @@ pub struct AuditConfig {
     pub spans: BTreeMap<String, String>,
     /// Budgets for scripts.
     pub budgets: BTreeMap<String, f64>,
+    /// Cycles.
+    pub lifecycle: LifecycleConfig,
+    /// The firmware's tensor table, if it keeps one.
+    pub tensors: Option<TensorTable>,
     /// Tracing.
     pub trace: TraceConfig,
     /// Seconds to wait for any breakpoint.
@@ -175,6 +243,11 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
     ("spans", None),
     ("budgets", None),
     ("trace", Some(&["method", "skip", "backtrace"])),
+    ("lifecycle", Some(&["cycle_starts"])),
+    (
+        "tensors",
+        Some(&["table", "count", "name", "addr", "size", "first", "last"]),
+    ),
     ("expect", Some(&["exit", "failing"])),
 ];
 
@@ -265,6 +338,7 @@ impl AuditConfig {
         self.spans
             .entry("inference_run".into())
             .or_insert_with(|| "op_invoke".into());
+        self.tensors.get_or_insert_with(TensorTable::bundled);
         self
     }
 
@@ -367,7 +441,45 @@ impl AuditConfig {
                 ));
             }
         }
+        if let Some(start) = &self.lifecycle.cycle_starts
+            && !roles.contains(&start.as_str())
+        {
+            return Err(format!(
+                "[lifecycle] cycle_starts: `{start}` is not a role (load, build, run, switch, release or one in [phases]){}",
+                nearest(start, roles.iter().copied())
+            ));
+        }
         Ok(())
+    }
+
+    /// The globals `[tensors]` names exist (`known`); the error names the first that does not.
+    pub fn check_tensors(&self, known: &dyn Fn(&str) -> bool) -> Result<(), String> {
+        let Some(t) = &self.tensors else {
+            return Ok(());
+        };
+        for name in std::iter::once(&t.table).chain(t.count.as_ref()) {
+            if !known(name) {
+                return Err(format!("[tensors]: no global `{name}` in the ELF"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every role this configuration names, known ones first in lifecycle order (load, build,
+    /// run, switch, release), then the others of `[phases]` by name, with their functions.
+    pub fn roles(&self) -> Vec<(&str, &str)> {
+        let mut out: Vec<(&str, &str)> = ROLES
+            .iter()
+            .filter_map(|r| self.phases.get_key_value(*r))
+            .map(|(r, f)| (r.as_str(), f.as_str()))
+            .collect();
+        out.extend(
+            self.phases
+                .iter()
+                .filter(|(r, _)| !ROLES.contains(&r.as_str()))
+                .map(|(r, f)| (r.as_str(), f.as_str())),
+        );
+        out
     }
 
     /// The function a phase name stands for (an alias or the function itself).

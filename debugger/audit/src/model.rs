@@ -207,6 +207,10 @@ pub struct PhaseRecord {
     pub seq_begin: u64,
     /// One past the last event inside.
     pub seq_end: u64,
+    /// The cycle (1-based) this call belongs to, when the script observed cycles
+    /// (`t.cycles(n)`); absent for phases run one by one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<u64>,
 }
 
 /// One block of a [`HeapMap`].

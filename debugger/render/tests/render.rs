@@ -54,6 +54,7 @@ fn phase(
         accounting_drift: 0,
         seq_begin: seq.0,
         seq_end: seq.1,
+        cycle: None,
     }
 }
 

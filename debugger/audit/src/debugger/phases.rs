@@ -56,6 +56,7 @@ struct OpenPhase {
     frees: u64,
     watermark: Option<WatermarkState>,
     seq_begin: u64,
+    cycle: Option<u64>,
 }
 
 /// What closing a phase needs to know besides the heap after it.
@@ -114,8 +115,9 @@ impl PhaseTracker {
         &self.records
     }
 
-    /// Opens a phase: `call` of `function` (asked for as `alias`), the heap `before`, the event
-    /// sequence number at entry.
+    /// Opens a phase: `call` of `function` (asked for as `alias`, in `cycle` when observed as
+    /// part of one), the heap `before`, the event sequence number at entry.
+    #[allow(clippy::too_many_arguments)] // one record's fields, named at the one call site
     pub fn enter(
         &mut self,
         function: &str,
@@ -124,6 +126,7 @@ impl PhaseTracker {
         before: Rc<HeapState>,
         watermark: Option<WatermarkState>,
         seq: u64,
+        cycle: Option<u64>,
     ) {
         if self.baseline.is_none() {
             self.baseline = Some(Rc::clone(&before));
@@ -142,6 +145,7 @@ impl PhaseTracker {
             frees: 0,
             watermark,
             seq_begin: seq,
+            cycle,
         });
     }
 
@@ -276,6 +280,7 @@ impl PhaseTracker {
             accounting_drift: end.drift,
             seq_begin: p.seq_begin,
             seq_end: end.seq,
+            cycle: p.cycle,
         };
         if end.is_release {
             if self.first_release.is_none() {
