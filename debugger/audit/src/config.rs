@@ -163,6 +163,30 @@ impl TensorTable {
     }
 }
 
+/// How the spans of one function are named (`[labels.KEY]`, KEY a role or span function as in
+/// `[spans]`): by an index argument looked up in a global name table, or by a string argument.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpanLabels {
+    /// The argument (0-based) that tells the spans apart: an index, or with `string` the name.
+    #[serde(default = "SpanLabels::default_arg")]
+    pub arg: usize,
+    /// The argument is a `char *` name, read from target memory.
+    #[serde(default)]
+    pub string: bool,
+    /// A global array indexed by the argument: its element (or the element's `field`) names
+    /// the span.
+    pub names: Option<String>,
+    /// The struct field of `names`' elements that holds the name.
+    pub field: Option<String>,
+}
+
+impl SpanLabels {
+    fn default_arg() -> usize {
+        1
+    }
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -185,6 +209,8 @@ pub struct AuditConfig {
     pub lifecycle: LifecycleConfig,
     /// The firmware's tensor table, if it keeps one.
     pub tensors: Option<TensorTable>,
+    /// How spans are named, by role or span function.
+    pub labels: BTreeMap<String, SpanLabels>,
     /// Tracing.
     pub trace: TraceConfig,
     /// Seconds to wait for any breakpoint.
@@ -241,6 +267,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
     ),
     ("phases", None),
     ("spans", None),
+    ("labels", None),
     ("budgets", None),
     ("trace", Some(&["method", "skip", "backtrace"])),
     ("lifecycle", Some(&["cycle_starts"])),
@@ -339,6 +366,14 @@ impl AuditConfig {
             .entry("inference_run".into())
             .or_insert_with(|| "op_invoke".into());
         self.tensors.get_or_insert_with(TensorTable::bundled);
+        for f in ["op_init", "op_invoke"] {
+            self.labels.entry(f.into()).or_insert_with(|| SpanLabels {
+                arg: 1,
+                string: false,
+                names: Some("g_ops".into()),
+                field: Some("name".into()),
+            });
+        }
         self
     }
 
@@ -441,6 +476,25 @@ impl AuditConfig {
                 ));
             }
         }
+        for (key, l) in &self.labels {
+            if !roles.contains(&key.as_str()) && !known(key) {
+                return Err(format!(
+                    "[labels] `{key}` is neither a role nor a function in the ELF{}",
+                    nearest(key, functions.iter().chain(roles.iter()).copied())
+                ));
+            }
+            if l.string && l.names.is_some() {
+                return Err(format!(
+                    "[labels.{key}]: `string = true` and `names` exclude each other (the argument is either the name or an index into names)"
+                ));
+            }
+            if l.arg > 3 {
+                return Err(format!(
+                    "[labels.{key}] arg = {}: memlife reads the first four arguments (0 to 3)",
+                    l.arg
+                ));
+            }
+        }
         if let Some(start) = &self.lifecycle.cycle_starts
             && !roles.contains(&start.as_str())
         {
@@ -452,14 +506,23 @@ impl AuditConfig {
         Ok(())
     }
 
-    /// The globals `[tensors]` names exist (`known`); the error names the first that does not.
-    pub fn check_tensors(&self, known: &dyn Fn(&str) -> bool) -> Result<(), String> {
-        let Some(t) = &self.tensors else {
-            return Ok(());
-        };
-        for name in std::iter::once(&t.table).chain(t.count.as_ref()) {
-            if !known(name) {
-                return Err(format!("[tensors]: no global `{name}` in the ELF"));
+    /// The globals `[tensors]` and `[labels]` name exist (`known`); the error names the first
+    /// that does not.
+    pub fn check_globals(&self, known: &dyn Fn(&str) -> bool) -> Result<(), String> {
+        if let Some(t) = &self.tensors {
+            for name in std::iter::once(&t.table).chain(t.count.as_ref()) {
+                if !known(name) {
+                    return Err(format!("[tensors]: no global `{name}` in the ELF"));
+                }
+            }
+        }
+        for (key, l) in &self.labels {
+            if let Some(names) = &l.names
+                && !known(names)
+            {
+                return Err(format!(
+                    "[labels.{key}] names: no global `{names}` in the ELF"
+                ));
             }
         }
         Ok(())
@@ -480,6 +543,17 @@ impl AuditConfig {
                 .map(|(r, f)| (r.as_str(), f.as_str())),
         );
         out
+    }
+
+    /// How the spans of `span_fn` are named: `[labels]` keyed by the span function itself, else
+    /// by a role whose phase records it (`[spans] run = "layer_forward"`, `[labels.run]`).
+    pub fn labels_of(&self, span_fn: &str) -> Option<&SpanLabels> {
+        self.labels.get(span_fn).or_else(|| {
+            self.phases
+                .iter()
+                .filter(|(_, f)| self.span_of(f) == Some(span_fn))
+                .find_map(|(role, _)| self.labels.get(role))
+        })
     }
 
     /// The function a phase name stands for (an alias or the function itself).

@@ -429,7 +429,11 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
                     p.span.clone().map_or(Dynamic::UNIT, Into::into),
                 );
                 pm.insert("index".into(), opt_int(p.span_index.map(|i| i as u64)));
-                pm.insert("arg".into(), opt_int(p.span_arg1));
+                pm.insert("arg".into(), opt_int(p.span_arg.or(p.span_arg1)));
+                pm.insert(
+                    "label".into(),
+                    p.span_label.clone().map_or(Dynamic::UNIT, Dynamic::from),
+                );
                 pm.insert(
                     "site".into(),
                     p.site
@@ -448,7 +452,11 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
             sm.insert("function".into(), s.function.clone().into());
             sm.insert("call".into(), Dynamic::from_int(int(s.call)));
             sm.insert("index".into(), Dynamic::from_int(s.index as i64));
-            sm.insert("arg".into(), Dynamic::from_int(int(s.args[1])));
+            sm.insert("arg".into(), Dynamic::from_int(int(s.arg)));
+            sm.insert(
+                "label".into(),
+                s.label.clone().map_or(Dynamic::UNIT, Dynamic::from),
+            );
             sm.insert("before".into(), Dynamic::from_int(int(s.before_used)));
             sm.insert("after".into(), Dynamic::from_int(int(s.after_used)));
             sm.insert("delta".into(), Dynamic::from_int(s.delta));
@@ -540,7 +548,8 @@ pub(crate) fn buffer_map(b: &crate::buffers::Buffer) -> Dynamic {
     Dynamic::from_map(m)
 }
 
-/// Overlapping pairs as maps: `a`, `b` (entries: tensor or buffer maps), `lo`, `hi`, `bytes`.
+/// Overlapping pairs as maps: `a`, `b` (entries: tensor or buffer maps), `ia`, `ib` (their
+/// indices), `lo`, `hi`, `bytes`.
 pub(crate) fn overlaps_array(items: &Array, pairs: &[crate::buffers::Overlap]) -> Array {
     pairs
         .iter()
@@ -548,6 +557,8 @@ pub(crate) fn overlaps_array(items: &Array, pairs: &[crate::buffers::Overlap]) -
             let mut m = Map::new();
             m.insert("a".into(), items[*a].clone());
             m.insert("b".into(), items[*b].clone());
+            m.insert("ia".into(), Dynamic::from_int(*a as i64));
+            m.insert("ib".into(), Dynamic::from_int(*b as i64));
             m.insert("lo".into(), Dynamic::from_int(int(*lo)));
             m.insert("hi".into(), Dynamic::from_int(int(*hi)));
             m.insert("bytes".into(), Dynamic::from_int(int(hi - lo)));

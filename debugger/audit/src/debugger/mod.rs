@@ -336,9 +336,13 @@ impl Debugger {
         self.labels.insert(function.to_string(), names);
     }
 
-    /// The span names scripts gave.
+    /// The span names scripts gave, and those `[labels]` gave as spans ran.
     pub fn labels(&self) -> &BTreeMap<String, Vec<String>> {
         &self.labels
+    }
+
+    pub(crate) fn labels_mut(&mut self) -> &mut BTreeMap<String, Vec<String>> {
+        &mut self.labels
     }
 
     /// The heap after the last release, block by block, leaked blocks marked with their

@@ -277,9 +277,13 @@ impl Debugger {
     fn open_span(&mut self, function: &str, regs: &Regs) -> Result<(), AuditError> {
         let call = self.phases.count_call(function);
         let used = self.current_used()?;
+        if self.phases.open_function().is_none() {
+            return Ok(());
+        }
+        let (arg, label) = self.span_label(function, &regs.args);
         if self
             .phases
-            .open_span(function, call, regs.args, used, self.trace.seq)
+            .open_span(function, call, regs.args, arg, label, used, self.trace.seq)
         {
             self.bps.watch_return(ReturnWatch {
                 addr: regs.lr & !1,

@@ -170,7 +170,7 @@ fn audit(
         .check_functions(&functions, &|n| symbols.function(n).is_some())
         .map_err(|e| anyhow::anyhow!("memlife.toml or flags: {e}"))?;
     given
-        .check_tensors(&|n| symbols.variable(n, &[]).is_some())
+        .check_globals(&|n| symbols.variable(n, &[]).is_some())
         .map_err(|e| anyhow::anyhow!("memlife.toml: {e}"))?;
     let mut session = Session::open(targets, elf, args.leave)?;
     let mut heap_opts = args.heap.clone();
