@@ -329,3 +329,68 @@ fn span_labels_from_an_index_argument_a_name_table_and_a_string_argument() {
         "{text}"
     );
 }
+
+#[test]
+fn init_on_the_c_engine_picks_its_public_build_phase_and_the_audit_runs_unedited() {
+    let dir = tempdir("init-c");
+    let elf = memlife_testkit::firmware::elf("heap4", "leak-on-switch");
+    let cfg = dir.join("memlife.toml");
+    let out = run_memlife(&[
+        "init",
+        "--elf",
+        elf.to_str().unwrap(),
+        "-o",
+        cfg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let toml = std::fs::read_to_string(&cfg).unwrap();
+    // graph_build is the phase main calls; build_graph its file-static helper.
+    assert!(
+        toml.contains("build = \"graph_build\"    # engine.c:"),
+        "{toml}"
+    );
+    assert!(toml.contains("#   or build = \"build_graph\""), "{toml}");
+    for (role, function) in [
+        ("load", "model_load"),
+        ("run", "inference_run"),
+        ("switch", "model_switch"),
+        ("release", "model_release"),
+    ] {
+        assert!(toml.contains(&format!("{role} = \"{function}\"")), "{toml}");
+    }
+    let json = dir.join("r.json");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        cfg.to_str().unwrap(),
+        &script("lifecycle.rhai"),
+        "--qemu",
+        "netduinoplus2",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    // The leak on the switch, found from the guessed roles alone.
+    assert!(
+        text.contains("FAIL leak: free after release drops 368 B per switch"),
+        "{text}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        roles_of_cycle(&report, 1),
+        ["load", "build", "run", "switch", "run", "release"],
+        "{text}"
+    );
+    let builds: Vec<&str> = report["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["alias"] == "build")
+        .map(|p| p["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(builds, ["graph_build"; 3], "{text}");
+}
