@@ -64,6 +64,8 @@ struct RunState {
     hooks: HashMap<String, FnPtr>,
     in_hook: bool,
     out_dir: PathBuf,
+    /// Whether the script was told once that `t.phase` is deprecated.
+    warned_phase: bool,
 }
 
 /// The `Target` object of scripts. The debugger is held in an `Option` that [`run_script`]
@@ -259,6 +261,11 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         "phase",
         |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Map> {
             t.no_run_control_in_hooks(&ctx)?;
+            if !std::mem::replace(&mut t.state.0.borrow_mut().warned_phase, true) {
+                ::tracing::warn!(
+                    "t.phase(\"{name}\") is deprecated: observe the lifecycle with t.cycles(n), which records every call of every role in the firmware's order (t.phase still works)"
+                );
+            }
             let mut run = t
                 .with(&ctx, |d| d.phase_begin(name))?
                 .map_err(|e| err(&ctx, Chain(&e)))?;
@@ -630,6 +637,7 @@ pub fn run_script(
         hooks: HashMap::new(),
         in_hook: false,
         out_dir: out_dir.to_path_buf(),
+        warned_phase: false,
     })));
     let mut engine = engine(print);
     engine.set_default_tag(Dynamic::from(state.clone()));

@@ -394,3 +394,34 @@ fn init_on_the_c_engine_picks_its_public_build_phase_and_the_audit_runs_unedited
         .collect();
     assert_eq!(builds, ["graph_build"; 3], "{text}");
 }
+
+#[test]
+fn every_script_runs_on_the_c_engine_and_observes_its_switch() {
+    let dir = tempdir("c-scripts");
+    let cfg = repo().join("examples/leak-on-switch/memlife.toml");
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
+        .collect();
+    scripts.sort();
+    assert!(scripts.len() >= 7);
+    for s in scripts {
+        let name = s.file_name().unwrap().to_string_lossy().to_string();
+        let (text, code, report) = audit(&dir, &cfg, s.to_str().unwrap(), None);
+        assert!(code == 0 || code == 1, "{name}: {code}\n{text}");
+        // One cycle: load, build, run, switch, run again, release, in the firmware's order.
+        assert_eq!(
+            roles_of_cycle(&report, 1),
+            ["load", "build", "run", "switch", "run", "release"],
+            "{name}: {text}"
+        );
+        if name == "leak.rhai" || name == "lifecycle.rhai" {
+            assert_eq!(code, 1, "{name}: {text}");
+            assert!(
+                text.contains("368 B") && text.contains("per switch"),
+                "{name}: {text}"
+            );
+        }
+    }
+}
