@@ -70,7 +70,10 @@ pub fn read_tensors(d: &mut Debugger) -> Result<Option<Vec<Tensor>>, String> {
     if d.symbols().variable(&cfg.table, &[]).is_none() {
         return Ok(None);
     }
-    read_table(d, &cfg).map(Some)
+    match read_table(d, &cfg) {
+        Err(_) if cfg.bundled => Ok(None),
+        other => other.map(Some),
+    }
 }
 
 fn read_table(d: &mut Debugger, cfg: &TensorTable) -> Result<Vec<Tensor>, String> {

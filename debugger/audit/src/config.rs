@@ -133,6 +133,10 @@ pub struct TensorTable {
     /// The field with the last layer that uses it.
     #[serde(default = "TensorTable::default_last")]
     pub last: String,
+    /// memlife's default (this repository's C engine), not the user's: a firmware whose global
+    /// of that name has another shape simply has no table.
+    #[serde(skip)]
+    pub bundled: bool,
 }
 
 impl TensorTable {
@@ -159,6 +163,7 @@ impl TensorTable {
             size: "size".into(),
             first: "producer".into(),
             last: "last_consumer".into(),
+            bundled: true,
         }
     }
 }
@@ -648,6 +653,71 @@ mod tests {
         assert_eq!(cfg.span_of("nn_invoke"), Some("layer_forward"));
         assert_eq!(cfg.span_of("graph_build"), Some("op_init"));
         assert_eq!(cfg.span_of("model_load"), None);
+    }
+
+    #[test]
+    fn lifecycle_labels_and_tensors_are_checked_against_roles_and_the_elf() {
+        let funcs = ["nn_open", "nn_invoke", "layer_forward"];
+        let known = |n: &str| funcs.contains(&n);
+        let cfg = |t: &str| toml::from_str::<AuditConfig>(t).unwrap();
+        let base =
+            "[phases]\nload = \"nn_open\"\nrun = \"nn_invoke\"\n[spans]\nrun = \"layer_forward\"\n";
+        let e = cfg(&format!("{base}[lifecycle]\ncycle_starts = \"lod\""))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.contains("cycle_starts: `lod` is not a role"), "{e}");
+        assert!(e.ends_with("did you mean `load`?"), "{e}");
+        let ok = cfg(&format!(
+            "{base}[lifecycle]\ncycle_starts = \"run\"\n[labels.run]\narg = 0\nnames = \"layer_names\"\n[labels.layer_forward]\nstring = true"
+        ));
+        assert_eq!(ok.check_functions(&funcs, &known), Ok(()));
+        // A role key names the spans of the function the role stands for.
+        assert_eq!(ok.labels_of("layer_forward").unwrap().arg, 1);
+        let by_role = cfg(&format!("{base}[labels.run]\narg = 0"));
+        assert_eq!(by_role.labels_of("layer_forward").unwrap().arg, 0);
+        assert!(by_role.labels_of("nn_open").is_none());
+        assert!(
+            ok.check_globals(&|n| n != "layer_names")
+                .unwrap_err()
+                .contains("[labels.run] names: no global `layer_names`")
+        );
+        let e = cfg(&format!("{base}[labels.rnu]\narg = 0"))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.starts_with("[labels] `rnu` is neither a role"), "{e}");
+        let e = cfg(&format!("{base}[labels.run]\nstring = true\nnames = \"x\""))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.contains("exclude each other"), "{e}");
+        let e = cfg(&format!("{base}[labels.run]\narg = 4"))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.contains("first four arguments"), "{e}");
+        assert!(toml::from_str::<AuditConfig>("[labels.run]\nargs = 0").is_err());
+        // [tensors]: the fields default to addr, size, first, last; the globals must exist.
+        let t = cfg("[tensors]\ntable = \"g_plan\"\ncount = \"g_n\"");
+        let table = t.tensors.clone().unwrap();
+        assert_eq!((table.addr.as_str(), table.last.as_str()), ("addr", "last"));
+        assert!(!table.bundled);
+        assert_eq!(
+            t.check_globals(&|n| n == "g_plan").unwrap_err(),
+            "[tensors]: no global `g_n` in the ELF"
+        );
+        assert!(
+            check_names(&toml::from_str("[tensors]\ntabel = \"x\"").unwrap())
+                .unwrap_err()
+                .contains("did you mean `table`?")
+        );
+        // Roles in lifecycle order, then the user's own.
+        let mine = cfg("[phases]\nwarmup = \"w\"\nrelease = \"r\"\nload = \"l\"");
+        assert_eq!(
+            mine.roles(),
+            [("load", "l"), ("release", "r"), ("warmup", "w")]
+        );
+        // The bundled defaults fill in only what the file does not say.
+        let d = AuditConfig::default().with_lifecycle_defaults();
+        assert!(d.tensors.unwrap().bundled);
+        assert_eq!(d.labels["op_invoke"].names.as_deref(), Some("g_ops"));
     }
 
     #[test]
