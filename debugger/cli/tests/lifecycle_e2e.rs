@@ -425,3 +425,102 @@ fn every_script_runs_on_the_c_engine_and_observes_its_switch() {
         }
     }
 }
+
+/// A firmware whose stale pointer writes a freed block's size word: newlib-nano then hands the
+/// grown block to the next malloc, over a block still in use. No tensor table: only the traced
+/// allocations can show it.
+const STALE_C: &str = r#"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+void fw_halted(void) { for (;;) {} }
+void fw_fail(const char *why, uint32_t code) { (void)why; (void)code; for (;;) {} }
+static volatile int sink;
+uint8_t *volatile kept_b, *volatile kept_c, *volatile kept_g;
+__attribute__((noinline)) void step(int idx) {
+    uint8_t *t = malloc(32 + 8 * idx);
+    memset(t, idx, 32);
+    sink += t[1];
+    free(t);
+}
+__attribute__((noinline)) void app_start(void) { step(0); }
+__attribute__((noinline)) void app_run(void) {
+    kept_g = malloc(16);        /* keeps a's block apart from the free one before it */
+    uint8_t *a = malloc(64);
+    uint8_t *b = malloc(64);
+    memset(a, 1, 64);
+    memset(b, 2, 64);
+    free(a);
+    ((volatile int32_t *)a)[-2] = 200;   /* the defect: a stale write on the size word */
+    uint8_t *c = malloc(150);
+    memset(c, 3, 16);
+    kept_b = b;
+    kept_c = c;
+    step(1);
+}
+__attribute__((noinline)) void app_stop(void) { step(2); }
+int main(void) {
+    int first = 1;
+    for (;;) {
+        app_start();
+        if (first) app_run();
+        first = 0;
+        app_stop();
+    }
+}
+"#;
+
+#[test]
+fn traced_allocations_show_a_block_handed_out_over_one_in_use() {
+    let dir = tempdir("stale");
+    let fw = repo().join("firmware");
+    std::fs::write(dir.join("stale.c"), STALE_C).unwrap();
+    let elf = dir.join("stale.elf");
+    let out = std::process::Command::new("arm-none-eabi-gcc")
+        .args([
+            "-mcpu=cortex-m4",
+            "-mthumb",
+            "-mfloat-abi=soft",
+            "-O2",
+            "-g",
+            "-std=c11",
+        ])
+        .arg(dir.join("stale.c"))
+        .arg(fw.join("src/startup.c"))
+        .arg(fw.join("src/sysmem.c"))
+        .arg(format!("-I{}", fw.join("src").display()))
+        .args(["--specs=nano.specs", "-nostartfiles"])
+        .arg(format!("-L{}", fw.join("ld").display()))
+        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
+        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
+        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cfg = dir.join("memlife.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"app_start\"\nrun = \"app_run\"\nrelease = \"app_stop\"\n[spans]\nrun = \"step\"\n",
+            elf.display().to_string()
+        ),
+    )
+    .unwrap();
+    for name in ["overlap.rhai", "lifecycle.rhai"] {
+        let (text, code, _) = audit(&dir, &cfg, &script(name), None);
+        assert_eq!(code, 1, "{name}: {text}");
+        // b (stale.c:19) is in use when c (stale.c:24) is handed the grown block over it.
+        let fail = text
+            .lines()
+            .find(|l| l.starts_with("FAIL overlap: buffer 0x"))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        assert!(
+            fail.contains("(72 B, allocated at app_run (stale.c:19) in app_run) and buffer 0x")
+                && fail.contains("(160 B, allocated at app_run (stale.c:24) in app_run) share 0x")
+                && fail.contains("(72 B) while both are allocated"),
+            "{name}: {fail}"
+        );
+    }
+}
