@@ -235,7 +235,11 @@ fn render(symbols: &Symbols, elf: &Path) -> String {
     }
     let _ = writeln!(
         t,
-        "\n[budgets]\ncycles = 3    # lifecycles the scripts run\n\n[trace]\nmethod = \"trace\""
+        "\n# How spans are named (else by their index): the argument that tells them apart and a\n# global array of names indexed by it, or a `char *` argument.\n# [labels.run]\n# arg = 1                 # 0 is often `this` or a context\n# names = \"layer_names\"  # field = \"name\" when its elements are structs\n# string = true           # instead of names: the argument is the name\n\n# Scripts observe cycles: every call of every role above, in the firmware's order; a cycle\n# begins at each call of this role (default: the first of load, build, run, switch, release).\n# [lifecycle]\n# cycle_starts = \"load\"\n\n# The firmware's tensor table, if it keeps one, for the overlap check (else traced allocations).\n# [tensors]\n# table = \"g_tensors\"         # a global array of structs\n# count = \"g_tensor_count\"    # how many are in use (default: all)\n# name = \"name\"\n# addr = \"addr\"\n# size = \"size\"\n# first = \"first_layer\"\n# last = \"last_layer\""
+    );
+    let _ = writeln!(
+        t,
+        "\n[budgets]\ncycles = 3    # cycles the scripts observe\n\n[trace]\nmethod = \"trace\""
     );
     t
 }
