@@ -169,6 +169,9 @@ fn audit(
     given
         .check_functions(&functions, &|n| symbols.function(n).is_some())
         .map_err(|e| anyhow::anyhow!("memlife.toml or flags: {e}"))?;
+    given
+        .check_globals(&|n| symbols.variable(n, &[]).is_some())
+        .map_err(|e| anyhow::anyhow!("memlife.toml: {e}"))?;
     let mut session = Session::open(targets, elf, args.leave)?;
     let mut heap_opts = args.heap.clone();
     if heap_opts.allocator.is_none() {
