@@ -45,6 +45,10 @@ pub enum Command {
     /// Write a commented memlife.toml for a firmware: the allocator detected, the lifecycle
     /// functions guessed from their names (with file:line and why), alternatives as comments.
     Init(InitArgs),
+    /// Compare two audit JSON reports (two builds): every figure the checks use, the
+    /// allocation sites, against the budgets of [diff] in memlife.toml (exit 0 within, 1 over
+    /// budget, 2 error).
+    Diff(crate::commands::diff::DiffArgs),
 }
 
 /// `memlife init`.

@@ -1,0 +1,248 @@
+//! `memlife diff` end to end: the bundled firmware's scenarios audited once each in QEMU
+//! (shared by the tests below; healthy twice, in two runs), then compared, and what the diff
+//! says checked against the figures of the two JSON reports.
+#![allow(clippy::unwrap_used, clippy::panic)] // tests fail loudly
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::OnceLock;
+
+use common::*;
+use serde_json::Value;
+
+/// (name, example directory, script)
+const AUDITS: &[(&str, &str, &str)] = &[
+    ("healthy", "healthy", "lifecycle.rhai"),
+    ("healthy-again", "healthy", "lifecycle.rhai"),
+    ("reorder", "reorder", "lifecycle.rhai"),
+    ("branch-peak", "branch-peak", "lifecycle.rhai"),
+    ("leak-on-switch", "leak-on-switch", "lifecycle.rhai"),
+    ("cpp", "cpp-interpreter", "leak.rhai"),
+];
+
+/// The directory holding every audit's JSON report, made once for the whole test binary.
+fn audits() -> &'static PathBuf {
+    static DONE: OnceLock<PathBuf> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let dir = tempdir("diff");
+        for (name, example, script) in AUDITS {
+            let cfg = repo().join("examples").join(example).join("memlife.toml");
+            let script = repo().join("scripts").join(script);
+            let json = dir.join(format!("{name}.json"));
+            let out = run_memlife(&[
+                "audit",
+                "--config",
+                cfg.to_str().unwrap(),
+                script.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+                "--out",
+                dir.join("out").to_str().unwrap(),
+            ]);
+            let code = out.status.code();
+            assert!(
+                code == Some(0) || code == Some(1),
+                "{name}: exit {code:?}\n{}\n{}",
+                stdout(&out),
+                stderr(&out)
+            );
+        }
+        dir
+    })
+}
+
+fn json_path(name: &str) -> PathBuf {
+    audits().join(format!("{name}.json"))
+}
+
+fn report(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(json_path(name)).unwrap()).unwrap()
+}
+
+fn diff(base: &str, head: &str, extra: &[&str]) -> Output {
+    let (b, h) = (json_path(base), json_path(head));
+    let mut args = vec!["diff", b.to_str().unwrap(), h.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run_memlife(&args)
+}
+
+/// The table row naming `figure` (its first column after the over-budget mark).
+fn row<'a>(table: &'a str, figure: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| {
+            l.get(3..)
+                .is_some_and(|r| r.starts_with(&format!("{figure} ")))
+        })
+        .unwrap_or_else(|| panic!("no row `{figure}` in\n{table}"))
+}
+
+/// The first phase of `role` in a report.
+fn phase<'a>(r: &'a Value, role: &str) -> &'a Value {
+    r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["alias"] == role)
+        .unwrap()
+}
+
+/// A span's figure by its label, in the first phase of `role`.
+fn span(r: &Value, role: &str, label: &str) -> Value {
+    let p = phase(r, role);
+    let function = p["spans"][0]["function"].as_str().unwrap();
+    let names: Vec<&str> = r["labels"][function]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let index = names.iter().position(|n| *n == label).unwrap() as u64;
+    p["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["args"][1] == index)
+        .unwrap()
+        .clone()
+}
+
+fn code(out: &Output) -> Option<i32> {
+    out.status.code()
+}
+
+#[test]
+fn healthy_against_reorder_fails_on_conv_b_build_step() {
+    let out = diff("healthy", "reorder", &[]);
+    let table = stdout(&out);
+    assert_eq!(code(&out), Some(1), "{table}\n{}", stderr(&out));
+    let (b, h) = (report("healthy"), report("reorder"));
+    let (sb, sh) = (
+        span(&b, "build", "conv_b")["delta"].as_i64().unwrap(),
+        span(&h, "build", "conv_b")["delta"].as_i64().unwrap(),
+    );
+    assert!(
+        sh > sb + 4096,
+        "the reorder build's conv_b step is not larger: {sb} -> {sh}"
+    );
+    let r = row(&table, "build step conv_b");
+    assert!(r.starts_with('!'), "not over budget: {r}");
+    for want in [
+        format!("{sb} B"),
+        format!("{sh} B"),
+        format!("+{} B", sh - sb),
+    ] {
+        assert!(r.contains(&want), "`{want}` missing: {r}");
+    }
+    assert!(r.contains("graph_build, cycles 1-3"), "{r}");
+    // No other operator's step changed.
+    let steps = table
+        .lines()
+        .filter(|l| l.get(3..).is_some_and(|r| r.starts_with("build step ")))
+        .count();
+    assert_eq!(steps, 1, "{table}");
+    assert!(table.contains("EXCEEDED"), "{table}");
+}
+
+#[test]
+fn healthy_against_branch_peak_names_the_head_layers() {
+    let out = diff("healthy", "branch-peak", &[]);
+    let table = stdout(&out);
+    assert_eq!(code(&out), Some(1), "{table}\n{}", stderr(&out));
+    let h = report("branch-peak");
+    for layer in ["head_p3", "head_p4", "head_p5"] {
+        let delta = span(&h, "run", layer)["delta"].as_i64().unwrap();
+        assert!(delta > 256, "{layer}: {delta}");
+        let r = row(&table, &format!("layer delta {layer}"));
+        assert!(
+            r.starts_with('!') && r.contains(&format!("+{delta} B")),
+            "{r}"
+        );
+    }
+    let peak = phase(&h, "run")["peak_above_before"].as_u64().unwrap();
+    let r = row(&table, "inference peak");
+    assert!(
+        r.starts_with('!') && r.contains(&format!("{peak} B")),
+        "{r}"
+    );
+    assert!(r.contains("layer head_p5"), "the peak's layer: {r}");
+    // The layers before the head keep what they kept.
+    assert!(!table.contains("layer delta conv_b"), "{table}");
+}
+
+#[test]
+fn healthy_against_leak_on_switch_names_the_leak_site_and_bytes_per_cycle() {
+    let out = diff("healthy", "leak-on-switch", &[]);
+    let table = stdout(&out);
+    assert_eq!(code(&out), Some(1), "{table}\n{}", stderr(&out));
+    // The site is the firmware's own allocation of the op context array.
+    let engine = std::fs::read_to_string(repo().join("firmware/src/engine.c")).unwrap();
+    let line51 = engine.lines().nth(50).unwrap();
+    assert!(
+        line51.contains("mem_alloc") && line51.contains("op_contexts"),
+        "engine.c:51 is `{line51}`"
+    );
+    let h = report("leak-on-switch");
+    let frees: Vec<i64> = h["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["alias"] == "release")
+        .map(|p| p["after"]["free"].as_i64().unwrap())
+        .collect();
+    let per_cycle = frees[0] - frees[1];
+    assert!(per_cycle > 0, "{frees:?}");
+    let r = row(&table, "leak per cycle at build_graph (engine.c:51)");
+    assert!(
+        r.starts_with('!') && r.contains(&format!("{per_cycle} B")),
+        "{r}"
+    );
+    let r = row(&table, "leak per cycle");
+    assert!(
+        r.starts_with('!') && r.contains(&format!("+{per_cycle} B")),
+        "{r}"
+    );
+}
+
+#[test]
+fn healthy_against_another_healthy_run_passes_with_no_change() {
+    let out = diff("healthy", "healthy-again", &[]);
+    let table = stdout(&out);
+    assert_eq!(code(&out), Some(0), "{table}\n{}", stderr(&out));
+    assert!(table.contains("WITHIN: no change"), "{table}");
+    assert_eq!(table.lines().count(), 2, "rows listed:\n{table}");
+}
+
+#[test]
+fn unrelated_firmwares_are_refused_with_the_reason() {
+    let out = diff("healthy", "cpp", &[]);
+    assert_eq!(code(&out), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot compare") && err.contains("two different firmwares"),
+        "{err}"
+    );
+    assert!(err.contains("model_load vs app::Setup"), "{err}");
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
+
+#[test]
+fn what_is_not_an_audit_report_is_refused() {
+    let dir = tempdir("diff-bad");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"name\": 1}").unwrap();
+    let good = json_path("healthy");
+    let out = run_memlife(&["diff", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(code(&out), Some(2));
+    assert!(
+        stderr(&out).contains("not a memlife audit JSON report"),
+        "{}",
+        stderr(&out)
+    );
+    let missing = dir.join("missing.json");
+    let out = run_memlife(&["diff", good.to_str().unwrap(), missing.to_str().unwrap()]);
+    assert_eq!(code(&out), Some(2));
+    assert!(stderr(&out).contains("cannot read"), "{}", stderr(&out));
+}
