@@ -246,3 +246,115 @@ fn what_is_not_an_audit_report_is_refused() {
     assert_eq!(code(&out), Some(2));
     assert!(stderr(&out).contains("cannot read"), "{}", stderr(&out));
 }
+
+/// A memlife.toml of a test's own with `text`.
+fn config(test: &str, text: &str) -> PathBuf {
+    let path = tempdir(&format!("diff-cfg-{test}")).join("memlife.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn budgets_from_memlife_toml_decide_the_exit_code() {
+    // Generous where the reorder build grew (and the minimum free it shrank): within.
+    let loose = config(
+        "loose",
+        "[diff]\nbytes = 0\npercent = 0\n[diff.build_step]\nbytes = 10000\n[diff.build_resident]\nbytes = 10000\n\
+         [diff.heap_peak]\nbytes = 10000\n[diff.min_ever_free]\nbytes = 10000\n[diff.allocs]\ncount = 1\n[diff.frees]\ncount = 1\n",
+    );
+    let out = diff("healthy", "reorder", &["--config", loose.to_str().unwrap()]);
+    let table = stdout(&out);
+    assert_eq!(code(&out), Some(0), "{table}\n{}", stderr(&out));
+    assert!(
+        table.contains("WITHIN: 8 changes, none over budget"),
+        "{table}"
+    );
+    assert!(
+        row(&table, "build step conv_b").contains("10000 B / 0%"),
+        "{table}"
+    );
+    // One byte less than conv_b's growth: over.
+    let (b, h) = (report("healthy"), report("reorder"));
+    let growth = span(&h, "build", "conv_b")["delta"].as_i64().unwrap()
+        - span(&b, "build", "conv_b")["delta"].as_i64().unwrap();
+    let tight = config(
+        "tight",
+        &format!(
+            "[diff.build_step]\nbytes = {}\npercent = 0\n[diff.build_resident]\nbytes = 100000\n[diff.heap_peak]\nbytes = 100000\n[diff.min_ever_free]\nbytes = 100000\n",
+            growth - 1
+        ),
+    );
+    let out = diff("healthy", "reorder", &["--config", tight.to_str().unwrap()]);
+    assert_eq!(code(&out), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("EXCEEDED: 1 of 8 changes over budget"),
+        "{}",
+        stdout(&out)
+    );
+    // A typo in [diff] is named, with the nearest figure.
+    let typo = config("typo", "[diff.build_stpe]\nbytes = 1\n");
+    let out = diff("healthy", "reorder", &["--config", typo.to_str().unwrap()]);
+    assert_eq!(code(&out), Some(2));
+    assert!(
+        stderr(&out).contains("unknown key `build_stpe` in [diff]; did you mean `build_step`?"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn audit_with_a_baseline_runs_the_audit_then_the_diff() {
+    let dir = tempdir("diff-baseline");
+    let script = repo().join("scripts/lifecycle.rhai");
+    let baseline = json_path("healthy");
+    let audit = |example: &str| {
+        let cfg = repo().join("examples").join(example).join("memlife.toml");
+        run_memlife(&[
+            "audit",
+            "--config",
+            cfg.to_str().unwrap(),
+            script.to_str().unwrap(),
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ])
+    };
+    let out = audit("healthy");
+    let text = stdout(&out);
+    assert_eq!(code(&out), Some(0), "{text}\n{}", stderr(&out));
+    assert!(
+        text.contains("PASS leak") && text.contains("WITHIN: no change"),
+        "{text}"
+    );
+    // The example's memlife.toml has no [diff]: the defaults judge conv_b's step.
+    let out = audit("reorder");
+    let text = stdout(&out);
+    assert_eq!(code(&out), Some(1), "{text}\n{}", stderr(&out));
+    assert!(text.contains("FAIL build-step"), "{text}");
+    assert!(row(&text, "build step conv_b").starts_with('!'), "{text}");
+    assert!(text.contains("-> this audit"), "{text}");
+    // A baseline that is not a report stops the audit before the target runs.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "[]").unwrap();
+    let cfg = repo().join("examples/healthy/memlife.toml");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        cfg.to_str().unwrap(),
+        script.to_str().unwrap(),
+        "--baseline",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), Some(2));
+    assert!(
+        stderr(&out).contains("bad.json: not a JSON object"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stdout(&out).contains("PASS"),
+        "the audit ran: {}",
+        stdout(&out)
+    );
+}

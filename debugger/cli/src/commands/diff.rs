@@ -19,6 +19,22 @@ pub struct DiffArgs {
     /// The audit JSON report of the build to judge.
     #[arg(value_name = "HEAD.json")]
     pub head: PathBuf,
+    /// Settings file with the budgets on the change ([diff]); default: ./memlife.toml when it
+    /// exists, else memlife's defaults.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The budgets of `--config FILE`, else of ./memlife.toml when it exists, else the defaults.
+pub fn budgets(config: Option<&Path>) -> Result<Budgets> {
+    let path = match config {
+        Some(p) => Some(p.to_path_buf()),
+        None => Some(PathBuf::from("memlife.toml")).filter(|p| p.is_file()),
+    };
+    Ok(match path {
+        Some(p) => memlife_audit::AuditConfig::load(&p)?.diff,
+        None => Budgets::default(),
+    })
 }
 
 /// Reads one report; the error names the file.
@@ -36,13 +52,14 @@ pub fn print_table(diff: &Diff) -> Result<()> {
 }
 
 pub fn run(args: DiffArgs) -> Result<ExitCode> {
+    let budgets = budgets(args.config.as_deref())?;
     let base = read_run(&args.base)?;
     let head = read_run(&args.head)?;
     let names = (
         args.base.display().to_string(),
         args.head.display().to_string(),
     );
-    let diff = memlife_diff::diff(&base, &head, (&names.0, &names.1), &Budgets::default())?;
+    let diff = memlife_diff::diff(&base, &head, (&names.0, &names.1), &budgets)?;
     print_table(&diff)?;
     Ok(ExitCode::from(diff.exit_code() as u8))
 }
