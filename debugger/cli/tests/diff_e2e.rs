@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::sync::OnceLock;
 
+use common::browser::*;
 use common::*;
 use serde_json::Value;
 
@@ -357,4 +358,211 @@ fn audit_with_a_baseline_runs_the_audit_then_the_diff() {
         "the audit ran: {}",
         stdout(&out)
     );
+}
+
+/// A value as the tables print it, from the diff JSON.
+fn shown(v: &Value, unit: &str) -> String {
+    match (v.as_f64(), unit) {
+        (None, _) => "-".into(),
+        (Some(x), "bytes") => format!("{x:.0} B"),
+        (Some(x), "count") => format!("{x:.0}"),
+        (Some(x), _) => format!("{x:.3}"),
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// The diff of `base` and `head` with every output: (exit code, table, JSON, markdown, page, dir).
+fn outputs(base: &str, head: &str) -> (Option<i32>, String, Value, String, String, PathBuf) {
+    let dir = tempdir(&format!("diff-out-{base}-{head}"));
+    let (md, json, report) = (
+        dir.join("diff.md"),
+        dir.join("diff.json"),
+        dir.join("report"),
+    );
+    let out = diff(
+        base,
+        head,
+        &[
+            "--markdown",
+            md.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        stderr(&out).contains("report written to"),
+        "{}",
+        stderr(&out)
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (
+        code(&out),
+        stdout(&out),
+        v,
+        std::fs::read_to_string(&md).unwrap(),
+        std::fs::read_to_string(report.join("index.html")).unwrap(),
+        report,
+    )
+}
+
+#[test]
+fn markdown_html_and_table_say_what_the_json_says() {
+    let (code, table, v, md, page, _) = outputs("healthy", "branch-peak");
+    assert_eq!(code, Some(1));
+    assert_eq!(v["verdict"], "exceeded");
+    let changes = v["changes"].as_array().unwrap();
+    assert!(changes.len() >= 9, "{changes:?}");
+    assert!(md.starts_with("### ❌ memlife diff: EXCEEDED"), "{md}");
+    for c in changes {
+        let (name, place, unit) = (
+            c["name"].as_str().unwrap(),
+            c["where"].as_str().unwrap(),
+            c["unit"].as_str().unwrap(),
+        );
+        let (b, h) = (shown(&c["base"], unit), shown(&c["head"], unit));
+        let exceeded = c["exceeded"].as_bool().unwrap();
+        // Markdown: the row with the mark, the name and both values.
+        let mark = match (exceeded, c["worse"].as_bool().unwrap()) {
+            (true, _) => "❌",
+            (false, true) => "",
+            (false, false) => "✅",
+        };
+        let row_md = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {mark} | {name} | {place}")))
+            .unwrap_or_else(|| panic!("no markdown row for {name} / {place}:\n{md}"));
+        assert!(row_md.contains(&format!("| {b} | {h} |")), "{row_md}");
+        // HTML: the same row, marked when over budget.
+        let cls = if exceeded {
+            "<tr class=\"exceeded\">"
+        } else {
+            "<tr"
+        };
+        let cells = format!(
+            "<td>{}</td><td>{}</td><td class=\"num\">{b}</td><td class=\"num\">{h}</td>",
+            html_escape(name),
+            html_escape(place)
+        );
+        assert!(
+            page.contains(&format!(
+                "{cls}{}",
+                if exceeded {
+                    cells.clone()
+                } else {
+                    String::new()
+                }
+            )) && page.contains(&cells),
+            "no HTML row {cells}"
+        );
+        // The terminal table too.
+        assert!(
+            table
+                .lines()
+                .any(|l| l.get(3..).is_some_and(|r| r.starts_with(name))
+                    && l.contains(&b)
+                    && l.contains(&h)),
+            "{name}: {table}"
+        );
+    }
+    // The head layers are named in all three.
+    for layer in ["head_p3", "head_p4", "head_p5"] {
+        let name = format!("layer delta {layer}");
+        assert!(
+            changes
+                .iter()
+                .any(|c| c["name"] == name.as_str() && c["exceeded"] == true),
+            "{name}"
+        );
+    }
+    // Sites: each one the JSON lists is in the markdown and the page.
+    for s in v["sites"].as_array().unwrap() {
+        let f = s["site"]["function"].as_str().unwrap();
+        assert!(md.contains(f) && page.contains(&html_escape(f)), "{f}");
+    }
+    // The page draws both runs: overlay, two stair charts, paired bars, two heap maps.
+    for id in [
+        "changes",
+        "water-level",
+        "build",
+        "layers",
+        "heap-maps",
+        "sites",
+        "checks",
+    ] {
+        assert!(page.contains(&format!("<section id=\"{id}\">")), "{id}");
+    }
+    assert_eq!(page.matches("<svg").count(), 6);
+    assert!(page.contains("heap4-healthy.elf") && page.contains("heap4-branch-peak.elf"));
+    assert!(
+        page.contains("<b>inference-peak</b>: pass &rarr; fail"),
+        "the check that changed"
+    );
+}
+
+#[test]
+fn with_no_change_every_output_says_so() {
+    let (code, _, v, md, page, _) = outputs("healthy", "healthy-again");
+    assert_eq!(code, Some(0));
+    assert_eq!(v["verdict"], "within");
+    assert!(
+        v["changes"].as_array().unwrap().is_empty() && v["sites"].as_array().unwrap().is_empty()
+    );
+    assert!(
+        md.contains("✅ memlife diff: WITHIN: no change") && !md.contains("| figure |"),
+        "{md}"
+    );
+    assert!(
+        page.contains("No figure changed") && page.contains("No allocation site is new"),
+        "page"
+    );
+}
+
+#[test]
+fn the_diff_page_opens_in_headless_chromium_without_console_errors() {
+    let Some(browser) = require_chromium() else {
+        return;
+    };
+    let (_, _, _, _, _, report) = outputs("healthy", "leak-on-switch");
+    let dir = tempdir("diff-chromium");
+    let profile = dir.join("profile");
+    check_console_capture(&browser, &dir, &profile);
+    let page = report.join("index.html").canonicalize().unwrap();
+    let png = dir.join("diff.png");
+    let console = screenshot(&browser, &page, &png, &profile, "1140,4400");
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let (total, ink, colours) = pixels(&png);
+    // Charts, tables and heap strips: a blank or unstyled page has next to no ink.
+    assert!(
+        ink * 16 > total,
+        "only {ink} of {total} pixels are not white"
+    );
+    assert!(colours >= 40, "only {colours} colours");
+    // HEAD's orange curve and the red of its leaked blocks are on screen.
+    let decoder = png::Decoder::new(std::fs::File::open(&png).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px: Vec<&[u8]> = buf[..info.buffer_size()]
+        .chunks(info.color_type.samples())
+        .collect();
+    let near = |p: &[u8], c: [u8; 3]| (0..3).all(|i| p[i].abs_diff(c[i]) < 30);
+    let orange = px.iter().filter(|p| near(p, [226, 112, 20])).count();
+    let red = px
+        .iter()
+        .filter(|p| p[0] > 180 && p[1] < 70 && p[2] < 70)
+        .count();
+    assert!(
+        orange > 300,
+        "only {orange} orange pixels: HEAD's curve is not drawn"
+    );
+    assert!(red > 200, "only {red} red pixels: the leak is not drawn");
 }

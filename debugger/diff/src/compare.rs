@@ -44,6 +44,12 @@ fn ser_delta<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
 /// One figure that changed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
+    /// How the tables name it ([`Change::name`]).
+    #[serde(rename = "name")]
+    pub label: String,
+    /// Where, as the tables say it ([`Change::scope`]).
+    #[serde(rename = "where")]
+    pub place: String,
     /// What it measures (the `[diff]` budget name).
     pub figure: Kind,
     /// Its unit.
@@ -316,7 +322,11 @@ pub fn diff(
         }
         raw.push(change(key, &fb, &fh, budgets));
     }
-    let changes = collapse(raw, &fb, &fh);
+    let mut changes = collapse(raw, &fb, &fh);
+    for c in &mut changes {
+        c.label = c.name();
+        c.place = c.scope();
+    }
     let checks = checks(base, head);
     let verdict = if changes.iter().any(|c| c.exceeded) {
         Verdict::Exceeded
@@ -346,6 +356,8 @@ fn change(key: &FigureKey, fb: &Figures, fh: &Figures, budgets: &Budgets) -> Cha
         y > x
     };
     Change {
+        label: String::new(),
+        place: String::new(),
         figure: key.kind,
         unit: key.kind.unit(),
         role: key.phase.as_ref().map(|p| p.role.clone()),

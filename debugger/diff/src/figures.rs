@@ -133,11 +133,12 @@ impl Kind {
         }
     }
 
-    /// More is better (free memory, contiguity); for every other figure less is.
+    /// More is better (free memory, contiguity, and frees: fewer frees for as many
+    /// allocations is memory kept); for every other figure less is.
     pub fn higher_is_better(self) -> bool {
         matches!(
             self,
-            Kind::LargestFreeRatio | Kind::LargestFree | Kind::MinEverFree
+            Kind::LargestFreeRatio | Kind::LargestFree | Kind::MinEverFree | Kind::Frees
         )
     }
 

@@ -38,6 +38,12 @@ pub struct Summary {
     pub largest_free_ratio: Option<f64>,
     /// The allocator's low-water mark of free bytes.
     pub min_ever_free: Option<u64>,
+    /// Free blocks.
+    pub free_blocks: u64,
+    /// Used blocks.
+    pub used_blocks: u64,
+    /// ok / busy / corrupt / uninitialised.
+    pub status: String,
 }
 
 /// Where an allocation was made.
@@ -116,6 +122,10 @@ pub struct Span {
     pub delta: i64,
     /// Highest used bytes inside.
     pub peak_used: u64,
+    /// Trace events with `seq_begin <= seq < seq_end` happened inside.
+    pub seq_begin: u64,
+    /// One past the last event inside.
+    pub seq_end: u64,
 }
 
 impl Span {
@@ -153,6 +163,10 @@ pub struct Phase {
     pub allocs: u64,
     /// Frees traced inside.
     pub frees: u64,
+    /// Trace events with `seq_begin <= seq < seq_end` happened inside.
+    pub seq_begin: u64,
+    /// One past the last event inside.
+    pub seq_end: u64,
 }
 
 /// One traced allocator call.
@@ -318,6 +332,39 @@ impl AuditRun {
             .map_or(function, |(a, _)| a.as_str())
     }
 
+    /// The water level: used bytes at every phase and span boundary and after every traced
+    /// event, in order, one point per step (the same steps whether a phase allocated or not, so
+    /// that two runs' curves line up).
+    pub fn curve(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        for p in &self.phases {
+            out.push(p.before.used);
+            // (seq, order at that seq, used): a span's end before the next one's start, both
+            // before the event with that number.
+            let mut points: Vec<(u64, u8, u64)> = self
+                .events
+                .iter()
+                .filter(|e| (p.seq_begin..p.seq_end).contains(&e.seq))
+                .map(|e| (e.seq, 2, e.used_after))
+                .collect();
+            for s in &p.spans {
+                points.push((s.seq_begin, 1, s.before_used));
+                points.push((s.seq_end, 0, s.after_used));
+            }
+            points.sort_by_key(|&(seq, order, _)| (seq, order));
+            out.extend(points.into_iter().map(|(_, _, used)| used));
+            out.push(p.after.used);
+        }
+        out
+    }
+
+    /// The first phase of `role` that recorded spans.
+    pub fn first_with_spans(&self, role: &str) -> Option<&Phase> {
+        self.phases
+            .iter()
+            .find(|p| self.role_of(p) == role && !p.spans.is_empty())
+    }
+
     /// The name of a span: the label the script gave its second argument, else `#index`.
     pub fn span_label(&self, span: &Span) -> Option<String> {
         let arg = *span.args.get(1)?;
@@ -369,6 +416,22 @@ mod tests {
             e.contains("HEAD.json") && e.contains("cannot connect"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_curve_follows_events_inside_phases_and_spans_without_them() {
+        let r = AuditRun::parse(
+            br#"{"run": {}, "phases": [
+                {"function": "load", "before": {"used": 0}, "after": {"used": 30}, "seq_begin": 0, "seq_end": 2},
+                {"function": "run", "before": {"used": 30}, "after": {"used": 30}, "seq_begin": 2, "seq_end": 4,
+                 "spans": [{"before_used": 30, "after_used": 30, "seq_begin": 2, "seq_end": 2},
+                           {"before_used": 30, "after_used": 30, "seq_begin": 2, "seq_end": 4}]}],
+              "events": [{"seq": 0, "used_after": 40}, {"seq": 1, "used_after": 30},
+                         {"seq": 2, "used_after": 50}, {"seq": 3, "used_after": 30}]}"#,
+            "BASE",
+        )
+        .unwrap();
+        assert_eq!(r.curve(), [0, 40, 30, 30, 30, 30, 30, 30, 50, 30, 30, 30]);
     }
 
     #[test]
