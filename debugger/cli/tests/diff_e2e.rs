@@ -62,9 +62,15 @@ fn report(name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(json_path(name)).unwrap()).unwrap()
 }
 
+/// `memlife diff BASE HEAD EXTRA`, with the budgets of examples/diff/memlife.toml unless EXTRA
+/// gives a `--config`.
 fn diff(base: &str, head: &str, extra: &[&str]) -> Output {
     let (b, h) = (json_path(base), json_path(head));
+    let example = repo().join("examples/diff/memlife.toml");
     let mut args = vec!["diff", b.to_str().unwrap(), h.to_str().unwrap()];
+    if !extra.contains(&"--config") {
+        args.extend(["--config", example.to_str().unwrap()]);
+    }
     args.extend_from_slice(extra);
     run_memlife(&args)
 }
@@ -138,6 +144,8 @@ fn healthy_against_reorder_fails_on_conv_b_build_step() {
         assert!(r.contains(&want), "`{want}` missing: {r}");
     }
     assert!(r.contains("graph_build, cycles 1-3"), "{r}");
+    // Judged against examples/diff/memlife.toml's own budget for a build step.
+    assert!(r.contains("512 B / 10%"), "{r}");
     // No other operator's step changed.
     let steps = table
         .lines()
