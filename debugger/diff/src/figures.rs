@@ -347,7 +347,16 @@ pub fn extract(run: &AuditRun) -> Figures {
         put(Kind::Allocs, Some(key), None, fig(p.allocs as f64, p, None));
         put(Kind::Frees, Some(key), None, fig(p.frees as f64, p, None));
     }
-    if let Some(top) = run.phases.iter().max_by_key(|p| p.peak_used) {
+    // The first phase that reached the highest level: where the peak was reached, not a later
+    // phase that entered at it (a release starts at the run's level).
+    let top = run
+        .phases
+        .iter()
+        .fold(None, |best: Option<&Phase>, p| match best {
+            Some(b) if b.peak_used >= p.peak_used => Some(b),
+            _ => Some(p),
+        });
+    if let Some(top) = top {
         let at = peak_where(run, top);
         put(
             Kind::HeapPeak,
@@ -530,6 +539,24 @@ pub(crate) mod tests {
         assert_eq!(
             f[&key(Kind::LoadPeak, "load", 1, None)].at.as_deref(),
             Some("parse_model (loader.c:163)")
+        );
+    }
+
+    #[test]
+    fn the_heap_peak_is_where_the_level_was_first_reached() {
+        let r = report(1, |v| {
+            v["phases"][1]["peak_used"] = 1500.into();
+            v["phases"][3]["peak_used"] = 1500.into();
+        });
+        let f = extract(&r);
+        let peak = &f[&FigureKey {
+            kind: Kind::HeapPeak,
+            phase: None,
+            item: None,
+        }];
+        assert_eq!(
+            (peak.value, peak.function.as_deref()),
+            (1500.0, Some("graph_build"))
         );
     }
 
