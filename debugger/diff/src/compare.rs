@@ -233,14 +233,20 @@ fn check_aligned(base: &AuditRun, head: &AuditRun, names: (&str, &str)) -> Resul
         )));
     }
     let same = common.iter().any(|r| rb[*r] == rh[*r]);
-    if !same && site_functions(base).is_disjoint(&site_functions(head)) {
+    // Without a phase function in common, the allocation sites must say it is the same code:
+    // at least half of the smaller run's site functions in the other (a renamed phase keeps
+    // its callees; `main` alone is not enough).
+    let (sb, sh) = (site_functions(base), site_functions(head));
+    let shared = sb.intersection(&sh).count();
+    let smaller = sb.len().min(sh.len());
+    if !same && (shared == 0 || shared * 2 < smaller) {
         let pairs: Vec<String> = common
             .iter()
             .map(|r| format!("{r} is {} vs {}", rb[*r], rh[*r]))
             .collect();
         return Err(DiffError::Unrelated(format!(
-            "{} ({}) and {} ({}) share no phase function ({}) and no allocation site function: \
-             they look like audits of two different firmwares",
+            "{} ({}) and {} ({}) share no phase function ({}) and {shared} of {smaller} allocation \
+             site functions: they look like audits of two different firmwares",
             names.0,
             base.run.elf,
             names.1,
@@ -285,6 +291,14 @@ pub fn diff(
             "{} recorded {} cycles, {} {}: the leak per cycle is compared, cycles past the shorter run are not",
             names.0, ib.cycles, names.1, ih.cycles
         ));
+    }
+    for (run, name) in [(base, names.0), (head, names.1)] {
+        if let Some(e) = &run.error {
+            notes.push(format!(
+                "{name}: the audit stopped with an error, its later phases are missing: {}",
+                e.message
+            ));
+        }
     }
     if ib.allocator != ih.allocator {
         notes.push(format!(
@@ -607,6 +621,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no phase role in common"), "{e}");
+    }
+
+    #[test]
+    fn hostile_figures_do_not_panic() {
+        let base = report(1, |_| {});
+        let head = report(1, |v| {
+            v["phases"][0]["peak_above_before"] = u64::MAX.into();
+            v["phases"][1]["delta_used"] = i64::MIN.into();
+            v["phases"][1]["spans"][0]["after_used"] = u64::MAX.into();
+            v["phases"][3]["after"]["free"] = 0.into();
+            v["events"] = serde_json::json!([
+                {"seq": 0, "kind": "alloc", "addr": 1, "size": u64::MAX, "site": {"function": "f"}},
+                {"seq": 1, "kind": "alloc", "addr": 2, "size": u64::MAX, "site": {"function": "f"}}]);
+            v["heap_map"] = serde_json::json!({"blocks": [
+                {"addr": 1, "size": u64::MAX, "leaked": true}, {"addr": 2, "size": u64::MAX, "leaked": true}]});
+        });
+        let d = run_diff(&base, &head);
+        assert_eq!(d.verdict, Verdict::Exceeded);
+        let _ = crate::text::table(&d, true);
+        let _ = crate::text::markdown(&d);
+        serde_json::to_string(&d).unwrap();
     }
 
     #[test]

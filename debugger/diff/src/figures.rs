@@ -423,7 +423,7 @@ fn leaks(
     for b in map.blocks.iter().filter(|b| b.leaked) {
         let site = b.site.clone().unwrap_or_default();
         let e = by_site.entry(site_key(&site)).or_insert((site, 0));
-        e.1 += b.size;
+        e.1 = e.1.saturating_add(b.size);
     }
     for (key, (site, bytes)) in by_site {
         put(

@@ -92,7 +92,7 @@ pub fn stats(run: &AuditRun) -> BTreeMap<SiteId, (Site, SiteStats)> {
                     .entry(key.clone())
                     .or_insert_with(|| (e.site.clone(), SiteStats::default()));
                 s.allocs += 1;
-                s.bytes += e.size;
+                s.bytes = s.bytes.saturating_add(e.size);
                 if let Some(f) = &e.phase {
                     let role = run.role_of_function(f).to_string();
                     if !s.roles.contains(&role) {
@@ -109,7 +109,7 @@ pub fn stats(run: &AuditRun) -> BTreeMap<SiteId, (Site, SiteStats)> {
     }
     for (key, size) in live.into_values() {
         if let Some((_, s)) = out.get_mut(&key) {
-            s.held += size;
+            s.held = s.held.saturating_add(size);
         }
     }
     out

@@ -210,7 +210,7 @@ fn curve(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resul
         "<p>Highest used: BASE <b>{} B</b>, HEAD <b>{} B</b> ({}); heap {} B.</p>\n</section>",
         peak(&cb),
         peak(&ch),
-        text(&crate::delta(peak(&ch) as i64 - peak(&cb) as i64)),
+        text(&crate::delta(crate::charts::delta(peak(&cb), peak(&ch)))),
         capacity
     );
     Ok(())
@@ -227,7 +227,7 @@ fn stairs_of(run: &AuditRun) -> Option<Stairs> {
         .map(|(s, name)| Step {
             name,
             delta: s.delta,
-            resident: s.after_used as i64 - p.before.used as i64,
+            resident: crate::charts::delta(p.before.used, s.after_used),
         })
         .collect();
     let largest =
@@ -518,6 +518,17 @@ mod tests {
                          "blocks": [{"addr": 4096, "size": 4096, "free": true}]}
         });
         AuditRun::from_value(v, "t").unwrap()
+    }
+
+    #[test]
+    fn huge_figures_from_a_damaged_report_do_not_panic() {
+        let b = run(0);
+        let mut h = run(0);
+        h.phases[0].spans[1].after_used = u64::MAX;
+        h.phases[1].spans[0].peak_used = u64::MAX;
+        h.phases[1].spans[0].delta = i64::MIN;
+        let d = memlife_diff::diff(&b, &h, ("b", "h"), &memlife_diff::Budgets::default()).unwrap();
+        assert!(render_diff_html(&d, &b, &h).is_ok());
     }
 
     #[test]
