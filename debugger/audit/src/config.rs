@@ -20,6 +20,9 @@
 //! [trace]
 //! method = "trace"                # trace | sample | watermark
 //! skip = ["mem_alloc", "mem_free"]   # wrappers skipped when naming an allocation site
+//! [diff]                          # budgets on the change between two builds (memlife diff)
+//! bytes = 256
+//! percent = 5
 //! ```
 
 use std::collections::BTreeMap;
@@ -222,6 +225,8 @@ pub struct AuditConfig {
     pub timeout: Option<f64>,
     /// What the audit of this firmware is expected to say (examples/; informational).
     pub expect: Option<Expectation>,
+    /// Budgets on the change between two builds (`memlife diff`, `memlife audit --baseline`).
+    pub diff: memlife_diff::Budgets,
 }
 
 /// The expected verdict of an example.
@@ -281,6 +286,8 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
         Some(&["table", "count", "name", "addr", "size", "first", "last"]),
     ),
     ("expect", Some(&["exit", "failing"])),
+    // Checked by memlife_diff::Budgets, which knows the figures.
+    ("diff", None),
 ];
 
 /// Top-level keys that are values, not tables.
@@ -718,6 +725,35 @@ mod tests {
         let d = AuditConfig::default().with_lifecycle_defaults();
         assert!(d.tensors.unwrap().bundled);
         assert_eq!(d.labels["op_invoke"].names.as_deref(), Some("g_ops"));
+    }
+
+    #[test]
+    fn diff_budgets_are_read_and_their_typos_named_with_the_line() {
+        let dir = std::env::temp_dir().join(format!("memlife-cfg-diff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("memlife.toml");
+        std::fs::write(
+            &path,
+            "[diff]\nbytes = 100\n[diff.build_step]\nbytes = 4096\n",
+        )
+        .unwrap();
+        let cfg = AuditConfig::load(&path).unwrap();
+        let step = cfg.diff.limit(memlife_diff::figures::Kind::BuildStep);
+        assert_eq!(step.absolute, 4096.0);
+        assert_eq!(
+            cfg.diff
+                .limit(memlife_diff::figures::Kind::LoadPeak)
+                .absolute,
+            100.0
+        );
+        std::fs::write(&path, "elf = \"a.elf\"\n[diff]\nbyte = 100\n").unwrap();
+        let e = AuditConfig::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown key `byte` in [diff]; did you mean `bytes`?"),
+            "{e}"
+        );
+        assert!(e.contains("line 2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
