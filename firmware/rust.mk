@@ -27,7 +27,6 @@ all: rust
 # The standard library for the target comes from rustup (on a new machine too).
 rust-target:
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found; install Rust with rustup"; exit 2; }
-	@rustc --print sysroot >/dev/null
 	@if ! rustup target list --installed 2>/dev/null | grep -qx $(RUST_TARGET); then \
 	  command -v rustup >/dev/null || { echo "error: the $(RUST_TARGET) target is missing and rustup is not installed"; exit 2; }; \
 	  rustup target add $(RUST_TARGET); \

@@ -13,6 +13,9 @@
 //! * `fragmentation`: the first load indexes the image with growing short-lived windows and keeps
 //!   one small record per window for good, scattered over the heap.
 
+// One heap block per op context and per record, as a C engine would malloc them.
+#![allow(clippy::vec_box)]
+
 use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -119,7 +122,8 @@ fn flash_read(dst: &mut [u8], src: &[u8]) {
 #[inline(never)]
 fn index_image(model: &'static ModelImage) {
     // SAFETY: single-threaded firmware; INDEX is only touched here.
-    let index = unsafe { &mut *(&raw mut INDEX) };
+    let index = &raw mut INDEX;
+    let index = unsafe { &mut *index };
     if index.is_some() {
         return;
     }
@@ -128,7 +132,9 @@ fn index_image(model: &'static ModelImage) {
         let len = 4096 + 512 * w as usize;
         let mut window: Vec<u8> = Vec::with_capacity(len);
         window.extend(model.bytes.iter().cycle().take(len));
-        let checksum = window.iter().fold(0u32, |a, &b| a.rotate_left(5) ^ u32::from(b));
+        let checksum = window
+            .iter()
+            .fold(0u32, |a, &b| a.rotate_left(5) ^ u32::from(b));
         records.push(Box::new(IndexRecord {
             window: w,
             checksum,
@@ -269,7 +275,11 @@ fn crc32(values: &[i32]) -> u32 {
     for &v in values {
         crc ^= u32::from(v as u8);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

@@ -80,15 +80,16 @@ pub fn firmware_view_capture() {
     let (used, free) = (used_bytes(), free_bytes());
     // SAFETY: single-threaded firmware; nothing else touches the view.
     unsafe {
-        let view = &mut *(&raw mut g_firmware_view);
-        view.used = used;
-        view.free = free;
-        view.captures += 1;
+        let view = &raw mut g_firmware_view;
+        (*view).used = used;
+        (*view).free = free;
+        (*view).captures += 1;
     }
 }
 
 /// Captures so far.
 pub fn firmware_view_captures() -> u32 {
+    let view = &raw const g_firmware_view;
     // SAFETY: as above.
-    unsafe { (*(&raw const g_firmware_view)).captures }
+    unsafe { (*view).captures }
 }

@@ -31,9 +31,15 @@ compile_error!("features `llff` and `tlsf` exclude each other");
     feature = "fragmentation",
     feature = "load-peak"
 )))]
-compile_error!("build with one scenario feature: healthy, leak-on-switch, fragmentation, load-peak");
+compile_error!(
+    "build with one scenario feature: healthy, leak-on-switch, fragmentation, load-peak"
+);
 
-const ALLOC_NAME: &str = if cfg!(feature = "llff") { "rust-llff" } else { "rust-tlsf" };
+const ALLOC_NAME: &str = if cfg!(feature = "llff") {
+    "rust-llff"
+} else {
+    "rust-tlsf"
+};
 const SCENARIO_NAME: &str = if cfg!(feature = "leak-on-switch") {
     "leak-on-switch"
 } else if cfg!(feature = "fragmentation") {
@@ -78,6 +84,7 @@ fn main() -> ! {
     let free_start = heap::free_bytes() as u32;
     let (mut prev_free, mut leak_step) = (free_start, 0u32);
     let (mut crc_a0, mut crc_b0) = (0u32, 0u32);
+    let mut free_after = [0u32; 4];
     let mut engine = Engine::default();
 
     let mut it: u32 = 0;
@@ -116,13 +123,18 @@ fn main() -> ! {
                 fw_fail("models give identical output", semihost::EXIT_OUTPUT);
             }
         } else if crc_a != crc_a0 || crc_b != crc_b0 {
-            fw_fail("wrong inference output (CRC differs from iteration 1)", semihost::EXIT_OUTPUT);
+            fw_fail(
+                "wrong inference output (CRC differs from iteration 1)",
+                semihost::EXIT_OUTPUT,
+            );
         }
 
         let free = heap::free_bytes() as u32;
         if it < 4 {
+            free_after[it as usize] = free;
+            let published = &raw mut g_free_after_release;
             // SAFETY: single-threaded; only main writes it.
-            unsafe { (*(&raw mut g_free_after_release))[it as usize] = free };
+            unsafe { published.write(free_after) };
         }
         if ITERATIONS.is_some() {
             if cfg!(feature = "leak-on-switch") {
@@ -137,13 +149,14 @@ fn main() -> ! {
                 }
                 leak_step = step;
             } else if cfg!(feature = "fragmentation") {
-                // SAFETY: as above.
-                let first = unsafe { (*(&raw const g_free_after_release))[0] };
-                if it > 0 && free != first {
+                if it > 0 && free != free_after[0] {
                     fw_fail("free after release not constant", semihost::EXIT_HEAP);
                 }
             } else if free != free_start {
-                fw_fail("heap not back to baseline after model_release", semihost::EXIT_HEAP);
+                fw_fail(
+                    "heap not back to baseline after model_release",
+                    semihost::EXIT_HEAP,
+                );
             }
         }
         prev_free = free;

@@ -86,7 +86,10 @@ pub struct Line {
 
 impl Line {
     pub const fn new() -> Self {
-        Line { buf: [0; 96], len: 0 }
+        Line {
+            buf: [0; 96],
+            len: 0,
+        }
     }
 
     pub fn as_str(&self) -> &str {
