@@ -205,6 +205,9 @@ pub fn firmware_view(v: &FirmwareView) -> String {
                 m.arena, m.ordblks, m.uordblks, m.fordblks, m.keepcost
             );
         }
+        FirmwareView::EmbeddedAlloc(e) => {
+            let _ = writeln!(out, "firmware   used() = {}, free() = {}", e.used, e.free);
+        }
         FirmwareView::EspIdf(e) => {
             for h in &e.heaps {
                 let _ = writeln!(

@@ -10,7 +10,7 @@
 //! * `load-peak`: the image is loaded "compressed": a RAM copy of the file, the inflated image
 //!   and the per-layer weights are live at once (chunked otherwise: one 512-byte staging buffer).
 //! * `leak-on-switch`: `model_switch` takes an error path on unload that forgets the op contexts.
-//! * `fragmentation`: the first load indexes the image with growing short-lived windows and keeps
+//! * `fragmentation`: the first build indexes the weights through short-lived windows and keeps
 //!   one small record per window for good, scattered over the heap.
 
 // One heap block per op context and per record, as a C engine would malloc them.
@@ -40,7 +40,9 @@ pub struct IndexRecord {
     pub window: u32,
     pub checksum: u32,
     pub length: u32,
-    pub reserved: [u32; 5],
+    /// Byte histogram of the window, in 32 buckets of 5 counters: larger than any hole the
+    /// load leaves below (its 512-byte staging buffer), so first fit puts it after its window.
+    pub histogram: [[u32; 5]; 32],
 }
 
 /// The engine's state between lifecycle calls.
@@ -63,9 +65,6 @@ static mut INDEX: Option<Vec<Box<IndexRecord>>> = None;
 /// Loads `model`'s weights onto the heap (phase "load").
 #[inline(never)]
 pub fn model_load(engine: &mut Engine, model: &'static ModelImage) -> Result<(), EngineError> {
-    if cfg!(feature = "fragmentation") {
-        index_image(model);
-    }
     load_weights(engine, model)
 }
 
@@ -115,34 +114,42 @@ fn flash_read(dst: &mut [u8], src: &[u8]) {
     dst.copy_from_slice(src);
 }
 
-/// The fragmentation scenario: on the first load only, index the image through growing
-/// windows (each freed before the next) and keep one record per window. Each window is larger
-/// than every hole before it, so it lands above them; each record lands in the lowest hole
-/// that fits: the records end up spread across most of the heap.
+/// The fragmentation scenario: on the first build only, index the weights through scratch
+/// windows, all live at once, and keep one small record per window for good. Each record
+/// lands right after its window, so once the windows are freed the records stay scattered over
+/// the heap, and every later lifecycle has to fit between them.
 #[inline(never)]
-fn index_image(model: &'static ModelImage) {
-    // SAFETY: single-threaded firmware; INDEX is only touched here.
+fn index_weights(engine: &Engine) {
+    const WINDOWS: usize = 13;
+    const WINDOW: usize = 4096;
     let index = &raw mut INDEX;
+    // SAFETY: single-threaded firmware; INDEX is only touched here.
     let index = unsafe { &mut *index };
     if index.is_some() {
         return;
     }
-    let mut records = Vec::with_capacity(12);
-    for w in 0..12u32 {
-        let len = 4096 + 512 * w as usize;
-        let mut window: Vec<u8> = Vec::with_capacity(len);
-        window.extend(model.bytes.iter().cycle().take(len));
+    let mut windows: Vec<Vec<u8>> = Vec::with_capacity(WINDOWS);
+    let mut records = Vec::with_capacity(WINDOWS);
+    for w in 0..WINDOWS {
+        let layer = &engine.weights[w % LAYERS];
+        let mut window: Vec<u8> = Vec::with_capacity(WINDOW);
+        window.extend(layer.iter().cycle().take(WINDOW).map(|&b| b as u8));
         let checksum = window
             .iter()
             .fold(0u32, |a, &b| a.rotate_left(5) ^ u32::from(b));
-        records.push(Box::new(IndexRecord {
-            window: w,
+        let mut record = Box::new(IndexRecord {
+            window: w as u32,
             checksum,
-            length: len as u32,
-            reserved: [0; 5],
-        }));
-        drop(window);
+            length: WINDOW as u32,
+            histogram: [[0; 5]; 32],
+        });
+        for &b in &window {
+            record.histogram[usize::from(b >> 3)][usize::from(b & 7) % 5] += 1;
+        }
+        records.push(record);
+        windows.push(window);
     }
+    drop(windows);
     *index = Some(records);
 }
 
@@ -151,6 +158,9 @@ fn index_image(model: &'static ModelImage) {
 pub fn graph_build(engine: &mut Engine) -> Result<(), EngineError> {
     if engine.weights.len() != LAYERS || !engine.contexts.is_empty() {
         return Err(EngineError);
+    }
+    if cfg!(feature = "fragmentation") {
+        index_weights(engine);
     }
     engine.activations = vec![0; ACTIVATIONS];
     engine.contexts = Vec::with_capacity(LAYERS);
