@@ -31,7 +31,13 @@ impl Context<'_> {
         let pc = target
             .read_register(Register::ProgramCounter)
             .ok()
-            .map(|pc| (pc, symbols.function_at(pc).map(|s| s.name.clone())));
+            .map(|pc| {
+                // C++ and Rust functions by their demangled names, as users write them.
+                let name = symbols.function_at(pc).map(|s| {
+                    memlife_dwarf::demangle_name(&s.name).unwrap_or_else(|| s.name.clone())
+                });
+                (pc, name)
+            });
         Context {
             target: target.describe(),
             at: None,
