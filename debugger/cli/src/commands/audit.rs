@@ -56,7 +56,7 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
     let probe = c
         .probe
         .as_deref()
-        .map(crate::boards::ProbeSelector::parse)
+        .map(crate::probe_choice::ProbeChoice::parse)
         .transpose()
         .map_err(|e| anyhow::anyhow!("memlife.toml [target] probe: {e}"))?;
     if c.chip.is_none() && (probe.is_some() || c.speed.is_some() || c.connect_under_reset) {
