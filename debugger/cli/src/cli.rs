@@ -45,6 +45,10 @@ pub enum Command {
     /// Write a commented memlife.toml for a firmware: the allocator detected, the lifecycle
     /// functions guessed from their names (with file:line and why), alternatives as comments.
     Init(InitArgs),
+    /// Compare two audit JSON reports (two builds): every figure the checks use, the
+    /// allocation sites, against the budgets of [diff] in memlife.toml (exit 0 within, 1 over
+    /// budget, 2 error).
+    Diff(crate::commands::diff::DiffArgs),
 }
 
 /// `memlife init`.
@@ -141,6 +145,11 @@ pub struct AuditArgs {
     /// What to leave a live target doing at the end: running (default) or halted.
     #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
     pub leave: Leave,
+    /// Then compare this run with an earlier audit JSON report (`memlife diff BASE.json` with
+    /// this run as HEAD, budgets from [diff]): exit 1 when a check failed or a change is over
+    /// budget.
+    #[arg(long, value_name = "BASE.json")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// `memlife symbols`.
@@ -199,8 +208,8 @@ pub struct TargetArgs {
     /// No default deadline (`memlife serve` runs as long as its user wants).
     #[arg(skip)]
     pub no_default_deadline: bool,
-    /// With --gdb or --qemu: let the firmware's semihosting calls open, read, write, seek, close
-    /// and remove regular files under this existing directory, and nowhere else (no absolute
+    /// With --gdb or --qemu: let the firmware's semihosting calls open, read, write, seek, close,
+    /// remove, rename and stat regular files under this existing directory, and nowhere else (no absolute
     /// paths, no `..`, no symbolic links followed; 64 MiB written at most). Without it the
     /// firmware gets no host file at all.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["snapshot", "chip"])]

@@ -6,9 +6,10 @@
 //! Breakpoints are set on core 0 only: allocations made by code running on the other core are
 //! not traced (their effect is still in every heap walk).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use memlife_core::cortex_m;
+use memlife_core::limits::Deadline;
 use memlife_core::{
     BreakpointKind, Breakpoints, Control, LinkStats, Memory, MemoryWrite, Register, Registers,
     Result, StopReason, Target, TargetError, WatchKind, Watchpoints,
@@ -478,7 +479,7 @@ impl Control for ProbeTarget {
     }
 
     fn wait_for_stop(&mut self, timeout: Duration) -> Result<Option<StopReason>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         let mut pause = FIRST_PAUSE;
         loop {
             let status = self
@@ -498,11 +499,10 @@ impl Control for ProbeTarget {
                 }
                 CoreStatus::Running | CoreStatus::Sleeping | CoreStatus::Unknown => {}
             }
-            let now = Instant::now();
-            if now >= deadline {
+            if deadline.passed() {
                 return Ok(None);
             }
-            std::thread::sleep(pause.min(deadline - now));
+            std::thread::sleep(pause.min(deadline.left_or_max()));
             pause = (pause * 2).min(POLL);
         }
     }

@@ -524,6 +524,19 @@ impl HwWatchpoint for Bridge {
 /// of short waits for a stop with a look at the connection in between.
 pub enum EventLoop {}
 
+impl EventLoop {
+    /// The stop a replay ([`crate::replay`]) reports the moment gdb waits for one: the one
+    /// already known (a single step, the firmware's end), else the target halted now.
+    pub(crate) fn stop_now(target: &mut Bridge) -> Option<SingleThreadStopReason<u32>> {
+        if let Some(stop) = target.pending.take() {
+            return Some(target.translate(stop));
+        }
+        <EventLoop as BlockingEventLoop>::on_interrupt(target)
+            .ok()
+            .flatten()
+    }
+}
+
 impl BlockingEventLoop for EventLoop {
     type Target = Bridge;
     type Connection = crate::client::ClientConn;
