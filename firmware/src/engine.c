@@ -36,10 +36,10 @@ static int load_model(engine_t *e, const model_desc_t *m)
     }
     return loader_load(e, m);
 }
-
-/* Build: op context array, one op_init per operator, then the arena.
- * public_ops selects op_init (graph_build) or the static op_prepare
- * (model_switch), see the file comment. */
+static int build_failed(engine_t *e, int rc, int arena_failed); /* at the end */
+/* Build: op context array, one op_init per operator, then the arena; any of
+ * their allocations may fail (BUILD_ENOMEM), and build_failed then frees what
+ * the build took. public_ops: op_init (graph_build) or op_prepare (switch). */
 static int build_graph(engine_t *e, int public_ops)
 {
     /* op_contexts is not checked for NULL: after the leak-on-switch early
@@ -48,15 +48,15 @@ static int build_graph(engine_t *e, int public_ops)
         return -1;
     }
     e->n_ops = N_LAYERS;
-    e->op_contexts = mem_alloc(N_LAYERS * sizeof(op_ctx_t), "build:op_contexts");
+    e->op_contexts = mem_try_alloc(N_LAYERS * sizeof(op_ctx_t), "build:op_contexts");
+    if (e->op_contexts == NULL) return BUILD_ENOMEM; /* n_ops is unused without it */
     memset(e->op_contexts, 0, N_LAYERS * sizeof(op_ctx_t));
     for (int i = 0; i < N_LAYERS; i++) {
         int rc = public_ops ? op_init(e, i) : op_prepare(e, i);
-        if (rc != 0) {
-            return rc;
-        }
+        if (rc != 0) return build_failed(e, rc, 0);
     }
-    return planner_plan(e);
+    int rc = planner_plan(e);
+    return rc == 0 ? 0 : build_failed(e, rc, 1);
 }
 
 static void free_op_data(engine_t *e)
@@ -104,8 +104,8 @@ static int switch_teardown(engine_t *e)
 PHASE_FN int model_load(engine_t *e, const model_desc_t *m)
 {
     e->phase = PHASE_LOAD;
-    /* fragmentation: last lifecycle's records are dropped here, so every
-     * lifecycle starts from the same heap state. */
+    /* fragmentation, deferred-release: last lifecycle's records and summary
+     * are dropped here, so every lifecycle starts from the same heap state. */
     frag_records_free();
     int rc = load_model(e, m);
     e->phase = PHASE_IDLE;
@@ -181,6 +181,7 @@ PHASE_FN int model_release(engine_t *e)
 {
     e->phase = PHASE_RELEASE;
     (void)teardown(e); /* the unload status is not a release failure */
+    release_summary_keep(e); /* deferred-release only */
     e->phase = PHASE_IDLE;
     return 0;
 }
@@ -194,4 +195,18 @@ uint32_t crc32_update(uint32_t crc, const void *data, uint32_t len)
         for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
     }
     return ~crc;
+}
+
+/* A failed build's clean-up: the ops' tables, then the context array, so the
+ * heap is as the build found it. error-path's BUG: after a failed arena the
+ * clean-up "knows" only the ops' tables need freeing, and forgets op_contexts. */
+static int build_failed(engine_t *e, int rc, int arena_failed)
+{
+    for (uint32_t i = 0; i < e->n_ops; i++) op_unprepare(e, (int)i);
+    if (!(SCEN_ERROR_PATH && arena_failed)) {
+        mem_free(e->op_contexts);
+    }
+    e->op_contexts = NULL;
+    e->n_ops = 0;
+    return rc;
 }

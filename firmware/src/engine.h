@@ -15,6 +15,8 @@
 #define MAX_TENSORS 16
 #define N_CLASSES   8
 #define N_BRANCHES  3
+/* What a build step returns when one of its allocations failed (-ENOMEM). */
+#define BUILD_ENOMEM (-12)
 
 typedef enum {
     OP_CONV = 0, /* conv2d, NCHW, pad k/2 */
@@ -129,7 +131,9 @@ int op_invoke(engine_t *e, int layer_index);
 /* Internals shared between the engine files. */
 int loader_load(engine_t *e, const model_desc_t *m);   /* loader.c */
 void loader_unload(engine_t *e);
-void frag_records_free(void);
+void frag_records_free(void); /* also deferred-release's summary */
+/* deferred-release: keeps a 64-byte summary until the next model_load. */
+void release_summary_keep(const engine_t *e);
 void frag_record_add(const char *what, uint32_t a, uint32_t b, uint32_t payload);
 int planner_plan(engine_t *e);                          /* planner.c */
 void planner_release(engine_t *e);

@@ -96,6 +96,13 @@ typedef struct {
 frag_record_t *g_frag_records[MAX_FRAG_RECORDS];
 uint32_t g_frag_record_count;
 
+#if SCEN_DEFERRED_RELEASE
+/* deferred-release: the last cycle's summary, kept by model_release and freed
+ * by the next model_load (a global only here: one more in every build would
+ * move the other builds' heaps). */
+void *g_release_summary;
+#endif
+
 void frag_records_free(void)
 {
     for (uint32_t i = 0; i < g_frag_record_count; i++) {
@@ -103,6 +110,24 @@ void frag_records_free(void)
         g_frag_records[i] = NULL;
     }
     g_frag_record_count = 0;
+#if SCEN_DEFERRED_RELEASE
+    mem_free(g_release_summary); /* the previous cycle's: a late free */
+    g_release_summary = NULL;
+#endif
+}
+
+void release_summary_keep(const engine_t *e)
+{
+#if SCEN_DEFERRED_RELEASE
+    /* For the next cycle to look at (and free): output CRC, inference count. */
+    uint32_t *summary = mem_alloc(64u, "release:summary");
+    memset(summary, 0, 64u);
+    summary[0] = e->output_crc;
+    summary[1] = e->inferences;
+    g_release_summary = summary;
+#else
+    (void)e;
+#endif
 }
 
 void frag_record_add(const char *what, uint32_t a, uint32_t b, uint32_t payload)

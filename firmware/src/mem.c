@@ -71,6 +71,12 @@ __attribute__((noinline, used)) void fw_oom(const char *where, unsigned size)
     fw_fail("allocation failure", FW_EXIT_OOM);
 }
 
+void *mem_try_alloc(size_t size, const char *where)
+{
+    (void)where;
+    return ALLOC(size);
+}
+
 void *mem_alloc(size_t size, const char *where)
 {
     void *p = ALLOC(size);

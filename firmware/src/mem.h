@@ -8,6 +8,8 @@
 
 /* Never returns NULL: on failure it calls fw_oom(where, size). */
 void *mem_alloc(size_t size, const char *where);
+/* May return NULL (allocations whose callers handle failure: graph_build). */
+void *mem_try_alloc(size_t size, const char *where);
 void mem_free(void *p);
 /* Called once before the first lifecycle. */
 void mem_init(void);

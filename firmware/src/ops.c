@@ -62,7 +62,8 @@ int op_prepare(engine_t *e, int i)
 
     /* Per-channel requantisation table: the file stores one scale per layer
      * plus a 2-bit per-channel trim, expanded here as the kernels want it. */
-    ctx->qparams = mem_alloc(oc * sizeof(qparam_t), "build:qparams");
+    ctx->qparams = mem_try_alloc(oc * sizeof(qparam_t), "build:qparams");
+    if (ctx->qparams == NULL) return BUILD_ENOMEM;
     for (uint32_t c = 0; c < oc; c++) {
         ctx->qparams[c].mult = e->layer_mult[i] - (int32_t)(c & 3u) * 64;
         ctx->qparams[c].shift = e->layer_shift[i];
@@ -72,7 +73,8 @@ int op_prepare(engine_t *e, int i)
         /* NHWC [O][kh][kw][I] -> NCHW [O][I][kh][kw]: a full copy that
          * stays resident as long as the graph. */
         uint32_t ic = g_tensor_desc[op->in0].c, k = op->k;
-        int8_t *dst = mem_alloc(w_len, "build:relayout");
+        int8_t *dst = mem_try_alloc(w_len, "build:relayout");
+        if (dst == NULL) return BUILD_ENOMEM;
         for (uint32_t o = 0; o < oc; o++)
             for (uint32_t c = 0; c < ic; c++)
                 for (uint32_t y = 0; y < k; y++)

@@ -107,7 +107,8 @@ int planner_plan(engine_t *e)
     }
 
     arena = (arena + 7u) & ~7u;
-    e->arena = mem_alloc(arena, "build:arena");
+    e->arena = mem_try_alloc(arena, "build:arena");
+    if (e->arena == NULL) return BUILD_ENOMEM;
     e->arena_size = arena;
     for (uint32_t t = 0; t < N_TENSORS; t++) {
         if (placed[t]) g_tensors[t].addr = (uint32_t)(uintptr_t)(e->arena + offset[t]);

@@ -21,6 +21,10 @@
 #define SCENARIO_NAME "overlap"
 #elif defined(SCENARIO_OVERRUN)
 #define SCENARIO_NAME "overrun"
+#elif defined(SCENARIO_ERROR_PATH)
+#define SCENARIO_NAME "error-path"
+#elif defined(SCENARIO_DEFERRED_RELEASE)
+#define SCENARIO_NAME "deferred-release"
 #else
 #error "define one SCENARIO_xxx"
 #endif
@@ -36,7 +40,12 @@
  * SCEN_FRAGMENTATION    4.4: long-lived records interleaved with per-layer weight blocks.
  * SCEN_OVERRUN          det_post writes its 16-byte result into its own 13-byte heap
  *                       buffer: 3 bytes past the request, inside the allocator's
- *                       padding (harmless here), onto the tail canary when poisoned. */
+ *                       padding (harmless here), onto the tail canary when poisoned.
+ * SCEN_ERROR_PATH       graph_build's clean-up after a failed arena allocation forgets
+ *                       op_contexts (every other path, and every other build, frees it).
+ *                       No allocation fails by itself: a debugger makes one fail.
+ * SCEN_DEFERRED_RELEASE model_release keeps a 64-byte summary of the cycle that the next
+ *                       cycle's model_load frees: a late free, not a leak. */
 #define SCEN_COMPRESSED_MODEL 0
 #define SCEN_NHWC_CONV_B      0
 #define SCEN_BRANCH_BUFFERS   0
@@ -44,6 +53,8 @@
 #define SCEN_LEAK_ON_SWITCH   0
 #define SCEN_FRAGMENTATION    0
 #define SCEN_OVERRUN          0
+#define SCEN_ERROR_PATH       0
+#define SCEN_DEFERRED_RELEASE 0
 #if defined(SCENARIO_LOAD_PEAK)
 #undef SCEN_COMPRESSED_MODEL
 #define SCEN_COMPRESSED_MODEL 1
@@ -65,6 +76,12 @@
 #elif defined(SCENARIO_OVERRUN)
 #undef SCEN_OVERRUN
 #define SCEN_OVERRUN 1
+#elif defined(SCENARIO_ERROR_PATH)
+#undef SCEN_ERROR_PATH
+#define SCEN_ERROR_PATH 1
+#elif defined(SCENARIO_DEFERRED_RELEASE)
+#undef SCEN_DEFERRED_RELEASE
+#define SCEN_DEFERRED_RELEASE 1
 #endif
 #define SCEN_DEFERRED_DECODE (SCEN_BRANCH_BUFFERS || SCEN_BAD_SHARE_HINT)
 

@@ -94,3 +94,36 @@ pub fn monitor(bridge: &mut memlife_server::Bridge, data: &[u8]) -> bool {
     }
     r.is_ok()
 }
+
+/// `memlife serve`'s packet path behind gdbstub (framing, the packet handlers, `qXfer`, memory,
+/// registers, breakpoints, `qRcmd` monitor commands), as one client's bytes replayed on
+/// `bridge` ([`memlife_server::replay`]). With `data[0]` odd the rest goes as it is; else it is
+/// split at NUL bytes into packet payloads, each framed with a correct checksum and acked, so
+/// the fuzzer reaches the handlers and not only the checksum check. How many bytes the server
+/// answered.
+pub fn server_packets(bridge: &mut memlife_server::Bridge, data: &[u8]) -> usize {
+    let Some((&mode, rest)) = data.split_first() else {
+        return 0;
+    };
+    let input = if mode & 1 == 1 {
+        rest.to_vec()
+    } else {
+        let mut framed = Vec::with_capacity(rest.len() + 8);
+        for payload in rest.split(|&b| b == 0) {
+            let sum = payload.iter().fold(0u8, |a, b| a.wrapping_add(*b));
+            framed.push(b'$');
+            framed.extend_from_slice(payload);
+            framed.extend_from_slice(format!("#{sum:02x}+").as_bytes());
+        }
+        framed
+    };
+    let answer = memlife_server::replay::replay(bridge, &input);
+    if std::env::var_os("MEMLIFE_FUZZ_SHOW").is_some() {
+        eprintln!(
+            "{:?} -> {:?}",
+            String::from_utf8_lossy(&input),
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    answer.len()
+}

@@ -1,8 +1,9 @@
 //! Running the target to the N-th entry of a function.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use memlife_core::limits::Deadline;
 use memlife_core::{BreakpointKind, StopReason, Target, TargetError, Wait, interrupt};
 use memlife_dwarf::Symbols;
 
@@ -42,12 +43,12 @@ fn wait_for_hits(
     timeout: Duration,
     function: &str,
 ) -> Result<()> {
-    let deadline = Instant::now() + timeout;
+    let deadline = Deadline::after(timeout);
     let mut hits = 0;
     while hits < hit {
         let control = target.control().context("this target has no run control")?;
         control.resume().context("resuming the target")?;
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.left_or_max();
         match interrupt::wait_for_stop_or_interrupt(control, left)
             .context("waiting for the target to stop")?
         {

@@ -55,7 +55,8 @@ impl Session {
         .map(memlife_core::limits::timeout_secs)
         .transpose()
         .map_err(anyhow::Error::msg)?
-        .map(|d| std::time::Instant::now() + d);
+        // Checked, though the week's cap keeps it in range: past the clock is no deadline.
+        .and_then(|d| memlife_core::limits::Deadline::after(d).instant());
         let (target, qemu): (Box<dyn Target>, Option<QemuProcess>) = if let Some(addr) = &args.gdb {
             let options = memlife_rsp::ConnectOptions {
                 deadline,
@@ -80,7 +81,7 @@ impl Session {
             remote.set_semihosting_dir(sh_dir.take());
             (Box::new(remote), Some(qemu))
         } else if let Some(chip) = &args.chip {
-            (crate::boards::open(chip, &args.probe)?, None)
+            crate::boards::open(chip, &args.probe, elf)?
         } else if let Some(path) = &args.snapshot {
             let snap = Snapshot::load(path)
                 .with_context(|| format!("cannot read snapshot {}", path.display()))?;

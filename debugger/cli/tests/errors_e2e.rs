@@ -56,6 +56,18 @@ fn no_dwarf() {
     );
 }
 
+/// A heap near 2^64 would overflow the walkers' address additions: refused up front.
+#[test]
+fn heap_symbols_above_4_gib() {
+    let dir = memlife_testkit::process::tempdir("cli-heap-above-4gib");
+    let high = memlife_testkit::host_elf::heap4_near_top_of_64_bits(&dir);
+    expect_exit_2(
+        &["symbols", "--elf", high.to_str().unwrap()],
+        "`ucHeap` at 0xffffffffffffc000 (8192 bytes) ends above 4 GiB",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn allocator_not_found_names_what_was_looked_for() {
     // A real ELF with DWARF and no embedded allocator: this very binary.

@@ -219,17 +219,114 @@ fn server_monitor_commands() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn server_packet_path() {
+    let dir = memlife_testkit::process::tempdir("fuzz-packets");
+    let mut bridge = harness::monitor_bridge(
+        &testdata("heap4-fragmentation.elf"),
+        &testdata("heap4-fragmentation.mlsnap"),
+        &dir,
+    );
+    let hex = |s: &str| -> String { s.bytes().map(|b| format!("{b:02x}")).collect() };
+    // What gdb sends at attach, then reads, writes, breakpoints, run control, monitor commands
+    // and what a hostile client adds: each seed a session of NUL-separated payloads (mode 0),
+    // or raw bytes (mode 1).
+    let sessions: Vec<Vec<String>> = vec![
+        vec![
+            "qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;xmlRegisters=arm".into(),
+            "QStartNoAckMode".into(),
+            "qXfer:features:read:target.xml:0,ffb".into(),
+            "qXfer:features:read:target.xml:7f0,ffb".into(),
+            "?".into(),
+            "qAttached".into(),
+            "qC".into(),
+            "qfThreadInfo".into(),
+            "g".into(),
+            "p0f".into(),
+        ],
+        vec![
+            "m20000000,40".into(),
+            "m0,4".into(),
+            "mfffffffc,10".into(),
+            "M20000000,4:00000000".into(),
+            "X20000000,2:ab".into(),
+            "P0f=01000008".into(),
+            "G00".into(),
+        ],
+        vec![
+            "Z0,8000100,2".into(),
+            "Z1,8000100,2".into(),
+            "Z2,20000000,4".into(),
+            "z0,8000100,2".into(),
+            "vCont?".into(),
+            "vCont;c".into(),
+            "s".into(),
+            "c".into(),
+        ],
+        vec![
+            format!("qRcmd,{}", hex("heap")),
+            format!("qRcmd,{}", hex("heap json")),
+            format!("qRcmd,{}", hex("allocator")),
+            format!("qRcmd,{}", hex("dump d.json")),
+            format!("qRcmd,{}", hex("dump ../escape.json")),
+            format!("qRcmd,{}", hex("dump-on pvPortMalloc")),
+            format!("qRcmd,{}", hex("\u{1b}[2J")),
+            "qRcmd,zz".into(),
+        ],
+        vec!["D".into(), "k".into(), "vKill;1".into(), "qSymbol::".into()],
+    ];
+    let seeds: Vec<Vec<u8>> = sessions
+        .iter()
+        .map(|payloads| {
+            let mut v = vec![0u8];
+            v.extend(payloads.join("\0").into_bytes());
+            v
+        })
+        .chain([
+            b"\x01+$m20000000,4#fd\x03$g#67".to_vec(),
+            b"\x01$qRcmd,68656170#f0$D#44".to_vec(),
+        ])
+        .collect();
+    let started = Instant::now();
+    let mut answered = 0usize;
+    cases(0x5eed_0006, 3_000, |i, rng| {
+        let seed = &seeds[i as usize % seeds.len()];
+        // One session in four intact, so the handlers themselves run.
+        let data = if rng.below(4) == 0 {
+            seed.clone()
+        } else {
+            mutate(seed, rng)
+        };
+        answered += harness::server_packets(&mut bridge, &data);
+    });
+    bounded("server_packets", started, Duration::from_secs(300));
+    assert!(
+        answered >= 100_000,
+        "the server answered only {answered} bytes"
+    );
+    assert!(!dir.join("..").join("escape.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Inputs the fuzzers found crashes with (`fuzz/regressions`), through every harness.
 #[test]
 fn regressions_found_by_fuzzing() {
     let dir = memlife_testkit::firmware::repo().join("fuzz/regressions");
+    let scratch = memlife_testkit::process::tempdir("fuzz-regressions");
+    let mut bridge = harness::monitor_bridge(
+        &testdata("heap4-fragmentation.elf"),
+        &testdata("heap4-fragmentation.mlsnap"),
+        &scratch,
+    );
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let data = std::fs::read(entry.unwrap().path()).unwrap();
         harness::rsp_packet(&data);
         harness::snapshot(&data);
         harness::elf(&data);
+        harness::server_packets(&mut bridge, &data);
         n += 1;
     }
+    let _ = std::fs::remove_dir_all(&scratch);
     assert!(n >= 1, "no regression inputs in {}", dir.display());
 }

@@ -8,8 +8,9 @@
 //! Ctrl-C expects of a script that would otherwise run on.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::limits::Deadline;
 use crate::{Control, Result, StopReason};
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
@@ -46,17 +47,58 @@ pub enum Wait {
 /// Waits like [`Control::wait_for_stop`], in slices, so that an interrupt request ends the wait
 /// within about 100 ms.
 pub fn wait_for_stop_or_interrupt(control: &mut dyn Control, timeout: Duration) -> Result<Wait> {
-    let deadline = Instant::now() + timeout;
+    let deadline = Deadline::after(timeout);
     loop {
         if requested() {
             return Ok(Wait::Interrupted);
         }
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.left_or_max();
         if let Some(stop) = control.wait_for_stop(left.min(POLL))? {
             return Ok(Wait::Stopped(stop));
         }
         if left <= POLL {
             return Ok(Wait::TimedOut);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A core that stops at its third poll.
+    struct StopsLater(u32);
+
+    impl Control for StopsLater {
+        fn halt(&mut self) -> Result<StopReason> {
+            Ok(StopReason::Halted)
+        }
+        fn resume(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn step(&mut self) -> Result<StopReason> {
+            Ok(StopReason::Step)
+        }
+        fn wait_for_stop(&mut self, timeout: Duration) -> Result<Option<StopReason>> {
+            assert!(timeout <= POLL, "{timeout:?}");
+            self.0 += 1;
+            Ok((self.0 >= 3).then_some(StopReason::Halted))
+        }
+        fn reset(&mut self, _halt: bool) -> Result<()> {
+            Ok(())
+        }
+        fn is_halted(&self) -> bool {
+            self.0 >= 3
+        }
+    }
+
+    /// "As long as it takes" from a library caller: no overflow of the clock, the stop comes.
+    #[test]
+    fn the_longest_timeout_waits_for_the_stop() {
+        let mut core = StopsLater(0);
+        let wait = wait_for_stop_or_interrupt(&mut core, Duration::MAX).unwrap();
+        assert_eq!(wait, Wait::Stopped(StopReason::Halted));
+        assert_eq!(core.0, 3);
     }
 }

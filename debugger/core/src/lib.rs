@@ -17,7 +17,8 @@
 //! - [`target`]: [`Target`], the composite every backend implements, and [`LinkStats`].
 //! - [`snapshot`]: the versioned offline RAM + registers format, itself a read-only [`Target`].
 //! - [`output`]: writing output files atomically, without following planted links.
-//! - [`limits`]: what a timeout in seconds may be.
+//! - [`limits`]: what a timeout in seconds may be, and [`limits::Deadline`], a wait's end that
+//!   never overflows the clock.
 //! - [`text`]: strings from files and targets made safe for a terminal.
 
 pub mod breakpoints;

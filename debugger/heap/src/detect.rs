@@ -102,6 +102,7 @@ pub fn detect(
     opts: &WalkerOptions,
     mem: Option<&mut dyn Memory>,
 ) -> Result<Box<dyn HeapWalker>, HeapError> {
+    check_options(opts)?;
     let kind = match forced {
         Some(k) => k,
         None => detect_kind(symbols).ok_or(HeapError::NotFound {
@@ -117,6 +118,22 @@ pub fn detect(
         AllocatorKind::RustLlff => Box::new(LlffWalker::from_symbols(symbols)?),
         AllocatorKind::RustTlsf => Box::new(RustTlsfWalker::from_symbols(symbols)?),
     })
+}
+
+/// The break and the limit the user gives are addresses the walk adds to, like the symbols'
+/// (`walkers::check_in_32_bits`); heap_5's regions are checked with the region table's.
+fn check_options(opts: &WalkerOptions) -> Result<(), HeapError> {
+    for (flag, value) in [
+        ("--heap-break", opts.heap_break),
+        ("--heap-limit", opts.heap_limit),
+    ] {
+        if let Some(v) = value.filter(|v| *v > crate::walkers::ADDRESS_SPACE_END) {
+            return Err(HeapError::Config(format!(
+                "{flag} {v:#x} lies above 4 GiB; memlife walks the heaps of 32-bit targets only"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The allocator the symbols show: ESP-IDF first (its FreeRTOS maps pvPortMalloc to
@@ -160,6 +177,53 @@ pub fn detect_kind(symbols: &Symbols) -> Option<AllocatorKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The walkers add target words to the ELF's addresses with plain `+`: a 64-bit image with
+    /// its heap near 2^64 would overflow them, so it is refused before a walker exists.
+    #[test]
+    fn heap_symbols_above_4_gib_are_refused() {
+        let dir = memlife_testkit::process::tempdir("heap-above-4gib");
+        let elf = memlife_testkit::host_elf::heap4_near_top_of_64_bits(&dir);
+        let symbols = Symbols::load(&elf).unwrap();
+        assert_eq!(detect_kind(&symbols), Some(AllocatorKind::Heap4));
+        let err = detect(&symbols, None, &WalkerOptions::default(), None).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, HeapError::Config(_)), "{msg}");
+        assert!(
+            msg.contains(
+                "freertos-heap4: `ucHeap` at 0xffffffffffffc000 (8192 bytes) ends above 4 GiB"
+            ),
+            "{msg}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_heap_break_or_limit_above_4_gib_is_refused() {
+        let elf =
+            memlife_testkit::firmware::repo().join("debugger/heap/testdata/nano-fragmentation.elf");
+        let symbols = Symbols::load(&elf).unwrap();
+        assert!(detect(&symbols, None, &WalkerOptions::default(), None).is_ok());
+        for (opts, flag) in [
+            (
+                WalkerOptions {
+                    heap_limit: Some(u64::MAX),
+                    ..WalkerOptions::default()
+                },
+                "--heap-limit 0xffffffffffffffff",
+            ),
+            (
+                WalkerOptions {
+                    heap_break: Some((1 << 32) + 8),
+                    ..WalkerOptions::default()
+                },
+                "--heap-break 0x100000008",
+            ),
+        ] {
+            let err = detect(&symbols, None, &opts, None).unwrap_err().to_string();
+            assert!(err.contains(flag) && err.contains("above 4 GiB"), "{err}");
+        }
+    }
 
     #[test]
     fn allocator_names_parse_with_or_without_their_prefix() {

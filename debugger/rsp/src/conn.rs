@@ -7,8 +7,9 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use memlife_core::limits::Deadline;
 use memlife_core::{Result, TargetError};
 
 use crate::packet::{self, MAX_FRAME};
@@ -37,18 +38,18 @@ impl Conn {
     }
 
     /// Reads more bytes into the buffer; `Ok(false)` when the deadline passed first.
-    fn fill(&mut self, deadline: Instant, what: &'static str) -> Result<bool> {
+    /// Without a deadline (a timeout the clock cannot hold) it waits as long as it takes.
+    fn fill(&mut self, deadline: Deadline, what: &'static str) -> Result<bool> {
         if self.closed {
             return Err(TargetError::Gone("the server closed the connection".into()));
         }
-        let now = Instant::now();
-        if now >= deadline {
+        if deadline.passed() {
             return Ok(false);
         }
         // A zero timeout means "block forever" to the OS: never pass one.
-        let wait = (deadline - now).max(Duration::from_millis(1));
+        let wait = deadline.left().map(|w| w.max(Duration::from_millis(1)));
         self.stream
-            .set_read_timeout(Some(wait))
+            .set_read_timeout(wait)
             .map_err(|e| TargetError::transport("setting the socket timeout", e))?;
         let mut chunk = [0u8; 8192];
         match self.stream.read(&mut chunk) {
@@ -113,7 +114,7 @@ impl Conn {
             if !self.ack {
                 return Ok(());
             }
-            let deadline = Instant::now() + timeout;
+            let deadline = Deadline::after(timeout);
             loop {
                 match self.buf.first() {
                     Some(b'+') => {
@@ -167,7 +168,7 @@ impl Conn {
         what: &'static str,
         send_ack: bool,
     ) -> Result<Option<Vec<u8>>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         let mut rejected = 0;
         loop {
             // Drop noise before the frame (stray acks, garbage).

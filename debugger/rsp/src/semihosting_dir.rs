@@ -1,8 +1,8 @@
 //! The one host directory a firmware's semihosting calls may use (`--semihosting-dir DIR`).
 //!
 //! Without it memlife refuses every host file access (see `packets::fileio`). With it, the
-//! firmware may open, read, write, seek, close and remove regular files under DIR and nowhere
-//! else:
+//! firmware may open, read, write, seek, close, remove, rename and stat regular files under DIR
+//! and nowhere else:
 //!
 //! - a path is relative to DIR: absolute paths, empty components and `..` are refused before
 //!   anything is opened;
@@ -12,6 +12,9 @@
 //! - only regular files are opened (a FIFO or a device under DIR is refused, and `O_NONBLOCK`
 //!   keeps the open itself from waiting on one), and never one with a second name: a hard link
 //!   may be a file outside DIR; truncation waits until these checks passed;
+//! - a rename moves a regular, single-named file to a name under DIR that is free or another
+//!   such file; `stat` answers for such files and for directories under DIR, `fstat` for the
+//!   files the firmware opened; links are refused as for open;
 //! - the bytes written in all are capped ([`SemihostingDir::max_write`]), and so is the number
 //!   of files open at once.
 //!
@@ -184,7 +187,7 @@ mod imp {
     use rustix::io::Errno;
 
     use super::{Denied, SemihostingDir, components, flags};
-    use crate::packets::fileio::errno;
+    use crate::packets::fileio::{FileStat, errno};
 
     fn to_denied(e: Errno) -> Denied {
         let errno = match e {
@@ -335,6 +338,93 @@ mod imp {
         }
     }
 
+    /// The firmware's view of a host `stat`.
+    #[allow(clippy::useless_conversion)] // the fields are narrower than i64 on some hosts
+    fn file_stat(st: &rustix::fs::Stat) -> FileStat {
+        let kind = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+            FileStat::DIRECTORY
+        } else {
+            FileStat::REGULAR
+        };
+        let n = |v: i64| u64::try_from(v).unwrap_or(0);
+        FileStat {
+            mode: kind | (st.st_mode & 0o777),
+            size: n(st.st_size),
+            blksize: n(st.st_blksize.into()),
+            blocks: n(st.st_blocks.into()),
+            times: [st.st_atime, st.st_mtime, st.st_ctime].map(i64::from),
+        }
+    }
+
+    /// What may be looked at or moved: a regular file with one name (a link of either kind may
+    /// lead out), or, when `dir_ok`, a directory.
+    fn check_kind(st: &rustix::fs::Stat, dir_ok: bool) -> Result<(), Denied> {
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Symlink => Err(Denied::outside()),
+            FileType::RegularFile if st.st_nlink > 1 => Err(Denied::outside()),
+            FileType::RegularFile => Ok(()),
+            FileType::Directory if dir_ok => Ok(()),
+            FileType::Directory => Err(Denied::errno(errno::EISDIR)),
+            _ => Err(Denied::errno(errno::EACCES)),
+        }
+    }
+
+    impl SemihostingDir {
+        /// The directory holding `path`'s last component (walked without following links),
+        /// and that component.
+        fn locate<'p>(&self, path: &'p [u8]) -> Result<(Option<OwnedFd>, &'p [u8]), Denied> {
+            let parts = components(path)?;
+            let (last, dirs) = parts.split_last().ok_or(Denied::errno(errno::EINVAL))?;
+            Ok((self.parent(dirs)?, last))
+        }
+
+        /// The entry `name` in `parent` (or the root), not following a link.
+        fn stat_at(
+            &self,
+            parent: &Option<OwnedFd>,
+            name: &[u8],
+        ) -> Result<rustix::fs::Stat, Denied> {
+            let at = parent.as_ref().map_or(self.dir.as_fd(), |d| d.as_fd());
+            rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW).map_err(to_denied)
+        }
+
+        /// `stat,path,buf`: a regular file or a directory under the root.
+        pub(crate) fn stat_path(&self, path: &[u8]) -> Result<FileStat, Denied> {
+            let (parent, last) = self.locate(path)?;
+            let st = self.stat_at(&parent, last)?;
+            check_kind(&st, true)?;
+            Ok(file_stat(&st))
+        }
+
+        /// `fstat,fd,buf`: a file the firmware opened here.
+        pub(crate) fn fstat(&self, fd: u64) -> Result<FileStat, Denied> {
+            let file = self.files.get(&fd).ok_or(Denied::errno(errno::EBADF))?;
+            let st = rustix::fs::fstat(file).map_err(to_denied)?;
+            Ok(file_stat(&st))
+        }
+
+        /// `rename,from,to`: both under the root; `from` a single-named regular file, `to` free
+        /// or another such file. Should either change between the checks and the rename,
+        /// `renameat` still moves only names inside the root: it follows no link and writes
+        /// no file's contents.
+        pub(crate) fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), Denied> {
+            let (from_dir, from_name) = self.locate(from)?;
+            let (to_dir, to_name) = self.locate(to)?;
+            check_kind(&self.stat_at(&from_dir, from_name)?, false)?;
+            match self.stat_at(&to_dir, to_name) {
+                Ok(st) => check_kind(&st, false)?,
+                Err(Denied {
+                    errno: errno::ENOENT,
+                    ..
+                }) => {}
+                Err(e) => return Err(e),
+            }
+            let from_at = from_dir.as_ref().map_or(self.dir.as_fd(), |d| d.as_fd());
+            let to_at = to_dir.as_ref().map_or(self.dir.as_fd(), |d| d.as_fd());
+            rustix::fs::renameat(from_at, from_name, to_at, to_name).map_err(to_denied)
+        }
+    }
+
     fn io_denied(e: std::io::Error) -> Denied {
         match e.raw_os_error() {
             Some(raw) => to_denied(Errno::from_raw_os_error(raw)),
@@ -411,6 +501,75 @@ mod tests {
         assert_eq!(d.close(fd).unwrap_err().errno, errno::EBADF);
         d.remove(b"soft").unwrap();
         assert!(victim.exists());
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// `stat` (which no ARM semihosting call sends, but a File-I/O server may get) and
+    /// `rename` follow open's rules; `fstat` answers only for the firmware's own files.
+    #[cfg(unix)]
+    #[test]
+    fn stat_fstat_and_rename_keep_to_the_directory() {
+        use crate::packets::fileio::FileStat;
+        let base = std::env::temp_dir().join(format!("memlife-shdir-meta-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dir = base.join("dir");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let victim = outside.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::fs::write(dir.join("f.txt"), "12345").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("soft")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("out")).unwrap();
+        std::fs::hard_link(&victim, dir.join("hard")).unwrap();
+        let mut d = SemihostingDir::open(&dir).unwrap();
+
+        let st = d.stat_path(b"f.txt\0").unwrap();
+        assert_eq!(st.size, 5);
+        assert_eq!(st.mode & !0o777, FileStat::REGULAR);
+        assert_eq!(
+            d.stat_path(b"sub").unwrap().mode & !0o777,
+            FileStat::DIRECTORY
+        );
+        for path in [
+            &b"soft"[..],
+            b"hard",
+            b"out/victim",
+            b"../outside/victim",
+            b"/etc/passwd",
+        ] {
+            assert_eq!(d.stat_path(path), Err(Denied::outside()), "{path:?}");
+        }
+        assert_eq!(d.stat_path(b"missing").unwrap_err().errno, errno::ENOENT);
+
+        let fd = d.open_file(b"f.txt", 0, 0).unwrap();
+        assert_eq!(d.fstat(fd).unwrap().size, 5);
+        d.close(fd).unwrap();
+        assert_eq!(d.fstat(fd).unwrap_err().errno, errno::EBADF);
+
+        d.rename(b"f.txt", b"sub/g.txt").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("sub/g.txt")).unwrap(),
+            "12345"
+        );
+        for (from, to) in [
+            (&b"sub/g.txt"[..], &b"../g.txt"[..]),
+            (b"sub/g.txt", b"out/g.txt"),
+            (b"sub/g.txt", b"hard"),
+            (b"sub/g.txt", b"soft"),
+            (b"soft", b"moved"),
+            (b"hard", b"moved"),
+        ] {
+            assert_eq!(
+                d.rename(from, to),
+                Err(Denied::outside()),
+                "{from:?} -> {to:?}"
+            );
+        }
+        assert_eq!(d.rename(b"sub", b"sub2").unwrap_err().errno, errno::EISDIR);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+        assert!(dir.join("sub/g.txt").exists());
         let _ = std::fs::remove_dir_all(&base);
     }
 }

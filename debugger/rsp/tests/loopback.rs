@@ -599,3 +599,47 @@ fn a_slow_server_is_bounded_by_the_whole_command_deadline() {
     drop(t);
     let _ = server.join();
 }
+
+/// `Duration::MAX` ("as long as it takes", from a library caller: the command line caps timeouts
+/// at a week) must not overflow the clock in any wait: the handshake, a read, a monitor command
+/// and a wait for a stop all go through.
+#[test]
+fn the_longest_read_timeout_waits_without_overflowing_the_clock() {
+    let mut script = qemu_like_handshake();
+    script.extend([
+        Expect(pkt("m20000000,4")),
+        Send(ack_pkt("78563412")),
+        Expect(b"+".to_vec()),
+        Expect(rcmd("info")),
+        Send(ack_pkt(&console("fine\n"))),
+        Expect(b"+".to_vec()),
+        Send(pkt("OK")),
+        Expect(b"+".to_vec()),
+        Expect(pkt("g")),
+        Send(ack_pkt(&classic_g(0x0800_0100, 0x2000_1000, 0))),
+        Expect(b"+".to_vec()),
+        Expect(pkt("vCont;c")),
+        Send(b"+".to_vec()),
+        Send(pkt("T05thread:p01.01;")),
+        Expect(b"+".to_vec()),
+        // Where it stopped.
+        Expect(pkt("g")),
+        Send(ack_pkt(&classic_g(0x0800_0200, 0x2000_1000, 0))),
+        Expect(b"+".to_vec()),
+    ]);
+    let (addr, server) = serve(script);
+    let options = ConnectOptions {
+        read_timeout: Duration::MAX,
+        ..opts(0)
+    };
+    let mut t = GdbRemote::connect_with(&addr, options).unwrap();
+    assert_eq!(t.read_u32(0x2000_0000).unwrap(), 0x1234_5678);
+    assert_eq!(t.monitor("info").unwrap(), "fine\n");
+    t.resume().unwrap();
+    assert!(matches!(
+        t.wait_for_stop(Duration::MAX).unwrap(),
+        Some(StopReason::Breakpoint(_) | StopReason::Signal(_) | StopReason::Halted)
+    ));
+    drop(t);
+    server.join().unwrap();
+}

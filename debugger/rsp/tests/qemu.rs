@@ -378,3 +378,63 @@ fn semihosting_dir_caps_what_the_firmware_writes() {
     );
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
+
+/// SYS_FLEN (QEMU's `fstat`) and SYS_RENAME (`rename`) are served inside the semihosting
+/// directory; renames out of it, through a linked folder, of a link or a hard-linked file, and
+/// over a hard-linked file are refused, and nothing outside changes. The firmware's exit status
+/// has a bit for every expectation that failed (see `firmware/hostile/semihost_meta.c`).
+#[test]
+fn semihosting_dir_serves_flen_and_rename_inside_it_only() {
+    let (dir, outside) = semihosting_scratch("meta");
+    let victim = outside.join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("linkfile")).unwrap();
+    std::fs::hard_link(&victim, dir.join("hardfile")).unwrap();
+    let absolute = std::path::Path::new("/tmp/memlife-semihost-meta-absolute.txt");
+    let _ = std::fs::remove_file(absolute);
+
+    let elf = memlife_testkit::firmware::elf("hostile", "semihost-meta");
+    let qemu = QemuProcess::start(MACHINE, &elf, &[]).unwrap();
+    let mut t = qemu.connect().unwrap();
+    t.set_semihosting_dir(Some(memlife_rsp::SemihostingDir::open(&dir).unwrap()));
+    t.resume().unwrap();
+    let stop = t.wait_for_stop(WAIT).unwrap();
+    assert_eq!(
+        stop,
+        Some(StopReason::Exited(0)),
+        "bits of failed expectations"
+    );
+
+    assert_eq!(
+        std::fs::read_to_string(dir.join("renamed.txt")).unwrap(),
+        "0123456789abcdefghij"
+    );
+    assert!(!dir.join("data.txt").exists());
+    let mut inside: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    inside.sort();
+    assert_eq!(inside, ["hardfile", "link", "linkfile", "renamed.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the user's file\n"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    assert!(!dir.parent().unwrap().join("escaped.txt").exists());
+    assert!(!absolute.exists());
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+/// Without a directory the same firmware gets neither: its file is never written, so nothing
+/// to measure or rename, and every rename is refused.
+#[test]
+fn without_semihosting_dir_flen_and_rename_are_refused() {
+    let elf = memlife_testkit::firmware::elf("hostile", "semihost-meta");
+    let qemu = QemuProcess::start(MACHINE, &elf, &[]).unwrap();
+    let mut t = qemu.connect().unwrap();
+    t.resume().unwrap();
+    let stop = t.wait_for_stop(WAIT).unwrap();
+    assert_eq!(stop, Some(StopReason::Exited(1 | 2 | 4 | 8)));
+}

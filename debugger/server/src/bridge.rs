@@ -302,7 +302,12 @@ impl Bridge {
                 }
                 Ok(true)
             }
-            Err(e) if e.kind() == ErrorKind::Unsupported => Ok(false),
+            Err(e) if e.kind() == ErrorKind::Unsupported => {
+                // gdb only says it cannot insert the breakpoint ("cannot access memory"): the
+                // why (all hardware comparators in use on a board) goes to the server's log.
+                eprintln!("memlife serve: breakpoint at {addr:#010x} refused: {e}");
+                Ok(false)
+            }
             Err(e) => Err(fatal_or_not(e)),
         }
     }
@@ -518,6 +523,19 @@ impl HwWatchpoint for Bridge {
 /// The blocking event loop: the backend runs on its own (QEMU, a probe), so waiting is a series
 /// of short waits for a stop with a look at the connection in between.
 pub enum EventLoop {}
+
+impl EventLoop {
+    /// The stop a replay ([`crate::replay`]) reports the moment gdb waits for one: the one
+    /// already known (a single step, the firmware's end), else the target halted now.
+    pub(crate) fn stop_now(target: &mut Bridge) -> Option<SingleThreadStopReason<u32>> {
+        if let Some(stop) = target.pending.take() {
+            return Some(target.translate(stop));
+        }
+        <EventLoop as BlockingEventLoop>::on_interrupt(target)
+            .ok()
+            .flatten()
+    }
+}
 
 impl BlockingEventLoop for EventLoop {
     type Target = Bridge;

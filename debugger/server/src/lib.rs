@@ -13,6 +13,8 @@
 //! - `monitor`: the `monitor` commands (`heap`, `dump`, `dump-on`, `reset`, ...).
 //! - `audit`: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
 //! - [`client`]: a client's connection, with a deadline on every packet and a bound on its size.
+//! - [`replay`]: a session over bytes in memory (the packet path without a socket), for fuzzing
+//!   and packet-level tests.
 //! - [`places`]: where a client's dumps, reports and scripts may be (never outside the server's
 //!   directories).
 //! - [`error`]: [`ServeError`], with its causes as sources.
@@ -27,6 +29,7 @@ pub mod error;
 pub mod heap;
 mod monitor;
 pub mod places;
+pub mod replay;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;

@@ -248,10 +248,13 @@ impl MonitorCmd for Bridge {
         mut out: ConsoleOutput<'_>,
     ) -> Result<(), ServeError> {
         let line = String::from_utf8_lossy(cmd);
-        match self.monitor(&line) {
-            Ok(text) => out.write_raw(text.as_bytes()),
-            Err(e) => out.write_raw(format!("error: {e:#}\n").as_bytes()),
-        }
+        let text = match self.monitor(&line) {
+            Ok(text) => text,
+            Err(e) => format!("error: {e:#}\n"),
+        };
+        // gdb prints console output raw: what a client typed (echoed in errors), paths and
+        // target strings must not drive the user's terminal.
+        out.write_raw(memlife_core::text::printable(&text).as_bytes());
         Ok(())
     }
 }

@@ -6,6 +6,7 @@
 //!   a lock, so parallel tests and test binaries do not race `make`).
 //! - [`process`]: children under guards that kill what they started, commands with a deadline,
 //!   gdb-multiarch in batch mode, fresh temporary directories.
+//! - [`host_elf`]: 64-bit ELFs built with the host's `cc`, for addresses no firmware has.
 //! - [`fuzz`]: a seeded xorshift generator and the loop of random cases around it.
 //! - [`ram`]: fake target RAM (a one-region [`memlife_core::Snapshot`]) and little-endian words.
 //! - [`rsp`]: scripted GDB servers on loopback: the exact bytes a client must send, and what
@@ -15,6 +16,7 @@
 
 pub mod firmware;
 pub mod fuzz;
+pub mod host_elf;
 pub mod process;
 pub mod ram;
 pub mod rsp;

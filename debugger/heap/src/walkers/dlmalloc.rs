@@ -59,8 +59,18 @@ impl DlmallocWalker {
         Ok(DlmallocWalker {
             av,
             sbrk_base,
-            max_sbrked: optional_static(symbols, "__malloc_max_sbrked_mem", &[]),
-            current_mallinfo: optional_static(symbols, "__malloc_current_mallinfo", &[]),
+            max_sbrked: optional_static(
+                symbols,
+                "newlib-dlmalloc",
+                "__malloc_max_sbrked_mem",
+                &[],
+            )?,
+            current_mallinfo: optional_static(
+                symbols,
+                "newlib-dlmalloc",
+                "__malloc_current_mallinfo",
+                &[],
+            )?,
             heap_limit: opts.heap_limit,
             resolved,
         })

@@ -22,16 +22,52 @@ pub(crate) use tlsf::caps::{bit as caps_bit, names as caps_names};
 
 use crate::{HeapError, ResolvedSymbol};
 
-/// Address of a required static, or a `MissingSymbol` error naming it.
+/// Where the address space of every supported allocator ends: they all run on 32-bit cores.
+pub(crate) const ADDRESS_SPACE_END: u64 = 1 << 32;
+
+/// Refuses `len` bytes at `addr` unless they end by 4 GiB. The walkers add target words to
+/// the addresses the ELF gives with plain `+` (see the module doc): that holds only while those
+/// addresses are 32-bit, which a 64-bit or damaged ELF does not promise.
+pub(crate) fn check_in_32_bits(
+    allocator: &'static str,
+    what: &str,
+    addr: u64,
+    len: u64,
+) -> Result<(), HeapError> {
+    match addr.checked_add(len) {
+        Some(end) if end <= ADDRESS_SPACE_END => Ok(()),
+        _ => Err(HeapError::Config(format!(
+            "{allocator}: {what} at {addr:#x} ({len} bytes) ends above 4 GiB; memlife walks \
+             the heaps of 32-bit targets only (a 64-bit or damaged ELF?)"
+        ))),
+    }
+}
+
+/// Address and size of a static, refused (see [`check_in_32_bits`]) when it ends above 4 GiB.
+fn static_in_32_bits(
+    symbols: &Symbols,
+    allocator: &'static str,
+    name: &str,
+    prefer_cu: &[&str],
+) -> Result<Option<(u64, Option<u64>)>, HeapError> {
+    let Some((addr, size)) = symbols.static_location(name, prefer_cu) else {
+        return Ok(None);
+    };
+    // A static without a size still has its first word read.
+    check_in_32_bits(allocator, &format!("`{name}`"), addr, size.unwrap_or(4))?;
+    Ok(Some((addr, size)))
+}
+
+/// Address of a required static, or a `MissingSymbol` error naming it (a `Config` error when it
+/// lies above 4 GiB).
 pub(crate) fn require_static(
     symbols: &Symbols,
     allocator: &'static str,
     name: &str,
     prefer_cu: &[&str],
 ) -> Result<(u64, Option<u64>), HeapError> {
-    symbols
-        .static_location(name, prefer_cu)
-        .ok_or_else(|| HeapError::MissingSymbol {
+    static_in_32_bits(symbols, allocator, name, prefer_cu)?.ok_or_else(|| {
+        HeapError::MissingSymbol {
             allocator,
             symbol: name.to_string(),
             hint: if symbols.has_dwarf() {
@@ -39,12 +75,18 @@ pub(crate) fn require_static(
             } else {
                 " (the ELF has no DWARF and no such symbol-table entry: build with -g)".to_string()
             },
-        })
+        }
+    })
 }
 
-/// Address of an optional static.
-pub(crate) fn optional_static(symbols: &Symbols, name: &str, prefer_cu: &[&str]) -> Option<u64> {
-    symbols.static_location(name, prefer_cu).map(|(a, _)| a)
+/// Address of an optional static (a `Config` error when it lies above 4 GiB).
+pub(crate) fn optional_static(
+    symbols: &Symbols,
+    allocator: &'static str,
+    name: &str,
+    prefer_cu: &[&str],
+) -> Result<Option<u64>, HeapError> {
+    Ok(static_in_32_bits(symbols, allocator, name, prefer_cu)?.map(|(a, _)| a))
 }
 
 /// Rounds up to a power-of-two alignment.

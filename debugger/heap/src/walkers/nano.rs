@@ -10,7 +10,7 @@
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
-use super::{align_up, optional_static, require_static, resolved_statics};
+use super::{align_up, check_in_32_bits, optional_static, require_static, resolved_statics};
 use crate::firmware_view::{FirmwareView, Mallinfo, NewlibView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
@@ -18,6 +18,8 @@ use crate::{
     BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext, WalkerOptions,
 };
 
+/// The allocator's name, as reported.
+const NAME: &str = "newlib-nano";
 const ENTRY_POINTS: &[EntryPoint] = &[
     EntryPoint::malloc("_malloc_r", 1),
     EntryPoint::other_alloc("malloc"),
@@ -59,11 +61,15 @@ pub struct NanoWalker {
 impl NanoWalker {
     /// Resolves the nano globals, the `_sbrk` break and the heap limit.
     pub fn from_symbols(symbols: &Symbols, opts: &WalkerOptions) -> Result<Self, HeapError> {
-        let (free_list, _) = require_static(symbols, "newlib-nano", "__malloc_free_list", &[])?;
-        let (sbrk_start, _) = require_static(symbols, "newlib-nano", "__malloc_sbrk_start", &[])?;
-        let break_var = BREAK_VARS
-            .iter()
-            .find_map(|n| optional_static(symbols, n, &["sysmem.c", "syscalls.c", "sbrk.c"]));
+        let (free_list, _) = require_static(symbols, NAME, "__malloc_free_list", &[])?;
+        let (sbrk_start, _) = require_static(symbols, NAME, "__malloc_sbrk_start", &[])?;
+        let mut break_var = None;
+        for n in BREAK_VARS {
+            break_var = optional_static(symbols, NAME, n, &["sysmem.c", "syscalls.c", "sbrk.c"])?;
+            if break_var.is_some() {
+                break;
+            }
+        }
         let heap_limit = opts
             .heap_limit
             .or_else(|| linker_symbol(symbols, LIMIT_SYMBOLS))
@@ -73,9 +79,15 @@ impl NanoWalker {
                 estack.checked_sub(min_stack)
             });
         let heap_base = linker_symbol(symbols, END_SYMBOLS);
+        // The arena lies between the base and the limit: both are addresses the walk adds to.
+        for (what, addr) in [("the heap limit", heap_limit), ("the heap base", heap_base)] {
+            if let Some(a) = addr {
+                check_in_32_bits(NAME, what, a, 0)?;
+            }
+        }
         if break_var.is_none() && opts.heap_break.is_none() {
             return Err(HeapError::MissingSymbol {
-                allocator: "newlib-nano",
+                allocator: NAME,
                 symbol: BREAK_VARS.join("` or `"),
                 hint: " (the _sbrk break variable; pass --heap-break ADDR)".into(),
             });

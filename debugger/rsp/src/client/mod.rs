@@ -35,6 +35,7 @@ use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use memlife_core::limits::Deadline;
 use memlife_core::{BreakpointKind, LinkStats, Result, StopReason, TargetError, WatchKind};
 
 use crate::conn::Conn;
@@ -292,9 +293,9 @@ impl GdbRemote {
         let r = self.conn.send(&request.encode(), timeout);
         self.note(r)?;
         let mut output = Vec::new();
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.left_or_max();
             let r = self.conn.recv(left, "monitor output");
             let Some(d) = self.note(r)? else {
                 return Err(TargetError::timeout(timeout, "monitor command"));

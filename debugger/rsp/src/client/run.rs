@@ -1,8 +1,9 @@
 //! Run control: continue and step (off an inserted breakpoint, as gdb does), interrupt, reset,
 //! and reading stop replies.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use memlife_core::limits::Deadline;
 use memlife_core::{BreakpointKind, Result, StopReason, TargetError};
 
 use super::{GdbRemote, Pending, RunState};
@@ -196,9 +197,9 @@ impl GdbRemote {
     /// Reads stop replies until one arrives or `timeout` passes.
     pub(super) fn wait_stop(&mut self, timeout: Duration) -> Result<Option<StopReason>> {
         self.check_deadline()?;
-        let deadline = Instant::now() + self.until_deadline(timeout);
+        let deadline = Deadline::after(self.until_deadline(timeout));
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.left_or_max();
             let r = self.conn.recv(left, "a stop reply");
             let Some(data) = self.note(r)? else {
                 // Cut short by the whole command's deadline: say so, not "no stop yet".

@@ -62,7 +62,8 @@ impl GdbRemote {
                     self.semihosting_refused = true;
                     let allowed = match &self.semihosting_dir {
                         Some(d) => format!(
-                            "memlife serves only open, read, write, seek, close and remove under {}",
+                            "memlife serves only open, read, write, seek, close, remove, rename, stat \
+                             and fstat under {}",
                             d.root().display()
                         ),
                         None => "memlife gives firmware no access to host files".to_string(),
@@ -158,9 +159,79 @@ impl GdbRemote {
                 None => return Ok(None),
             },
             "isatty" if ours => Ok(0),
+            "stat" => {
+                let Some(path) = self.path_arg(arg(0), arg(1))? else {
+                    return Ok(Some(Err(Denied {
+                        errno: errno::ENAMETOOLONG,
+                        outside: false,
+                    })));
+                };
+                let Some(answer) = self.semihosting_dir.as_ref().map(|d| d.stat_path(&path)) else {
+                    return Ok(None);
+                };
+                match answer {
+                    Ok(st) => {
+                        self.write_during_call(arg(2), &st.encode())?;
+                        Ok(0)
+                    }
+                    Err(denied) => {
+                        if denied.outside {
+                            self.say_refused(OUTSIDE, &path);
+                        }
+                        Err(denied)
+                    }
+                }
+            }
+            "fstat" if ours => {
+                let Some(answer) = self.semihosting_dir.as_ref().map(|d| d.fstat(arg(0))) else {
+                    return Ok(None);
+                };
+                match answer {
+                    Ok(st) => {
+                        self.write_during_call(arg(1), &st.encode())?;
+                        // The protocol's success is 0, but QEMU 7.2 turns SYS_FLEN (its only
+                        // use of fstat) into EOVERFLOW unless the return code equals st_size;
+                        // later QEMUs read st_size alone, so the size suits both.
+                        Ok(st.size)
+                    }
+                    Err(denied) => Err(denied),
+                }
+            }
+            "rename" => {
+                let (Some(from), Some(to)) = (
+                    self.path_arg(arg(0), arg(1))?,
+                    self.path_arg(arg(2), arg(3))?,
+                ) else {
+                    return Ok(Some(Err(Denied {
+                        errno: errno::ENAMETOOLONG,
+                        outside: false,
+                    })));
+                };
+                let Some(answer) = self.semihosting_dir.as_mut().map(|d| d.rename(&from, &to))
+                else {
+                    return Ok(None);
+                };
+                if let Err(Denied { outside: true, .. }) = answer {
+                    let mut both = from.strip_suffix(b"\0").unwrap_or(&from).to_vec();
+                    both.extend_from_slice(b" -> ");
+                    both.extend_from_slice(&to);
+                    self.say_refused(OUTSIDE, &both);
+                }
+                answer.map(|()| 0)
+            }
             _ => return Ok(None),
         };
         Ok(Some(answer))
+    }
+
+    /// A path argument `ptr/len` (the length counts the NUL), or `None` when it is longer than
+    /// any path the directory serves.
+    #[cfg(unix)]
+    fn path_arg(&mut self, addr: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        if len > MAX_PATH + 1 {
+            return Ok(None);
+        }
+        self.read_during_call(addr, len).map(Some)
     }
 
     #[cfg(not(unix))]

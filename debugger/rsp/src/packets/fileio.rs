@@ -40,6 +40,48 @@ pub mod errno {
     pub const EUNKNOWN: u32 = 9999;
 }
 
+/// A file's metadata as GDB's File-I/O `struct stat` carries it to the firmware (`stat`,
+/// `fstat`): 64 bytes, every field big-endian, in the order [`FileStat::encode`] writes. The
+/// fields that would only tell the firmware about the host (device, inode, owner) are zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    /// Protocol mode bits: `S_IFREG` (0o100000) or `S_IFDIR` (0o40000), and the permission
+    /// bits (0o777), which have the same values as on Unix hosts.
+    pub mode: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Preferred block size.
+    pub blksize: u64,
+    /// Blocks allocated.
+    pub blocks: u64,
+    /// Access, modification and change times, seconds since 1970 (clamped to 32 bits).
+    pub times: [i64; 3],
+}
+
+impl FileStat {
+    /// The protocol's `S_IFREG`.
+    pub const REGULAR: u32 = 0o100_000;
+    /// The protocol's `S_IFDIR`.
+    pub const DIRECTORY: u32 = 0o40_000;
+
+    /// The 64 bytes: `st_dev`, `st_ino`, `st_mode`, `st_nlink`, `st_uid`, `st_gid`, `st_rdev`
+    /// (4 bytes each), `st_size`, `st_blksize`, `st_blocks` (8 each), `st_atime`, `st_mtime`,
+    /// `st_ctime` (4 each).
+    pub fn encode(&self) -> [u8; 64] {
+        let mut out = [0u8; 64];
+        out[8..12].copy_from_slice(&self.mode.to_be_bytes());
+        out[12..16].copy_from_slice(&1u32.to_be_bytes()); // st_nlink: only single-named files
+        out[28..36].copy_from_slice(&self.size.to_be_bytes());
+        out[36..44].copy_from_slice(&self.blksize.to_be_bytes());
+        out[44..52].copy_from_slice(&self.blocks.to_be_bytes());
+        for (i, t) in self.times.iter().enumerate() {
+            let t = u32::try_from((*t).clamp(0, i64::from(u32::MAX))).unwrap_or(0);
+            out[52 + 4 * i..56 + 4 * i].copy_from_slice(&t.to_be_bytes());
+        }
+        out
+    }
+}
+
 /// Largest console write read from the target per request; the firmware is told how much was
 /// written and sends the rest again.
 pub const MAX_CONSOLE_WRITE: u64 = 4096;
@@ -151,6 +193,27 @@ pub fn reply(decision: &Decision, written: u64) -> Vec<u8> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The size sits where QEMU reads it for SYS_FLEN (offset 28, big-endian).
+    #[test]
+    fn stat_layout() {
+        let st = FileStat {
+            mode: FileStat::REGULAR | 0o644,
+            size: 0x0102_0304_0506_0708,
+            blksize: 4096,
+            blocks: 8,
+            times: [1, -5, 1 << 40],
+        };
+        let b = st.encode();
+        assert_eq!(&b[8..12], &[0, 0, 0x81, 0xa4]);
+        assert_eq!(&b[28..36], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(&b[36..44], &4096u64.to_be_bytes());
+        assert_eq!(
+            &b[52..64],
+            &[0, 0, 0, 1, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]
+        );
+        assert_eq!(&b[..8], &[0; 8]);
+    }
 
     #[test]
     fn parses_qemu_requests() {

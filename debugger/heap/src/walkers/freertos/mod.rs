@@ -187,11 +187,11 @@ impl FreeRtosWalker {
             off_size,
             struct_size,
             free_bytes,
-            min_ever: optional_static(symbols, "xMinimumEverFreeBytesRemaining", CU),
-            allocs: optional_static(symbols, "xNumberOfSuccessfulAllocations", CU),
-            frees: optional_static(symbols, "xNumberOfSuccessfulFrees", CU),
-            canary: optional_static(symbols, "xHeapCanary", CU),
-            suspended: optional_static(symbols, "uxSchedulerSuspended", &["tasks.c"]),
+            min_ever: optional_static(symbols, name, "xMinimumEverFreeBytesRemaining", CU)?,
+            allocs: optional_static(symbols, name, "xNumberOfSuccessfulAllocations", CU)?,
+            frees: optional_static(symbols, name, "xNumberOfSuccessfulFrees", CU)?,
+            canary: optional_static(symbols, name, "xHeapCanary", CU)?,
+            suspended: optional_static(symbols, name, "uxSchedulerSuspended", &["tasks.c"])?,
             resolved: Vec::new(),
         };
         walker.resolved = resolved_statics(
