@@ -116,11 +116,17 @@ fn the_leak_names_the_rust_function_and_line() {
             "allocated at firmware::engine::prepare (engine.rs:",
         ),
     ] {
+        let dir = tempdir(&format!("rust-leak-{alloc}"));
+        let json = dir.join("report.json");
         let out = run_memlife(&[
             "audit",
             "--config",
             &config(&format!("rust-{alloc}")),
             lifecycle.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
         ]);
         let text = stdout(&out);
         assert_eq!(
@@ -140,5 +146,14 @@ fn the_leak_names_the_rust_function_and_line() {
             !text.contains("_ZN") && !text.contains("17h"),
             "{alloc}: {text}"
         );
+        // The traced sizes (LlffHeap: from the requests, the allocator keeps no header) add up
+        // to what the walks see at every phase boundary.
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let phases = report["phases"].as_array().unwrap();
+        assert_eq!(phases.len(), 18, "{alloc}: 3 lifecycles of 6 phases");
+        for p in phases {
+            assert_eq!(p["accounting_drift"], 0, "{alloc}: {}", p["function"]);
+        }
     }
 }
