@@ -396,6 +396,17 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn(
+        "deferred",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
+            t.with(&ctx, |d| {
+                crate::deferred::classify(d.events(), d.records())
+                    .iter()
+                    .map(crate::values::deferred_map)
+                    .collect()
+            })
+        },
+    );
+    engine.register_fn(
         "damage",
         |ctx: NativeCallContext, t: &mut TargetHandle, h: HeapHandle| -> RhaiResult<Array> {
             t.with(&ctx, |d| {
