@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the bundled firmware on an emulated STM32F405 (QEMU netduinoplus2), audited by
 # memlife with scripts/lifecycle.rhai: the healthy build, then each of the seed's faulty cases,
-# each with its HTML report and Perfetto trace.
+# each with its HTML report and Perfetto trace; then one `memlife diff` (healthy vs leak-on-switch).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MEMLIFE=target/debug/memlife
@@ -32,9 +32,17 @@ for ex in healthy load-peak reorder branch-peak leak-on-switch fragmentation ove
   echo "   exit $code: $verdict"
 done
 echo
+echo "== memlife diff: the healthy build against leak-on-switch (budgets: examples/diff/memlife.toml)"
+"$MEMLIFE" diff --config examples/diff/memlife.toml "$OUT/healthy.json" "$OUT/leak-on-switch.json" \
+  --markdown "$OUT/diff.md" --report "$OUT/diff" 2>/dev/null | sed 's/^/   /'
+code=${PIPESTATUS[0]}
+if [ "$code" = 1 ]; then verdict="as expected"; else verdict="UNEXPECTED (expected 1)"; status=1; fi
+echo "   exit $code: $verdict (examples/diff/run.sh compares every faulty build)"
+echo
 echo "== Reports (open in a browser; the traces in ui.perfetto.dev)"
 for ex in healthy load-peak reorder branch-peak leak-on-switch fragmentation overlap; do
   printf '   %-15s %s   trace %s\n' "$ex" "$(realpath "$OUT/$ex/index.html")" "$OUT/$ex.trace.json"
 done
-echo "JSON: $OUT/*.json, JUnit: $OUT/*.xml. Next: memlife audit --help, scripts/README.md"
+printf '   %-15s %s   markdown %s\n' "diff" "$(realpath "$OUT/diff/index.html")" "$OUT/diff.md"
+echo "JSON: $OUT/*.json, JUnit: $OUT/*.xml. Next: memlife audit --help, memlife diff --help, scripts/README.md"
 exit $status

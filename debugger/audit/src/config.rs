@@ -13,11 +13,16 @@
 //! load = "model_load"
 //! [spans]                         # nested calls recorded inside a phase
 //! graph_build = "op_init"
+//! [lifecycle]
+//! cycle_starts = "load"           # the role whose every call begins a cycle (t.cycles)
 //! [budgets]                       # numbers scripts read with budget("build_step")
 //! build_step = 4096
 //! [trace]
 //! method = "trace"                # trace | sample | watermark
 //! skip = ["mem_alloc", "mem_free"]   # wrappers skipped when naming an allocation site
+//! [diff]                          # budgets on the change between two builds (memlife diff)
+//! bytes = 256
+//! percent = 5
 //! ```
 
 use std::collections::BTreeMap;
@@ -99,6 +104,97 @@ impl Default for TraceConfig {
     }
 }
 
+/// How calls of the role functions group into cycles (`t.cycles(n)`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LifecycleConfig {
+    /// The role whose every call begins a cycle; `None`: the first of load, build, run, switch,
+    /// release the firmware has, else the first role of `[phases]`.
+    pub cycle_starts: Option<String>,
+}
+
+/// The firmware's tensor table (`[tensors]`): a global array of structs, one per tensor, and
+/// the fields that describe each, for the overlap check.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorTable {
+    /// The global array.
+    pub table: String,
+    /// A global holding how many entries are in use; the whole array when absent.
+    pub count: Option<String>,
+    /// The field with the tensor's name (`char *` or `char[]`), if any.
+    pub name: Option<String>,
+    /// The field with its address.
+    #[serde(default = "TensorTable::default_addr")]
+    pub addr: String,
+    /// The field with its size in bytes.
+    #[serde(default = "TensorTable::default_size")]
+    pub size: String,
+    /// The field with the first layer (span index) that uses it.
+    #[serde(default = "TensorTable::default_first")]
+    pub first: String,
+    /// The field with the last layer that uses it.
+    #[serde(default = "TensorTable::default_last")]
+    pub last: String,
+    /// memlife's default (this repository's C engine), not the user's: a firmware whose global
+    /// of that name has another shape simply has no table.
+    #[serde(skip)]
+    pub bundled: bool,
+}
+
+impl TensorTable {
+    fn default_addr() -> String {
+        "addr".into()
+    }
+    fn default_size() -> String {
+        "size".into()
+    }
+    fn default_first() -> String {
+        "first".into()
+    }
+    fn default_last() -> String {
+        "last".into()
+    }
+
+    /// The bundled C engine's table (`g_tensors`, `g_tensor_count`).
+    fn bundled() -> Self {
+        TensorTable {
+            table: "g_tensors".into(),
+            count: Some("g_tensor_count".into()),
+            name: Some("name".into()),
+            addr: "addr".into(),
+            size: "size".into(),
+            first: "producer".into(),
+            last: "last_consumer".into(),
+            bundled: true,
+        }
+    }
+}
+
+/// How the spans of one function are named (`[labels.KEY]`, KEY a role or span function as in
+/// `[spans]`): by an index argument looked up in a global name table, or by a string argument.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpanLabels {
+    /// The argument (0-based) that tells the spans apart: an index, or with `string` the name.
+    #[serde(default = "SpanLabels::default_arg")]
+    pub arg: usize,
+    /// The argument is a `char *` name, read from target memory.
+    #[serde(default)]
+    pub string: bool,
+    /// A global array indexed by the argument: its element (or the element's `field`) names
+    /// the span.
+    pub names: Option<String>,
+    /// The struct field of `names`' elements that holds the name.
+    pub field: Option<String>,
+}
+
+impl SpanLabels {
+    fn default_arg() -> usize {
+        1
+    }
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -117,12 +213,20 @@ pub struct AuditConfig {
     pub spans: BTreeMap<String, String>,
     /// Budgets for scripts.
     pub budgets: BTreeMap<String, f64>,
+    /// Cycles.
+    pub lifecycle: LifecycleConfig,
+    /// The firmware's tensor table, if it keeps one.
+    pub tensors: Option<TensorTable>,
+    /// How spans are named, by role or span function.
+    pub labels: BTreeMap<String, SpanLabels>,
     /// Tracing.
     pub trace: TraceConfig,
     /// Seconds to wait for any breakpoint.
     pub timeout: Option<f64>,
     /// What the audit of this firmware is expected to say (examples/; informational).
     pub expect: Option<Expectation>,
+    /// Budgets on the change between two builds (`memlife diff`, `memlife audit --baseline`).
+    pub diff: memlife_diff::Budgets,
 }
 
 /// The expected verdict of an example.
@@ -173,9 +277,17 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
     ),
     ("phases", None),
     ("spans", None),
+    ("labels", None),
     ("budgets", None),
     ("trace", Some(&["method", "skip", "backtrace"])),
+    ("lifecycle", Some(&["cycle_starts"])),
+    (
+        "tensors",
+        Some(&["table", "count", "name", "addr", "size", "first", "last"]),
+    ),
     ("expect", Some(&["exit", "failing"])),
+    // Checked by memlife_diff::Budgets, which knows the figures.
+    ("diff", None),
 ];
 
 /// Top-level keys that are values, not tables.
@@ -265,6 +377,15 @@ impl AuditConfig {
         self.spans
             .entry("inference_run".into())
             .or_insert_with(|| "op_invoke".into());
+        self.tensors.get_or_insert_with(TensorTable::bundled);
+        for f in ["op_init", "op_invoke"] {
+            self.labels.entry(f.into()).or_insert_with(|| SpanLabels {
+                arg: 1,
+                string: false,
+                names: Some("g_ops".into()),
+                field: Some("name".into()),
+            });
+        }
         self
     }
 
@@ -367,7 +488,84 @@ impl AuditConfig {
                 ));
             }
         }
+        for (key, l) in &self.labels {
+            if !roles.contains(&key.as_str()) && !known(key) {
+                return Err(format!(
+                    "[labels] `{key}` is neither a role nor a function in the ELF{}",
+                    nearest(key, functions.iter().chain(roles.iter()).copied())
+                ));
+            }
+            if l.string && l.names.is_some() {
+                return Err(format!(
+                    "[labels.{key}]: `string = true` and `names` exclude each other (the argument is either the name or an index into names)"
+                ));
+            }
+            if l.arg > 3 {
+                return Err(format!(
+                    "[labels.{key}] arg = {}: memlife reads the first four arguments (0 to 3)",
+                    l.arg
+                ));
+            }
+        }
+        if let Some(start) = &self.lifecycle.cycle_starts
+            && !roles.contains(&start.as_str())
+        {
+            return Err(format!(
+                "[lifecycle] cycle_starts: `{start}` is not a role (load, build, run, switch, release or one in [phases]){}",
+                nearest(start, roles.iter().copied())
+            ));
+        }
         Ok(())
+    }
+
+    /// The globals `[tensors]` and `[labels]` name exist (`known`); the error names the first
+    /// that does not.
+    pub fn check_globals(&self, known: &dyn Fn(&str) -> bool) -> Result<(), String> {
+        if let Some(t) = &self.tensors {
+            for name in std::iter::once(&t.table).chain(t.count.as_ref()) {
+                if !known(name) {
+                    return Err(format!("[tensors]: no global `{name}` in the ELF"));
+                }
+            }
+        }
+        for (key, l) in &self.labels {
+            if let Some(names) = &l.names
+                && !known(names)
+            {
+                return Err(format!(
+                    "[labels.{key}] names: no global `{names}` in the ELF"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every role this configuration names, known ones first in lifecycle order (load, build,
+    /// run, switch, release), then the others of `[phases]` by name, with their functions.
+    pub fn roles(&self) -> Vec<(&str, &str)> {
+        let mut out: Vec<(&str, &str)> = ROLES
+            .iter()
+            .filter_map(|r| self.phases.get_key_value(*r))
+            .map(|(r, f)| (r.as_str(), f.as_str()))
+            .collect();
+        out.extend(
+            self.phases
+                .iter()
+                .filter(|(r, _)| !ROLES.contains(&r.as_str()))
+                .map(|(r, f)| (r.as_str(), f.as_str())),
+        );
+        out
+    }
+
+    /// How the spans of `span_fn` are named: `[labels]` keyed by the span function itself, else
+    /// by a role whose phase records it (`[spans] run = "layer_forward"`, `[labels.run]`).
+    pub fn labels_of(&self, span_fn: &str) -> Option<&SpanLabels> {
+        self.labels.get(span_fn).or_else(|| {
+            self.phases
+                .iter()
+                .filter(|(_, f)| self.span_of(f) == Some(span_fn))
+                .find_map(|(role, _)| self.labels.get(role))
+        })
     }
 
     /// The function a phase name stands for (an alias or the function itself).
@@ -462,6 +660,100 @@ mod tests {
         assert_eq!(cfg.span_of("nn_invoke"), Some("layer_forward"));
         assert_eq!(cfg.span_of("graph_build"), Some("op_init"));
         assert_eq!(cfg.span_of("model_load"), None);
+    }
+
+    #[test]
+    fn lifecycle_labels_and_tensors_are_checked_against_roles_and_the_elf() {
+        let funcs = ["nn_open", "nn_invoke", "layer_forward"];
+        let known = |n: &str| funcs.contains(&n);
+        let cfg = |t: &str| toml::from_str::<AuditConfig>(t).unwrap();
+        let base =
+            "[phases]\nload = \"nn_open\"\nrun = \"nn_invoke\"\n[spans]\nrun = \"layer_forward\"\n";
+        let e = cfg(&format!("{base}[lifecycle]\ncycle_starts = \"lod\""))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.contains("cycle_starts: `lod` is not a role"), "{e}");
+        assert!(e.ends_with("did you mean `load`?"), "{e}");
+        let ok = cfg(&format!(
+            "{base}[lifecycle]\ncycle_starts = \"run\"\n[labels.run]\narg = 0\nnames = \"layer_names\"\n[labels.layer_forward]\nstring = true"
+        ));
+        assert_eq!(ok.check_functions(&funcs, &known), Ok(()));
+        // A role key names the spans of the function the role stands for.
+        assert_eq!(ok.labels_of("layer_forward").unwrap().arg, 1);
+        let by_role = cfg(&format!("{base}[labels.run]\narg = 0"));
+        assert_eq!(by_role.labels_of("layer_forward").unwrap().arg, 0);
+        assert!(by_role.labels_of("nn_open").is_none());
+        assert!(
+            ok.check_globals(&|n| n != "layer_names")
+                .unwrap_err()
+                .contains("[labels.run] names: no global `layer_names`")
+        );
+        let e = cfg(&format!("{base}[labels.rnu]\narg = 0"))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.starts_with("[labels] `rnu` is neither a role"), "{e}");
+        let e = cfg(&format!("{base}[labels.run]\nstring = true\nnames = \"x\""))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.contains("exclude each other"), "{e}");
+        let e = cfg(&format!("{base}[labels.run]\narg = 4"))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.contains("first four arguments"), "{e}");
+        assert!(toml::from_str::<AuditConfig>("[labels.run]\nargs = 0").is_err());
+        // [tensors]: the fields default to addr, size, first, last; the globals must exist.
+        let t = cfg("[tensors]\ntable = \"g_plan\"\ncount = \"g_n\"");
+        let table = t.tensors.clone().unwrap();
+        assert_eq!((table.addr.as_str(), table.last.as_str()), ("addr", "last"));
+        assert!(!table.bundled);
+        assert_eq!(
+            t.check_globals(&|n| n == "g_plan").unwrap_err(),
+            "[tensors]: no global `g_n` in the ELF"
+        );
+        assert!(
+            check_names(&toml::from_str("[tensors]\ntabel = \"x\"").unwrap())
+                .unwrap_err()
+                .contains("did you mean `table`?")
+        );
+        // Roles in lifecycle order, then the user's own.
+        let mine = cfg("[phases]\nwarmup = \"w\"\nrelease = \"r\"\nload = \"l\"");
+        assert_eq!(
+            mine.roles(),
+            [("load", "l"), ("release", "r"), ("warmup", "w")]
+        );
+        // The bundled defaults fill in only what the file does not say.
+        let d = AuditConfig::default().with_lifecycle_defaults();
+        assert!(d.tensors.unwrap().bundled);
+        assert_eq!(d.labels["op_invoke"].names.as_deref(), Some("g_ops"));
+    }
+
+    #[test]
+    fn diff_budgets_are_read_and_their_typos_named_with_the_line() {
+        let dir = std::env::temp_dir().join(format!("memlife-cfg-diff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("memlife.toml");
+        std::fs::write(
+            &path,
+            "[diff]\nbytes = 100\n[diff.build_step]\nbytes = 4096\n",
+        )
+        .unwrap();
+        let cfg = AuditConfig::load(&path).unwrap();
+        let step = cfg.diff.limit(memlife_diff::figures::Kind::BuildStep);
+        assert_eq!(step.absolute, 4096.0);
+        assert_eq!(
+            cfg.diff
+                .limit(memlife_diff::figures::Kind::LoadPeak)
+                .absolute,
+            100.0
+        );
+        std::fs::write(&path, "elf = \"a.elf\"\n[diff]\nbyte = 100\n").unwrap();
+        let e = AuditConfig::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown key `byte` in [diff]; did you mean `bytes`?"),
+            "{e}"
+        );
+        assert!(e.contains("line 2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -15,14 +15,18 @@
 //! - [`model`]: the records (phases, spans, events, checks), serialisable.
 //! - [`script`]: the Rhai API and its sandbox.
 //! - `values`: heaps, phase records, typed variables, leak lists and diffs as script values.
+//! - [`buffers`]: buffer lifetimes for the overlap check (a tensor table, traced allocations).
+//! - [`labels`]: span labels from the firmware's strings.
 //! - [`report`]: the audit report as JSON and JUnit XML.
 //! - `unwind`: cheap backtraces at allocation sites.
 //! - [`error`]: [`AuditError`], what ends an audit.
 
+pub mod buffers;
 pub mod config;
 pub mod debugger;
 pub mod deferred;
 pub mod error;
+pub mod labels;
 pub mod model;
 pub mod report;
 pub mod script;

@@ -121,6 +121,13 @@ pub struct SpanRecord {
     pub index: usize,
     /// r0..r3 at entry (the arguments).
     pub args: [u64; 4],
+    /// The argument that tells this function's spans apart (`[labels]` arg; the second by
+    /// default): the layer or operator index.
+    pub arg: u64,
+    /// Its name, from `[labels]` (a name table or a string argument), control characters
+    /// escaped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// Used bytes at entry.
     pub before_used: u64,
     /// Used bytes at return.
@@ -166,6 +173,12 @@ pub struct PeakSite {
     pub span_index: Option<usize>,
     /// The span's second argument (the operator or layer index for the bundled firmware).
     pub span_arg1: Option<u64>,
+    /// The span's argument that tells spans apart (`[labels]` arg; the second by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span_arg: Option<u64>,
+    /// The span's name, from `[labels]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span_label: Option<String>,
     /// The allocation that reached the peak.
     pub site: Option<Site>,
 }
@@ -207,6 +220,10 @@ pub struct PhaseRecord {
     pub seq_begin: u64,
     /// One past the last event inside.
     pub seq_end: u64,
+    /// The cycle (1-based) this call belongs to, when the script observed cycles
+    /// (`t.cycles(n)`); absent for phases run one by one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<u64>,
 }
 
 /// One block of a [`HeapMap`].

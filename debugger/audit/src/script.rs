@@ -64,6 +64,8 @@ struct RunState {
     hooks: HashMap<String, FnPtr>,
     in_hook: bool,
     out_dir: PathBuf,
+    /// Whether the script was told once that `t.phase` is deprecated.
+    warned_phase: bool,
 }
 
 /// The `Target` object of scripts. The debugger is held in an `Option` that [`run_script`]
@@ -259,6 +261,11 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         "phase",
         |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Map> {
             t.no_run_control_in_hooks(&ctx)?;
+            if !std::mem::replace(&mut t.state.0.borrow_mut().warned_phase, true) {
+                ::tracing::warn!(
+                    "t.phase(\"{name}\") is deprecated: observe the lifecycle with t.cycles(n), which records every call of every role in the firmware's order (t.phase still works)"
+                );
+            }
             let mut run = t
                 .with(&ctx, |d| d.phase_begin(name))?
                 .map_err(|e| err(&ctx, Chain(&e)))?;
@@ -267,6 +274,55 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
                 .with(&ctx, Debugger::phase_finish)?
                 .map_err(|e| err(&ctx, Chain(&e)))?;
             Ok(phase_map(&rec, before, after))
+        },
+    );
+    fn one_cycle(ctx: &NativeCallContext, t: &TargetHandle) -> RhaiResult<Map> {
+        t.no_run_control_in_hooks(ctx)?;
+        let mut run = t
+            .with(ctx, Debugger::cycle_begin)?
+            .map_err(|e| err(ctx, Chain(&e)))?;
+        let driven = t.drive(ctx, |d| d.cycle_step(&mut run));
+        // The cycle's breakpoints go, also when it failed.
+        let cycle = t.with(ctx, |d| d.cycle_finish(run))?;
+        driven?;
+        let cycle = cycle.ok_or_else(|| err(ctx, "the cycle did not complete"))?;
+        Ok(crate::values::cycle_map(&cycle))
+    }
+    engine.register_fn("cycle", |ctx: NativeCallContext, t: &mut TargetHandle| {
+        one_cycle(&ctx, t)
+    });
+    engine.register_fn(
+        "cycles",
+        |ctx: NativeCallContext, t: &mut TargetHandle, n: i64| -> RhaiResult<Array> {
+            if !(0..=crate::script::MAX_ARRAY as i64).contains(&n) {
+                return Err(err(
+                    &ctx,
+                    format!("cycles({n}): the count must be 0 to {MAX_ARRAY}"),
+                ));
+            }
+            (0..n)
+                .map(|_| one_cycle(&ctx, t).map(Dynamic::from_map))
+                .collect()
+        },
+    );
+    engine.register_fn("phases", |cycle: &mut Map, role: &str| {
+        crate::values::cycle_phases(cycle, role)
+    });
+    engine.register_fn("roles", |ctx: NativeCallContext, t: &mut TargetHandle| {
+        // The roles this firmware has, in lifecycle order.
+        t.with(&ctx, |d| {
+            d.present_roles()
+                .into_iter()
+                .map(|(r, _)| Dynamic::from(r))
+                .collect::<Array>()
+        })
+    });
+    engine.register_fn(
+        "cycle_start",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<String> {
+            // The role whose calls begin cycles.
+            t.with(&ctx, |d| d.cycle_start_role())?
+                .map_err(|e| err(&ctx, Chain(&e)))
         },
     );
     fn run_to(
@@ -345,6 +401,63 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         "phase_function",
         |ctx: NativeCallContext, t: &mut TargetHandle, alias: &str| {
             t.with(&ctx, |d| d.config().phase_function(alias).to_string())
+        },
+    );
+    engine.register_fn(
+        "tensors",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Dynamic> {
+            // The firmware's tensor table now ([tensors] in memlife.toml), `()` when none.
+            let table = t
+                .with(&ctx, crate::buffers::read_tensors)?
+                .map_err(|e| err(&ctx, e))?;
+            Ok(table.map_or(Dynamic::UNIT, |v| crate::values::tensors_array(&v).into()))
+        },
+    );
+    engine.register_fn("tensor_overlaps", |tensors: Array| -> RhaiResult<Array> {
+        // Pairs of a tensor table's entries that share memory while both are in use.
+        let parsed: Vec<crate::buffers::Tensor> = tensors
+            .iter()
+            .map(|d| {
+                let m = d.read_lock::<Map>();
+                let get = |k: &str| {
+                    m.as_ref()
+                        .and_then(|m| m.get(k))
+                        .and_then(|v| v.as_int().ok())
+                        .unwrap_or(0)
+                };
+                crate::buffers::Tensor {
+                    name: None,
+                    addr: get("addr") as u64,
+                    size: get("size") as u64,
+                    first: get("first"),
+                    last: get("last"),
+                }
+            })
+            .collect();
+        Ok(crate::values::overlaps_array(
+            &tensors,
+            &crate::buffers::tensor_overlaps(&parsed),
+        ))
+    });
+    engine.register_fn("buffers", |ctx: NativeCallContext, t: &mut TargetHandle| {
+        // Every traced allocation so far with its lifetime.
+        t.with(&ctx, |d| {
+            let (buffers, _) = crate::buffers::traced_buffers(d.events());
+            buffers
+                .iter()
+                .map(crate::values::buffer_map)
+                .collect::<Array>()
+        })
+    });
+    engine.register_fn(
+        "buffer_overlaps",
+        |ctx: NativeCallContext, t: &mut TargetHandle| {
+            // Traced buffers whose memory intersected while both were allocated.
+            t.with(&ctx, |d| {
+                let (buffers, pairs) = crate::buffers::traced_buffers(d.events());
+                let items: Array = buffers.iter().map(crate::values::buffer_map).collect();
+                crate::values::overlaps_array(&items, &pairs)
+            })
         },
     );
     engine.register_fn("events", |ctx: NativeCallContext, t: &mut TargetHandle| {
@@ -535,6 +648,7 @@ pub fn run_script(
         hooks: HashMap::new(),
         in_hook: false,
         out_dir: out_dir.to_path_buf(),
+        warned_phase: false,
     })));
     let mut engine = engine(print);
     engine.set_default_tag(Dynamic::from(state.clone()));

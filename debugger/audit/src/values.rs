@@ -433,6 +433,11 @@ fn heap_blocks(h: &HeapHandle) -> Array {
 pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<HeapState>) -> Map {
     let mut m = Map::new();
     m.insert("function".into(), rec.function.clone().into());
+    m.insert(
+        "role".into(),
+        rec.alias.clone().map_or(Dynamic::UNIT, Dynamic::from),
+    );
+    m.insert("cycle".into(), opt_int(rec.cycle));
     m.insert("call".into(), Dynamic::from_int(int(rec.call)));
     m.insert("before".into(), Dynamic::from(HeapHandle(before)));
     m.insert("after".into(), Dynamic::from(HeapHandle(after)));
@@ -459,7 +464,11 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
                     p.span.clone().map_or(Dynamic::UNIT, Into::into),
                 );
                 pm.insert("index".into(), opt_int(p.span_index.map(|i| i as u64)));
-                pm.insert("arg".into(), opt_int(p.span_arg1));
+                pm.insert("arg".into(), opt_int(p.span_arg.or(p.span_arg1)));
+                pm.insert(
+                    "label".into(),
+                    p.span_label.clone().map_or(Dynamic::UNIT, Dynamic::from),
+                );
                 pm.insert(
                     "site".into(),
                     p.site
@@ -478,7 +487,11 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
             sm.insert("function".into(), s.function.clone().into());
             sm.insert("call".into(), Dynamic::from_int(int(s.call)));
             sm.insert("index".into(), Dynamic::from_int(s.index as i64));
-            sm.insert("arg".into(), Dynamic::from_int(int(s.args[1])));
+            sm.insert("arg".into(), Dynamic::from_int(int(s.arg)));
+            sm.insert(
+                "label".into(),
+                s.label.clone().map_or(Dynamic::UNIT, Dynamic::from),
+            );
             sm.insert("before".into(), Dynamic::from_int(int(s.before_used)));
             sm.insert("after".into(), Dynamic::from_int(int(s.after_used)));
             sm.insert("delta".into(), Dynamic::from_int(s.delta));
@@ -496,6 +509,113 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
         .collect();
     m.insert("spans".into(), spans.into());
     m
+}
+
+/// A cycle as scripts see it: `index`, `start` (the role that begins it), `before` and `after`
+/// (heaps at its first call's entry and at the next cycle's), `calls` (phase maps in the
+/// firmware's order, each with its `role`).
+pub(crate) fn cycle_map(c: &crate::debugger::Cycle) -> Map {
+    let mut m = Map::new();
+    m.insert("index".into(), Dynamic::from_int(int(c.index)));
+    m.insert("start".into(), c.start_role.clone().into());
+    m.insert(
+        "before".into(),
+        Dynamic::from(HeapHandle(Rc::clone(&c.before))),
+    );
+    m.insert(
+        "after".into(),
+        Dynamic::from(HeapHandle(Rc::clone(&c.after))),
+    );
+    let calls: Array = c
+        .calls
+        .iter()
+        .map(|p| {
+            let mut pm = phase_map(&p.record, Rc::clone(&p.before), Rc::clone(&p.after));
+            pm.insert("role".into(), p.role.clone().into());
+            pm.insert(
+                "tensors".into(),
+                p.tensors
+                    .as_ref()
+                    .map_or(Dynamic::UNIT, |t| tensors_array(t).into()),
+            );
+            Dynamic::from_map(pm)
+        })
+        .collect();
+    m.insert("calls".into(), calls.into());
+    m
+}
+
+/// Tensor table entries as maps: `name` (`()` when the table has none), `addr`, `size`,
+/// `first`, `last`.
+pub(crate) fn tensors_array(tensors: &[crate::buffers::Tensor]) -> Array {
+    tensors
+        .iter()
+        .map(|t| {
+            let mut m = Map::new();
+            m.insert(
+                "name".into(),
+                t.name.clone().map_or(Dynamic::UNIT, Dynamic::from),
+            );
+            m.insert("addr".into(), Dynamic::from_int(int(t.addr)));
+            m.insert("size".into(), Dynamic::from_int(int(t.size)));
+            m.insert("first".into(), Dynamic::from_int(t.first));
+            m.insert("last".into(), Dynamic::from_int(t.last));
+            Dynamic::from_map(m)
+        })
+        .collect()
+}
+
+/// A traced buffer as a map: `addr`, `size`, `request`, `alloc_seq`, `free_seq` (`()` while
+/// allocated), `site`, `alloc_in`, `free_in` (phase / span).
+pub(crate) fn buffer_map(b: &crate::buffers::Buffer) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("addr".into(), Dynamic::from_int(int(b.addr)));
+    m.insert("size".into(), Dynamic::from_int(int(b.size)));
+    m.insert("request".into(), opt_int(b.request));
+    m.insert("alloc_seq".into(), Dynamic::from_int(int(b.alloc_seq)));
+    m.insert("free_seq".into(), opt_int(b.free_seq));
+    m.insert("site".into(), b.site.clone().into());
+    m.insert("alloc_in".into(), b.alloc_in.clone().into());
+    m.insert(
+        "free_in".into(),
+        b.free_in.clone().map_or(Dynamic::UNIT, Dynamic::from),
+    );
+    Dynamic::from_map(m)
+}
+
+/// Overlapping pairs as maps: `a`, `b` (entries: tensor or buffer maps), `ia`, `ib` (their
+/// indices), `lo`, `hi`, `bytes`.
+pub(crate) fn overlaps_array(items: &Array, pairs: &[crate::buffers::Overlap]) -> Array {
+    pairs
+        .iter()
+        .map(|(a, b, lo, hi)| {
+            let mut m = Map::new();
+            m.insert("a".into(), items[*a].clone());
+            m.insert("b".into(), items[*b].clone());
+            m.insert("ia".into(), Dynamic::from_int(*a as i64));
+            m.insert("ib".into(), Dynamic::from_int(*b as i64));
+            m.insert("lo".into(), Dynamic::from_int(int(*lo)));
+            m.insert("hi".into(), Dynamic::from_int(int(*hi)));
+            m.insert("bytes".into(), Dynamic::from_int(int(hi - lo)));
+            Dynamic::from_map(m)
+        })
+        .collect()
+}
+
+/// `cycle.phases(role)`: the calls of one role in a cycle map, in order (empty when none).
+pub(crate) fn cycle_phases(cycle: &Map, role: &str) -> Array {
+    let Some(calls) = cycle.get("calls").and_then(|c| c.read_lock::<Array>()) else {
+        return Array::new();
+    };
+    calls
+        .iter()
+        .filter(|p| {
+            p.read_lock::<Map>()
+                .and_then(|m| m.get("role").map(|r| r.to_string() == role))
+                .unwrap_or(false)
+        })
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]

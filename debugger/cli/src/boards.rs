@@ -2,29 +2,50 @@
 //! without the `probe` cargo feature (no probe-rs at all) differs only here. There the flags
 //! still parse as far as `--chip NAME`, and using them says how to get a build that has them.
 
+use std::path::Path;
+
 use anyhow::Result;
 use memlife_core::Target;
+use memlife_rsp::QemuProcess;
 
 use crate::cli::ProbeArgs;
 
 #[cfg(feature = "probe")]
 mod imp {
+    use std::path::Path;
+
     use anyhow::{Result, bail};
     use memlife_core::Target;
     use memlife_probe::{ProbeOptions, ProbeTarget};
+    use memlife_rsp::QemuProcess;
 
     use crate::cli::ProbeArgs;
+    use crate::probe_choice::ProbeChoice;
 
     pub use memlife_probe::ProbeSelector;
 
-    pub fn open(chip: &str, args: &ProbeArgs) -> Result<Box<dyn Target>> {
-        let opts = ProbeOptions {
+    pub fn open(
+        chip: &str,
+        args: &ProbeArgs,
+        elf: &Path,
+    ) -> Result<(Box<dyn Target>, Option<QemuProcess>)> {
+        let mut opts = ProbeOptions {
             chip: chip.to_string(),
-            probe: args.probe.clone(),
+            probe: None,
             speed_khz: args.speed,
             connect_under_reset: args.connect_under_reset,
         };
-        Ok(Box::new(ProbeTarget::open(&opts)?))
+        match &args.probe {
+            Some(ProbeChoice::Qemu { machine }) => {
+                let (target, qemu) = crate::virtual_board::open(&opts, machine, elf)?;
+                Ok((Box::new(target), Some(qemu)))
+            }
+            Some(ProbeChoice::Usb(sel)) => {
+                opts.probe = Some(sel.clone());
+                Ok((Box::new(ProbeTarget::open(&opts)?), None))
+            }
+            None => Ok((Box::new(ProbeTarget::open(&opts)?), None)),
+        }
     }
 
     pub fn require_cortex_m(chip: &str) -> Result<()> {
@@ -41,8 +62,11 @@ mod imp {
 
 #[cfg(not(feature = "probe"))]
 mod imp {
+    use std::path::Path;
+
     use anyhow::{Result, bail};
     use memlife_core::Target;
+    use memlife_rsp::QemuProcess;
 
     use crate::cli::ProbeArgs;
 
@@ -62,7 +86,17 @@ mod imp {
         }
     }
 
-    pub fn open(_chip: &str, _args: &ProbeArgs) -> Result<Box<dyn Target>> {
+    impl std::fmt::Display for ProbeSelector {
+        fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match *self {}
+        }
+    }
+
+    pub fn open(
+        _chip: &str,
+        _args: &ProbeArgs,
+        _elf: &Path,
+    ) -> Result<(Box<dyn Target>, Option<QemuProcess>)> {
         bail!(NOT_BUILT)
     }
 
@@ -75,9 +109,14 @@ mod imp {
 pub use imp::NOT_BUILT;
 pub use imp::ProbeSelector;
 
-/// Opens `chip` through the probe the options choose.
-pub fn open(chip: &str, args: &ProbeArgs) -> Result<Box<dyn Target>> {
-    imp::open(chip, args)
+/// Opens `chip` through the probe the options choose; with `--probe qemu` also the QEMU that
+/// runs `elf` behind the virtual probe, to be killed after the target is closed.
+pub fn open(
+    chip: &str,
+    args: &ProbeArgs,
+    elf: &Path,
+) -> Result<(Box<dyn Target>, Option<QemuProcess>)> {
+    imp::open(chip, args, elf)
 }
 
 /// `memlife serve` describes Cortex-M registers to gdb: other chips are refused up front.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use memlife_audit::PeakMethod;
 
-use crate::boards::ProbeSelector;
+use crate::probe_choice::ProbeChoice;
 
 /// Heap lifecycle debugger for on-device ML firmware.
 ///
@@ -45,6 +45,10 @@ pub enum Command {
     /// Write a commented memlife.toml for a firmware: the allocator detected, the lifecycle
     /// functions guessed from their names (with file:line and why), alternatives as comments.
     Init(InitArgs),
+    /// Compare two audit JSON reports (two builds): every figure the checks use, the
+    /// allocation sites, against the budgets of [diff] in memlife.toml (exit 0 within, 1 over
+    /// budget, 2 error).
+    Diff(crate::commands::diff::DiffArgs),
 }
 
 /// `memlife init`.
@@ -141,6 +145,11 @@ pub struct AuditArgs {
     /// What to leave a live target doing at the end: running (default) or halted.
     #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
     pub leave: Leave,
+    /// Then compare this run with an earlier audit JSON report (`memlife diff BASE.json` with
+    /// this run as HEAD, budgets from [diff]): exit 1 when a check failed or a change is over
+    /// budget.
+    #[arg(long, value_name = "BASE.json")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// `memlife symbols`.
@@ -211,9 +220,11 @@ pub struct TargetArgs {
 #[derive(Debug, Args, Clone, Default)]
 #[group(skip)]
 pub struct ProbeArgs {
-    /// With --chip: which debug probe, when several are attached (`memlife probes` lists them).
-    #[arg(long, value_name = "VID:PID[:SERIAL]", requires = "chip", value_parser = ProbeSelector::parse)]
-    pub probe: Option<ProbeSelector>,
+    /// With --chip: which debug probe, when several are attached (`memlife probes` lists them);
+    /// `qemu` (or `qemu:MACHINE`) is memlife's virtual SWD probe over a QEMU started with the
+    /// ELF (netduinoplus2, an STM32F405), for the probe-rs path without a board.
+    #[arg(long, value_name = "VID:PID[:SERIAL]|qemu[:MACHINE]", requires = "chip", value_parser = ProbeChoice::parse)]
+    pub probe: Option<ProbeChoice>,
     /// With --chip: the SWD/JTAG clock in kHz (default: the probe's).
     #[arg(long, value_name = "KHZ", requires = "chip", value_parser = clap::value_parser!(u32).range(1..))]
     pub speed: Option<u32>,
@@ -475,7 +486,9 @@ mod tests {
             panic!("not heap")
         };
         assert_eq!(args.target.chip.as_deref(), Some("STM32F405RGTx"));
-        let probe = args.target.probe.probe.unwrap();
+        let Some(crate::probe_choice::ProbeChoice::Usb(probe)) = args.target.probe.probe else {
+            panic!("a USB probe")
+        };
         assert_eq!((probe.vendor_id, probe.product_id), (0x0483, 0x374b));
         assert_eq!(probe.serial.as_deref(), Some("ABC"));
         assert_eq!(args.target.probe.speed, Some(4000));

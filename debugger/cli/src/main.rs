@@ -7,6 +7,8 @@
 //! - [`cli`]: the clap definitions (the command line the README documents).
 //! - [`boards`]: real boards through probe-rs (cargo feature `probe`, on by default), the only
 //!   code that differs without it.
+//! - [`probe_choice`]: `--probe`, a USB probe or the virtual probe over QEMU (`qemu[:MACHINE]`).
+//! - `virtual_board`: `--probe qemu`, QEMU behind memlife's virtual SWD probe (feature `probe`).
 //! - [`session`]: opening a target (`--gdb`, `--qemu`, `--snapshot`) and cleaning up after it.
 //! - [`runto`]: running to the N-th entry of a function with a timeout.
 //! - [`outputs`]: the audit's output files: stale ones replaced at the start, each written on
@@ -18,9 +20,12 @@ mod boards;
 mod cli;
 mod commands;
 mod outputs;
+mod probe_choice;
 mod progress;
 mod runto;
 mod session;
+#[cfg(feature = "probe")]
+mod virtual_board;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -81,7 +81,7 @@ impl Session {
             remote.set_semihosting_dir(sh_dir.take());
             (Box::new(remote), Some(qemu))
         } else if let Some(chip) = &args.chip {
-            (crate::boards::open(chip, &args.probe)?, None)
+            crate::boards::open(chip, &args.probe, elf)?
         } else if let Some(path) = &args.snapshot {
             let snap = Snapshot::load(path)
                 .with_context(|| format!("cannot read snapshot {}", path.display()))?;

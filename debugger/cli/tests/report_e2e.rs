@@ -6,10 +6,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::Duration;
 
+use common::browser::*;
 use common::*;
 use serde_json::Value;
 
@@ -364,107 +364,15 @@ fn the_trace_has_what_trace_viewers_need() {
     }
 }
 
-/// Chromium, or why not.
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|c| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|d| d.join(c))
-                    .find(|p| p.is_file())
-            })
-        })
-}
-
-/// Loads `page` in headless Chromium and screenshots it; returns the console lines.
-fn screenshot(browser: &Path, page: &Path, png: &Path, profile: &Path, size: &str) -> Vec<String> {
-    let mut cmd = std::process::Command::new(browser);
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--no-first-run",
-        "--enable-logging=stderr",
-        "--v=0",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .arg(format!("--window-size={size}"))
-    .arg(format!("--screenshot={}", png.display()))
-    .arg(format!("file://{}", page.display()));
-    let out = run_with_timeout(cmd, Duration::from_secs(120));
-    assert!(png.is_file(), "no screenshot:\n{}", stderr(&out));
-    // Chromium logs every console message of the page as `...:CONSOLE...] "text", source: ...`.
-    stderr(&out)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_string)
-        .collect()
-}
-
-/// (pixels, non-white pixels, distinct colours) of an RGB(A) PNG.
-fn pixels(png: &Path) -> (usize, usize, usize) {
-    let decoder = png::Decoder::new(std::fs::File::open(png).unwrap());
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = info.color_type.samples();
-    assert!(channels >= 3, "{:?}", info.color_type);
-    let data = &buf[..info.buffer_size()];
-    let mut colours = std::collections::HashSet::new();
-    let mut ink = 0;
-    let mut total = 0;
-    for px in data.chunks(channels) {
-        total += 1;
-        if px[0] < 235 || px[1] < 235 || px[2] < 235 {
-            ink += 1;
-        }
-        colours.insert((px[0] >> 3, px[1] >> 3, px[2] >> 3));
-    }
-    (total, ink, colours.len())
-}
-
 #[test]
 fn the_report_opens_in_headless_chromium_without_console_errors() {
-    let Some(browser) = chromium() else {
-        if std::env::var_os("MEMLIFE_ALLOW_NO_CHROMIUM").is_some() {
-            eprintln!(
-                "\n*** SKIPPED: chromium not found and MEMLIFE_ALLOW_NO_CHROMIUM is set; the report was NOT opened in a browser ***\n"
-            );
-            return;
-        }
-        panic!(
-            "chromium is not installed (`apt-get install chromium`, which `make test` does); set MEMLIFE_ALLOW_NO_CHROMIUM=1 to skip"
-        );
+    let Some(browser) = require_chromium() else {
+        return;
     };
     let r = run("leak-on-switch");
     let dir = tempdir("chromium");
     let profile = dir.join("profile");
-
-    // The detector first: a page that logs an error must be caught, or the check below proves
-    // nothing.
-    let control = dir.join("control.html");
-    std::fs::write(
-        &control,
-        "<html><body><p>control</p><script>console.error('memlife-control')</script></body></html>",
-    )
-    .unwrap();
-    let console = screenshot(
-        &browser,
-        &control,
-        &dir.join("control.png"),
-        &profile,
-        "400,300",
-    );
-    assert!(
-        console.iter().any(|l| l.contains("memlife-control")),
-        "the console capture does not work: {console:?}"
-    );
+    check_console_capture(&browser, &dir, &profile);
 
     let page = r.dir.join("report/index.html").canonicalize().unwrap();
     let png = dir.join("report.png");

@@ -1,21 +1,50 @@
-//! C++ names as people write them. The ELF's symbols carry Itanium-ABI linkage names
-//! (`_ZN6tinyml11Interpreter6InvokeEi`); users and reports use the demangled form
-//! (`tinyml::Interpreter::Invoke(int)`). Demangling is gimli-rs's `cpp_demangle`, the demangler
-//! made for this (maintained beside addr2line): DWARF's `DW_AT_name` plus its parent scopes would
-//! give `tinyml::Interpreter::Invoke` but not the parameter list that tells overloads apart.
+//! C++ and Rust names as people write them. The ELF's symbols carry linkage names
+//! (`_ZN6tinyml11Interpreter6InvokeEi`, `_ZN8firmware6engine11graph_build17h0123456789abcdefE`,
+//! `_RNvNtCs1234_8firmware6engine11graph_build`); users and reports use the demangled form
+//! (`tinyml::Interpreter::Invoke(int)`, `firmware::engine::graph_build`). C++ goes through
+//! gimli-rs's `cpp_demangle` (maintained beside addr2line): DWARF's `DW_AT_name` plus its parent
+//! scopes would give `tinyml::Interpreter::Invoke` but not the parameter list that tells overloads
+//! apart. Rust goes through `rustc-demangle`, both manglings: legacy (Itanium-shaped, recognised
+//! by its `17h` + 16 hex digits hash element, which C++ never has) and v0 (`_R`). Rust names are
+//! shown without the hash and the crate disambiguators, as in the source.
 //!
 //! A function is found by its linkage name, its full demangled name, its demangled name without
 //! the parameter list when that is unique (`tinyml::Model::Open`), or a unique `::`-suffix of
 //! either (`Interpreter::Invoke(int)`, `Model::Open`). Overloads asked for without their
 //! parameters are ambiguous and not found; the error's nearest name shows the full ones.
 
-/// The demangled form of a linkage name, `None` for names that are not mangled C++.
+/// The demangled form of a linkage name, `None` for names that are not mangled C++ or Rust.
 pub fn demangle(name: &str) -> Option<String> {
+    if is_rust(name) {
+        let sym = rustc_demangle::try_demangle(name).ok()?;
+        // `{:#}`: without the legacy hash and v0's crate disambiguators.
+        return Some(format!("{sym:#}"));
+    }
     if !name.starts_with("_Z") {
         return None;
     }
     let sym = cpp_demangle::Symbol::new(name).ok()?;
     sym.demangle().ok()
+}
+
+/// Whether `name` is a Rust symbol: v0 (`_R`), or legacy (`_ZN…E` whose last path element is
+/// the 17-character hash `h` + 16 hex digits, possibly followed by an LLVM `.suffix`).
+fn is_rust(name: &str) -> bool {
+    if name.starts_with("_R") {
+        return true;
+    }
+    if !name.starts_with("_ZN") {
+        return false;
+    }
+    // The hash element, then `E`, then at most a `.suffix` (legacy path elements may contain
+    // `..` themselves, so the suffix is found after the hash, not at the first dot).
+    name.rfind("17h").is_some_and(|i| {
+        let rest = &name[i + 3..];
+        rest.len() >= 17
+            && rest[..16].bytes().all(|c| c.is_ascii_hexdigit())
+            && rest[16..].starts_with('E')
+            && (rest.len() == 17 || rest[17..].starts_with('.'))
+    })
 }
 
 /// `name` with its parameter list (and any qualifiers after it) removed: the text before the
@@ -79,6 +108,49 @@ mod tests {
         "_ZN6tinyml5Model4OpenERKNS_10ModelImageE",
         "_ZN3app5SetupERKN6tinyml10ModelImageERKNS0_10OpResolverE",
     ];
+
+    #[test]
+    fn demangles_rust_legacy_and_v0_without_hashes() {
+        assert_eq!(
+            demangle("_ZN8firmware6engine11graph_build17h0123456789abcdefE").as_deref(),
+            Some("firmware::engine::graph_build")
+        );
+        // An LLVM suffix after the hash is kept out of the name.
+        assert_eq!(
+            demangle("_ZN8firmware6engine7op_init17hfedcba9876543210E.llvm.123").as_deref(),
+            Some("firmware::engine::op_init")
+        );
+        assert_eq!(
+            demangle(
+                "_ZN79_$LT$embedded_alloc..tlsf..Heap$u20$as$u20$core..alloc..global..GlobalAlloc$GT$5alloc17h73d8663ffa917a9dE"
+            )
+            .as_deref(),
+            Some("<embedded_alloc::tlsf::Heap as core::alloc::global::GlobalAlloc>::alloc")
+        );
+        // v0 (rustc -C symbol-mangling-version=v0, the firmware of firmware/rust).
+        assert_eq!(
+            demangle("_RNvNtCsqTDXggCcZs_8firmware6engine11graph_build").as_deref(),
+            Some("firmware::engine::graph_build")
+        );
+        let v0 = "_RNvXs1_NtCscPJcJ8TioI_14embedded_alloc4tlsfNtB5_4HeapNtNtNtCsaFjvQsOnSLx_4core5alloc6global11GlobalAlloc5alloc";
+        assert_eq!(
+            demangle(v0).as_deref(),
+            Some("<embedded_alloc::tlsf::Heap as core::alloc::global::GlobalAlloc>::alloc")
+        );
+        // C++ names without a hash element stay C++.
+        assert_eq!(
+            demangle("_ZN6tinyml11Interpreter6InvokeEi").as_deref(),
+            Some("tinyml::Interpreter::Invoke(int)")
+        );
+        let d = [
+            demangle("_ZN8firmware6engine11graph_build17h0123456789abcdefE").unwrap(),
+            demangle("_RNvNtCsqTDXggCcZs_8firmware6engine7op_init").unwrap(),
+        ];
+        let idx = |w: &str| find(d.iter().map(String::as_str).enumerate(), w);
+        assert_eq!(idx("firmware::engine::graph_build"), Some(0));
+        assert_eq!(idx("graph_build"), Some(0));
+        assert_eq!(idx("engine::op_init"), Some(1));
+    }
 
     #[test]
     fn demangles_methods_namespaces_and_overloads() {

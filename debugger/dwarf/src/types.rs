@@ -101,6 +101,9 @@ pub enum Type {
 #[derive(Debug, Default)]
 pub struct TypeTable {
     types: HashMap<TypeId, Type>,
+    /// Full names of the structs declared inside a namespace or Rust module
+    /// (`embedded_alloc::llff::Heap`; `Type::Struct::name` is only `Heap`).
+    qualified: HashMap<TypeId, String>,
 }
 
 /// Typedef chains longer than this are treated as broken (a cycle in damaged DWARF).
@@ -109,6 +112,35 @@ const MAX_CHAIN: usize = 64;
 impl TypeTable {
     pub(crate) fn insert(&mut self, id: TypeId, ty: Type) {
         self.types.insert(id, ty);
+    }
+
+    pub(crate) fn set_scope(&mut self, id: TypeId, qualified: String) {
+        self.qualified.insert(id, qualified);
+    }
+
+    /// The full name of a struct declared in a namespace or module (`embedded_alloc::llff::Heap`),
+    /// through typedefs and qualifiers; its plain tag name when it has no scope.
+    pub fn qualified_name(&self, id: TypeId) -> Option<String> {
+        let (id, ty) = self.resolve(id)?;
+        if let Some(q) = self.qualified.get(&id) {
+            return Some(q.clone());
+        }
+        match ty {
+            Type::Struct { name, .. } => name.clone(),
+            _ => None,
+        }
+    }
+
+    /// A complete struct by its full name (`core::alloc::layout::Layout`); the lowest offset
+    /// when several compile units define it.
+    pub fn find_qualified(&self, name: &str) -> Option<TypeId> {
+        self.qualified
+            .iter()
+            .filter(|(id, q)| {
+                *q == name && matches!(self.types.get(id), Some(Type::Struct { size: Some(_), .. }))
+            })
+            .map(|(id, _)| *id)
+            .min()
     }
 
     /// Number of types.

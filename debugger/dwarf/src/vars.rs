@@ -43,6 +43,8 @@ enum Open {
         ty: Type,
     },
     Function(Option<String>),
+    /// A C++ namespace or a Rust module: the scope of the types declared inside.
+    Namespace(String),
     Other,
 }
 
@@ -153,15 +155,29 @@ pub(crate) fn collect(
                 }
                 gimli::DW_TAG_structure_type
                 | gimli::DW_TAG_union_type
-                | gimli::DW_TAG_class_type => Open::Struct {
-                    id,
-                    ty: Type::Struct {
-                        name: name.clone(),
-                        size: byte_size,
-                        members: Vec::new(),
-                        is_union: tag == gimli::DW_TAG_union_type,
-                    },
-                },
+                | gimli::DW_TAG_class_type => {
+                    // Rust and C++ name a type by its scope too (`embedded_alloc::llff::Heap`).
+                    let scope: Vec<&str> = stack
+                        .iter()
+                        .filter_map(|(_, o)| match o {
+                            Open::Namespace(n) => Some(n.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    if let (false, Some(n)) = (scope.is_empty(), &name) {
+                        types.set_scope(id, format!("{}::{n}", scope.join("::")));
+                    }
+                    Open::Struct {
+                        id,
+                        ty: Type::Struct {
+                            name: name.clone(),
+                            size: byte_size,
+                            members: Vec::new(),
+                            is_union: tag == gimli::DW_TAG_union_type,
+                        },
+                    }
+                }
+                gimli::DW_TAG_namespace => Open::Namespace(name.clone().unwrap_or_default()),
                 gimli::DW_TAG_array_type => Open::Array {
                     id,
                     element: type_id,
@@ -317,7 +333,7 @@ fn close(open: Open, types: &mut TypeTable) {
     match open {
         Open::Struct { id, ty } | Open::Enum { id, ty } => types.insert(id, ty),
         Open::Array { id, element, dims } => types.insert(id, Type::Array { element, dims }),
-        Open::Function(_) | Open::Other => {}
+        Open::Function(_) | Open::Namespace(_) | Open::Other => {}
     }
 }
 

@@ -5,6 +5,9 @@ use std::str::FromStr;
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
+use crate::walkers::embedded_alloc::{
+    self, LLFF_TYPE, TLSF_TYPE, llff::LlffWalker, tlsf::TlsfWalker as RustTlsfWalker,
+};
 use crate::walkers::{
     dlmalloc::DlmallocWalker, freertos::FreeRtosWalker, nano::NanoWalker, tlsf::TlsfWalker,
 };
@@ -23,16 +26,22 @@ pub enum AllocatorKind {
     Dlmalloc,
     /// ESP-IDF's heap: `registered_heaps`, multi_heap and TLSF.
     EspIdfTlsf,
+    /// Rust's `embedded_alloc::LlffHeap` (linked_list_allocator).
+    RustLlff,
+    /// Rust's `embedded_alloc::TlsfHeap` (rlsf).
+    RustTlsf,
 }
 
 impl AllocatorKind {
     /// Every kind, with the names `--allocator` accepts.
-    pub const ALL: [(AllocatorKind, &'static str); 5] = [
+    pub const ALL: [(AllocatorKind, &'static str); 7] = [
         (AllocatorKind::Heap4, "heap4"),
         (AllocatorKind::Heap5, "heap5"),
         (AllocatorKind::Nano, "nano"),
         (AllocatorKind::Dlmalloc, "dlmalloc"),
         (AllocatorKind::EspIdfTlsf, "tlsf"),
+        (AllocatorKind::RustLlff, "llff"),
+        (AllocatorKind::RustTlsf, "rlsf"),
     ];
 }
 
@@ -40,6 +49,16 @@ impl FromStr for AllocatorKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.to_ascii_lowercase().replace(['_', '-'], "");
+        // `embedded-alloc-tlsf` is Rust's TLSF (rlsf), not ESP-IDF's.
+        if let Some(rust) = s.strip_prefix("embeddedalloc") {
+            return match rust {
+                "llff" => Ok(AllocatorKind::RustLlff),
+                "tlsf" | "rlsf" => Ok(AllocatorKind::RustTlsf),
+                _ => Err(format!(
+                    "unknown allocator `{s}` (embedded-alloc has llff and tlsf)"
+                )),
+            };
+        }
         let s = s
             .trim_start_matches("freertos")
             .trim_start_matches("newlib")
@@ -72,7 +91,8 @@ pub struct WalkerOptions {
 /// What detection looks for, for error messages.
 const LOOKED_FOR: &str = "FreeRTOS heap_4 (xStart, pxEnd, ucHeap), heap_5 (xStart, pxEnd, vPortDefineHeapRegions), \
 newlib-nano (__malloc_free_list, __malloc_sbrk_start), newlib dlmalloc (__malloc_av_, __malloc_sbrk_base), \
-ESP-IDF heap (registered_heaps)";
+ESP-IDF heap (registered_heaps), \
+Rust embedded-alloc (a static of type embedded_alloc::llff::Heap or embedded_alloc::tlsf::Heap)";
 
 /// Picks and builds the walker. `mem` is only used by heap_5 to read the application's region
 /// table; pass `None` offline without one.
@@ -95,6 +115,8 @@ pub fn detect(
         AllocatorKind::Nano => Box::new(NanoWalker::from_symbols(symbols, opts)?),
         AllocatorKind::Dlmalloc => Box::new(DlmallocWalker::from_symbols(symbols, opts)?),
         AllocatorKind::EspIdfTlsf => Box::new(TlsfWalker::from_symbols(symbols, opts.poisoning)?),
+        AllocatorKind::RustLlff => Box::new(LlffWalker::from_symbols(symbols)?),
+        AllocatorKind::RustTlsf => Box::new(RustTlsfWalker::from_symbols(symbols)?),
     })
 }
 
@@ -141,6 +163,13 @@ pub fn detect_kind(symbols: &Symbols) -> Option<AllocatorKind> {
     }
     if has("__malloc_av_") && has("__malloc_sbrk_base") {
         return Some(AllocatorKind::Dlmalloc);
+    }
+    // Rust: the global allocator static, by its type.
+    if embedded_alloc::has_heap_static(symbols, LLFF_TYPE) {
+        return Some(AllocatorKind::RustLlff);
+    }
+    if embedded_alloc::has_heap_static(symbols, TLSF_TYPE) {
+        return Some(AllocatorKind::RustTlsf);
     }
     None
 }
@@ -205,12 +234,16 @@ mod tests {
             ("tlsf", AllocatorKind::EspIdfTlsf),
             ("esp-idf-tlsf", AllocatorKind::EspIdfTlsf),
             ("ESP_IDF_TLSF", AllocatorKind::EspIdfTlsf),
+            ("llff", AllocatorKind::RustLlff),
+            ("embedded-alloc-llff", AllocatorKind::RustLlff),
+            ("embedded-alloc-rlsf", AllocatorKind::RustTlsf),
+            ("embedded-alloc-tlsf", AllocatorKind::RustTlsf),
         ] {
             assert_eq!(text.parse::<AllocatorKind>(), Ok(kind), "{text}");
         }
         let err = "umm".parse::<AllocatorKind>().unwrap_err();
         assert!(
-            err.contains("known: heap4, heap5, nano, dlmalloc, tlsf"),
+            err.contains("known: heap4, heap5, nano, dlmalloc, tlsf, llff, rlsf"),
             "{err}"
         );
     }

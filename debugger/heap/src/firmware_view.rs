@@ -18,6 +18,20 @@ pub enum FirmwareView {
     /// ESP-IDF's `multi_heap` / `heap_caps` API.
     #[serde(rename = "esp-idf")]
     EspIdf(EspIdfView),
+    /// Rust's `embedded-alloc` (`LlffHeap`, `TlsfHeap`).
+    #[serde(rename = "embedded-alloc")]
+    EmbeddedAlloc(EmbeddedAllocView),
+}
+
+/// What `embedded_alloc::LlffHeap::used()/free()` or `TlsfHeap::used()/free()` return.
+/// (embedded-alloc 0.7.0's `TlsfHeap::used()` itself panics, borrowing its RefCell twice: the
+/// figure is what it is meant to return, the pool size minus `free()`.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EmbeddedAllocView {
+    /// `used()`.
+    pub used: u64,
+    /// `free()`.
+    pub free: u64,
 }
 
 /// `HeapStats_t` as `vPortGetHeapStats` fills it.

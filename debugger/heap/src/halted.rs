@@ -27,11 +27,13 @@ pub fn allocator_function_at(
     pc: u64,
 ) -> Option<&'static str> {
     let function = symbols.function_at(pc)?;
+    // Entry points name C and C++ functions by their symbol, Rust ones by their demangled path.
+    let demangled = memlife_dwarf::demangle_name(&function.name);
     walker
         .entry_points()
         .iter()
         .map(|e| e.function)
-        .find(|name| *name == function.name)
+        .find(|name| *name == function.name || demangled.as_deref() == Some(*name))
 }
 
 /// Walks the heap in `mem` with the core's `pc` (when known) for busy detection.

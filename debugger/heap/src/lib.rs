@@ -72,6 +72,13 @@ pub trait HeapWalker: std::fmt::Debug + Send {
     /// every malloc and free.
     fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError>;
 
+    /// For an allocator that keeps no header on its blocks (linked_list_allocator): the block a
+    /// traced allocation of `request` bytes returning `ptr` occupies, as the allocator rounds
+    /// it. `None` (the default) where [`HeapWalker::block_of`] reads the header instead.
+    fn block_from_request(&self, _ptr: u64, _request: u64) -> Option<BlockRef> {
+        None
+    }
+
     /// Where the allocator keeps its low-water mark, if it keeps one.
     fn low_water_mark(&self) -> LowWaterMark {
         LowWaterMark::None

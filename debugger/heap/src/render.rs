@@ -31,7 +31,13 @@ impl Context<'_> {
         let pc = target
             .read_register(Register::ProgramCounter)
             .ok()
-            .map(|pc| (pc, symbols.function_at(pc).map(|s| s.name.clone())));
+            .map(|pc| {
+                // C++ and Rust functions by their demangled names, as users write them.
+                let name = symbols.function_at(pc).map(|s| {
+                    memlife_dwarf::demangle_name(&s.name).unwrap_or_else(|| s.name.clone())
+                });
+                (pc, name)
+            });
         Context {
             target: target.describe(),
             at: None,
@@ -204,6 +210,9 @@ pub fn firmware_view(v: &FirmwareView) -> String {
                 "firmware   mallinfo(): arena {} ordblks {} uordblks {} fordblks {} keepcost {}",
                 m.arena, m.ordblks, m.uordblks, m.fordblks, m.keepcost
             );
+        }
+        FirmwareView::EmbeddedAlloc(e) => {
+            let _ = writeln!(out, "firmware   used() = {}, free() = {}", e.used, e.free);
         }
         FirmwareView::EspIdf(e) => {
             for h in &e.heaps {

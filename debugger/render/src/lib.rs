@@ -25,12 +25,14 @@
 //! - [`heapmap`]: the heap strip, drawn to scale.
 //! - `html`: the page.
 //! - `trace`: the Perfetto / `chrome://tracing` JSON.
+//! - [`diff`]: the page of `memlife diff --report`: two runs drawn together.
 //! - `junit`: the checks as JUnit XML.
 //! - `escape`: escaping for HTML, SVG and XML text and attributes.
 
 #![warn(missing_docs)]
 
 mod charts;
+pub mod diff;
 mod escape;
 pub mod heapmap;
 mod html;
@@ -42,6 +44,7 @@ use std::path::{Path, PathBuf};
 
 use memlife_audit::AuditReport;
 
+pub use diff::write_diff_report;
 pub use heapmap::heap_map_svg;
 pub use html::render_html;
 pub use junit::{junit, write_junit};

@@ -61,9 +61,12 @@ pub fn role(report: &AuditReport, p: &PhaseRecord) -> String {
         .map_or_else(|| p.function.clone(), |(a, _)| a.clone())
 }
 
-/// The name of a span: the script's label for its argument (`conv_b`), else `function(arg)`.
+/// The name of a span: its `[labels]` name, else the script's label for its argument
+/// (`conv_b`), else `function(arg)`.
 pub fn span_label(report: &AuditReport, s: &SpanRecord) -> String {
-    label_for(report, &s.function, s.args[1])
+    s.label
+        .clone()
+        .unwrap_or_else(|| label_for(report, &s.function, s.args[1]))
 }
 
 /// The label of `function`'s span whose second argument is `arg`.

@@ -54,6 +54,7 @@ fn phase(
         accounting_drift: 0,
         seq_begin: seq.0,
         seq_end: seq.1,
+        cycle: None,
     }
 }
 
@@ -63,6 +64,8 @@ fn span(function: &str, arg: u64, before: u64, after: u64, seq: u64) -> SpanReco
         call: arg + 1,
         index: arg as usize,
         args: [0, arg, 0, 0],
+        arg,
+        label: None,
         before_used: before,
         after_used: after,
         delta: after as i64 - before as i64,
@@ -209,6 +212,8 @@ fn long_runs_are_decimated_keeping_the_extremes() {
         span: None,
         span_index: None,
         span_arg1: None,
+        span_arg: None,
+        span_label: None,
         site: None,
     });
     let r = report(vec![run], events, "");

@@ -302,7 +302,12 @@ impl Bridge {
                 }
                 Ok(true)
             }
-            Err(e) if e.kind() == ErrorKind::Unsupported => Ok(false),
+            Err(e) if e.kind() == ErrorKind::Unsupported => {
+                // gdb only says it cannot insert the breakpoint ("cannot access memory"): the
+                // why (all hardware comparators in use on a board) goes to the server's log.
+                eprintln!("memlife serve: breakpoint at {addr:#010x} refused: {e}");
+                Ok(false)
+            }
             Err(e) => Err(fatal_or_not(e)),
         }
     }

@@ -42,6 +42,11 @@ pub(super) enum BreakRole {
         /// HardFault, MemManage, BusFault or UsageFault.
         fault: &'static str,
     },
+    /// The entry of a lifecycle role's function, while cycles are observed.
+    Role {
+        /// The function.
+        function: String,
+    },
     /// An entry a run waits for.
     Goal {
         /// The function.

@@ -22,12 +22,14 @@
 //! - `alloc_trace`: allocation tracing (events, live blocks, sites).
 //! - `phases`: phase tracking (calls, the open phase, spans, peaks, records), pure.
 //! - `phase_run`: the script-facing "run one phase" API and the watermark method.
+//! - `cycles`: the lifecycle observed: every role's calls in the firmware's order, by cycle.
 //!
 //! The engine's unit tests (`tests`) drive it over a fake target that replays a script of
 //! calls and returns.
 
 mod alloc_trace;
 mod breakpoints;
+mod cycles;
 mod fault;
 mod phase_run;
 mod phases;
@@ -54,6 +56,7 @@ use phases::PhaseTracker;
 use resume::HostResume;
 
 pub use alloc_trace::LiveAlloc;
+pub use cycles::{Cycle, CycleRun, PhaseCall};
 pub use phase_run::PhaseRun;
 pub use run::{Goal, Observer, Outcome, Progress};
 
@@ -76,6 +79,10 @@ pub struct Debugger {
     stop_cache: Vec<(u64, Vec<u8>)>,
     /// Names for span arguments, by span function (`op_init` → operator names), from scripts.
     labels: BTreeMap<String, Vec<String>>,
+    /// Cycles observed so far.
+    cycles_done: u64,
+    /// Where the last cycle left the target, while it is still there.
+    cycle_start: Option<cycles::CycleStart>,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -134,6 +141,8 @@ impl Debugger {
             heap_size: 0,
             stop_cache: Vec::new(),
             labels: BTreeMap::new(),
+            cycles_done: 0,
+            cycle_start: None,
         };
         match dbg.prepare() {
             Ok(()) => Ok(dbg),
@@ -274,6 +283,7 @@ impl Debugger {
         }
         self.bps.clear_returns();
         self.trace.forget_live();
+        self.cycle_start = None;
         if let Some(c) = self.target.control() {
             c.reset(true)?;
         }
@@ -326,9 +336,13 @@ impl Debugger {
         self.labels.insert(function.to_string(), names);
     }
 
-    /// The span names scripts gave.
+    /// The span names scripts gave, and those `[labels]` gave as spans ran.
     pub fn labels(&self) -> &BTreeMap<String, Vec<String>> {
         &self.labels
+    }
+
+    pub(crate) fn labels_mut(&mut self) -> &mut BTreeMap<String, Vec<String>> {
+        &mut self.labels
     }
 
     /// The heap after the last release, block by block, leaked blocks marked with their

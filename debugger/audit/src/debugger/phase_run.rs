@@ -36,11 +36,18 @@ impl Debugger {
         let function = self.config.phase_function(name).to_string();
         let alias = (function != name).then(|| name.to_string());
         let (addr, _) = self.function(&function)?;
+        // Cycles end halted at the entry of the call that begins the next one: that call is
+        // the next of its function still to record.
+        let remaining = if self.take_cycle_start(&function) {
+            0
+        } else {
+            1
+        };
         Ok(PhaseRun {
             goal: Goal::Entry {
                 function: function.clone(),
                 addr,
-                remaining: 1,
+                remaining,
             },
             function,
             alias,
@@ -60,12 +67,18 @@ impl Debugger {
                 return Ok(None);
             }
             run.entered = true;
-            self.phase_entered(run)?;
+            self.phase_entered(&run.function, run.alias.clone(), None)?;
             run.goal = Goal::PhaseReturn;
         }
     }
 
-    fn phase_entered(&mut self, run: &PhaseRun) -> Result<(), AuditError> {
+    /// Opens the phase of `function` at its entry, where the target is halted now.
+    pub(super) fn phase_entered(
+        &mut self,
+        function: &str,
+        alias: Option<String>,
+        cycle: Option<u64>,
+    ) -> Result<(), AuditError> {
         let regs = self.read_regs()?;
         let before = Rc::new(self.walk()?);
         // Resynchronise the running total with the walk at every phase entry.
@@ -75,7 +88,7 @@ impl Debugger {
         } else {
             None
         };
-        if let Some(span_fn) = self.config.span_of(&run.function).map(str::to_string) {
+        if let Some(span_fn) = self.config.span_of(function).map(str::to_string) {
             let (addr, _) = self.function(&span_fn)?;
             self.bps
                 .add_entry(addr, BreakRole::Span { function: span_fn });
@@ -85,15 +98,16 @@ impl Debugger {
             sp: regs.sp,
             role: ReturnRole::Phase,
         });
-        let call = self.phases.calls(&run.function);
-        self.progress.current = Some(format!("{}#{call}", run.function));
+        let call = self.phases.calls(function);
+        self.progress.current = Some(format!("{function}#{call}"));
         self.phases.enter(
-            &run.function,
-            run.alias.clone(),
+            function,
+            alias,
             call,
             before,
             watermark,
             self.trace.seq,
+            cycle,
         );
         Ok(())
     }

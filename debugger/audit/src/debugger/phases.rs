@@ -31,6 +31,8 @@ struct OpenSpan {
     call: u64,
     index: usize,
     args: [u64; 4],
+    arg: u64,
+    label: Option<String>,
     before_used: u64,
     peak_used: u64,
 }
@@ -56,6 +58,7 @@ struct OpenPhase {
     frees: u64,
     watermark: Option<WatermarkState>,
     seq_begin: u64,
+    cycle: Option<u64>,
 }
 
 /// What closing a phase needs to know besides the heap after it.
@@ -114,8 +117,9 @@ impl PhaseTracker {
         &self.records
     }
 
-    /// Opens a phase: `call` of `function` (asked for as `alias`), the heap `before`, the event
-    /// sequence number at entry.
+    /// Opens a phase: `call` of `function` (asked for as `alias`, in `cycle` when observed as
+    /// part of one), the heap `before`, the event sequence number at entry.
+    #[allow(clippy::too_many_arguments)] // one record's fields, named at the one call site
     pub fn enter(
         &mut self,
         function: &str,
@@ -124,6 +128,7 @@ impl PhaseTracker {
         before: Rc<HeapState>,
         watermark: Option<WatermarkState>,
         seq: u64,
+        cycle: Option<u64>,
     ) {
         if self.baseline.is_none() {
             self.baseline = Some(Rc::clone(&before));
@@ -142,6 +147,7 @@ impl PhaseTracker {
             frees: 0,
             watermark,
             seq_begin: seq,
+            cycle,
         });
     }
 
@@ -174,19 +180,24 @@ impl PhaseTracker {
                 span: span.clone(),
                 span_index: open.map(|s| s.index),
                 span_arg1: open.map(|s| s.args[1]),
+                span_arg: open.map(|s| s.arg),
+                span_label: open.and_then(|s| s.label.clone()),
                 site: (kind == EventKind::Alloc).then(|| site.clone()),
             });
         }
         (Some(p.function.clone()), span)
     }
 
-    /// A span function was entered inside the open phase (ignored outside one). Returns whether
-    /// a span was opened.
+    /// A span function was entered inside the open phase (ignored outside one), its argument
+    /// `arg` telling it apart, named `label`. Returns whether a span was opened.
+    #[allow(clippy::too_many_arguments)] // one record's fields, named at the one call site
     pub fn open_span(
         &mut self,
         function: &str,
         call: u64,
         args: [u64; 4],
+        arg: u64,
+        label: Option<String>,
         used: u64,
         seq: u64,
     ) -> bool {
@@ -200,6 +211,8 @@ impl PhaseTracker {
             call,
             index,
             args,
+            arg,
+            label,
             before_used: used,
             peak_used: used,
         });
@@ -223,6 +236,8 @@ impl PhaseTracker {
                 span: Some(s.label()),
                 span_index: Some(s.index),
                 span_arg1: Some(s.args[1]),
+                span_arg: Some(s.arg),
+                span_label: s.label.clone(),
                 site: None,
             });
         }
@@ -231,6 +246,8 @@ impl PhaseTracker {
             call: s.call,
             index: s.index,
             args: s.args,
+            arg: s.arg,
+            label: s.label,
             before_used: s.before_used,
             after_used: used,
             delta: crate::values::delta(s.before_used, used),
@@ -276,6 +293,7 @@ impl PhaseTracker {
             accounting_drift: end.drift,
             seq_begin: p.seq_begin,
             seq_end: end.seq,
+            cycle: p.cycle,
         };
         if end.is_release {
             if self.first_release.is_none() {

@@ -41,6 +41,14 @@ pub enum Goal {
     },
     /// The return of the open phase.
     PhaseReturn,
+    /// The next entry of any lifecycle role's function outside a phase (their breakpoints are
+    /// the cycle run's): `hit` is the function entered.
+    Role {
+        /// The functions, for messages.
+        functions: Vec<String>,
+        /// The function whose entry was reached.
+        hit: Option<String>,
+    },
 }
 
 /// Progress, for the progress bar.
@@ -71,6 +79,9 @@ impl Debugger {
     pub fn run(&mut self, goal: &mut Goal) -> Result<Outcome, AuditError> {
         if let Goal::Entry { remaining: 0, .. } = goal {
             // Met at the stop a hook interrupted.
+            return Ok(Outcome::Reached);
+        }
+        if let Goal::Role { hit: Some(_), .. } = goal {
             return Ok(Outcome::Reached);
         }
         if let Goal::Entry { addr, function, .. } = goal {
@@ -157,11 +168,12 @@ impl Debugger {
                 obs(&self.progress);
             }
             if let Some(h) = d.hook {
-                if d.reached {
-                    // Report the hook first; the goal is met, so the next run returns at once.
-                    if let Goal::Entry { remaining, .. } = goal {
-                        *remaining = 0;
-                    }
+                // Report the hook first; when the goal is met too, the next run returns at once
+                // (an entry goal's count is at 0, a role goal keeps its hit).
+                if d.reached
+                    && let Goal::Entry { remaining, .. } = goal
+                {
+                    *remaining = 0;
                 }
                 return Ok(Outcome::Hook(h));
             }
@@ -187,6 +199,14 @@ impl Debugger {
     /// function's entry), then the roles of the entry breakpoint at the pc.
     fn dispatch(&mut self, regs: &Regs, goal: &mut Goal) -> Result<Dispatched, AuditError> {
         let mut d = Dispatched::default();
+        // A function entered is counted once per stop, whatever roles its entry has.
+        let mut counted: Vec<String> = Vec::new();
+        let mut count = |phases: &mut super::phases::PhaseTracker, function: &str| {
+            if !counted.iter().any(|f| f == function) {
+                phases.count_call(function);
+                counted.push(function.to_string());
+            }
+        };
         for role in self.bps.returns_hit(regs.pc, regs.sp) {
             match role {
                 ReturnRole::Malloc(pending) => self.malloc_returned(regs.args[0], pending)?,
@@ -217,8 +237,19 @@ impl Debugger {
                     }
                 }
                 BreakRole::Span { function } => self.open_span(&function, regs)?,
+                BreakRole::Role { function } => {
+                    count(&mut self.phases, &function);
+                    // A role's function called inside an open phase is part of that phase.
+                    if let Goal::Role { hit, .. } = goal
+                        && hit.is_none()
+                        && self.phases.open_function().is_none()
+                    {
+                        *hit = Some(function);
+                        d.reached = true;
+                    }
+                }
                 BreakRole::Goal { function } => {
-                    self.phases.count_call(&function);
+                    count(&mut self.phases, &function);
                     if let Goal::Entry {
                         addr, remaining, ..
                     } = goal
@@ -246,9 +277,13 @@ impl Debugger {
     fn open_span(&mut self, function: &str, regs: &Regs) -> Result<(), AuditError> {
         let call = self.phases.count_call(function);
         let used = self.current_used()?;
+        if self.phases.open_function().is_none() {
+            return Ok(());
+        }
+        let (arg, label) = self.span_label(function, &regs.args);
         if self
             .phases
-            .open_span(function, call, regs.args, used, self.trace.seq)
+            .open_span(function, call, regs.args, arg, label, used, self.trace.seq)
         {
             self.bps.watch_return(ReturnWatch {
                 addr: regs.lr & !1,
@@ -304,6 +339,12 @@ impl Debugger {
                 "return of {}",
                 self.phases.open_function().unwrap_or("the phase")
             ),
+            Goal::Role { functions, .. } => {
+                format!(
+                    "next call of a lifecycle function ({})",
+                    functions.join(", ")
+                )
+            }
         }
     }
 }

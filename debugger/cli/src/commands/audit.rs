@@ -56,7 +56,7 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
     let probe = c
         .probe
         .as_deref()
-        .map(crate::boards::ProbeSelector::parse)
+        .map(crate::probe_choice::ProbeChoice::parse)
         .transpose()
         .map_err(|e| anyhow::anyhow!("memlife.toml [target] probe: {e}"))?;
     if c.chip.is_none() && (probe.is_some() || c.speed.is_some() || c.connect_under_reset) {
@@ -90,6 +90,12 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let cfg = given.clone().with_lifecycle_defaults();
     let outputs = AuditOutputs::from_args(&args);
     outputs.check_kinds()?;
+    // A baseline that cannot be read is a usage error, found before the target runs.
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(super::diff::read_run)
+        .transpose()?;
     let elf = args
         .elf
         .clone()
@@ -143,7 +149,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
             failures.len()
         );
     }
-    Ok(ExitCode::from(report.exit_code as u8))
+    let mut code = report.exit_code;
+    if let (Some(base), Some(path)) = (&baseline, &args.baseline) {
+        code = code.max(against_baseline(base, path, &report, &given.diff)?);
+    }
+    Ok(ExitCode::from(code as u8))
 }
 
 /// Connects, runs the script and assembles the report; the session comes back open, for the
@@ -169,6 +179,9 @@ fn audit(
     given
         .check_functions(&functions, &|n| symbols.function(n).is_some())
         .map_err(|e| anyhow::anyhow!("memlife.toml or flags: {e}"))?;
+    given
+        .check_globals(&|n| symbols.variable(n, &[]).is_some())
+        .map_err(|e| anyhow::anyhow!("memlife.toml: {e}"))?;
     let mut session = Session::open(targets, elf, args.leave)?;
     let mut heap_opts = args.heap.clone();
     if heap_opts.allocator.is_none() {
@@ -214,6 +227,22 @@ fn audit(
     let report = AuditReport::assemble(run, &debugger, &outcome);
     session.give_back(debugger.into_target());
     Ok((report, Some(session)))
+}
+
+/// `--baseline`: this run compared with the earlier report, the table printed; 1 when a
+/// change is over budget.
+fn against_baseline(
+    base: &memlife_diff::AuditRun,
+    path: &Path,
+    report: &AuditReport,
+    budgets: &memlife_diff::Budgets,
+) -> Result<i32> {
+    let head = memlife_diff::AuditRun::from_value(serde_json::to_value(report)?, "this audit")?;
+    let base_name = path.display().to_string();
+    let diff = memlife_diff::diff(base, &head, (&base_name, "this audit"), budgets)?;
+    println!();
+    super::diff::print_table(&diff)?;
+    Ok(diff.exit_code())
 }
 
 fn script_error(script: &Path, e: &ScriptError) -> String {

@@ -6,7 +6,9 @@
 //! A guess is a function of the firmware's own sources (not the C or C++ library's) whose last
 //! name component has a word of a role's vocabulary (`model_load`, `Model::Open`,
 //! `AllocateTensors`). Within a role, the earlier the word in the vocabulary the better, then
-//! functions without parameters (a phase runs a whole step; `Invoke(int)` runs one node of
+//! global functions before file-static ones (the application calls a phase from another file;
+//! a `static` function of the same words is its helper: the C engine's `graph_build` calls its
+//! static `build_graph`), then functions without parameters (a phase runs a whole step; `Invoke(int)` runs one node of
 //! `Invoke()`), then the shorter name. Functions named for a whole cycle or loop (`RunCycle`)
 //! are never phases: they hold the others.
 
@@ -54,6 +56,8 @@ struct Candidate {
     line: u32,
     words: Vec<String>,
     params: bool,
+    /// File-static (a local ELF symbol).
+    local: bool,
 }
 
 /// The lowercase words of a name's last component: `AllocateTensors` → allocate, tensors;
@@ -123,6 +127,7 @@ fn candidates(symbols: &Symbols) -> Vec<Candidate> {
         out.push(Candidate {
             words: words(&name),
             params: !name.ends_with("()") && name.contains('('),
+            local: s.local,
             name,
             file: file.rsplit('/').next().unwrap_or(&file).to_string(),
             line: loc.line.unwrap_or(0),
@@ -148,7 +153,7 @@ fn ranked<'a>(all: &'a [Candidate], vocab: &[&'a str]) -> Vec<(&'a Candidate, &'
                 .map(|(i, w)| (i, c, *w))
         })
         .collect();
-    hits.sort_by_key(|(i, c, _)| (*i, c.params, c.name.len()));
+    hits.sort_by_key(|(i, c, _)| (*i, c.local, c.params, c.name.len()));
     hits.into_iter().map(|(_, c, w)| (c, w)).collect()
 }
 
@@ -193,10 +198,11 @@ fn render(symbols: &Symbols, elf: &Path) -> String {
                 used.push(&c.name);
                 let _ = writeln!(
                     t,
-                    "{role} = {:?}    # {}:{}; its name has `{w}`{}",
+                    "{role} = {:?}    # {}:{}; its name has `{w}`{}{}",
                     c.name,
                     c.file,
                     c.line,
+                    if c.local { "" } else { ", global" },
                     if c.name.ends_with("()") {
                         ", no parameters"
                     } else {
@@ -229,7 +235,11 @@ fn render(symbols: &Symbols, elf: &Path) -> String {
     }
     let _ = writeln!(
         t,
-        "\n[budgets]\ncycles = 3    # lifecycles the scripts run\n\n[trace]\nmethod = \"trace\""
+        "\n# How spans are named (else by their index): the argument that tells them apart and a\n# global array of names indexed by it, or a `char *` argument.\n# [labels.run]\n# arg = 1                 # 0 is often `this` or a context\n# names = \"layer_names\"  # field = \"name\" when its elements are structs\n# string = true           # instead of names: the argument is the name\n\n# Scripts observe cycles: every call of every role above, in the firmware's order; a cycle\n# begins at each call of this role (default: the first of load, build, run, switch, release).\n# [lifecycle]\n# cycle_starts = \"load\"\n\n# The firmware's tensor table, if it keeps one, for the overlap check (else traced allocations).\n# [tensors]\n# table = \"g_tensors\"         # a global array of structs\n# count = \"g_tensor_count\"    # how many are in use (default: all)\n# name = \"name\"\n# addr = \"addr\"\n# size = \"size\"\n# first = \"first_layer\"\n# last = \"last_layer\""
+    );
+    let _ = writeln!(
+        t,
+        "\n[budgets]\ncycles = 3    # cycles the scripts observe\n\n[trace]\nmethod = \"trace\""
     );
     t
 }
@@ -247,4 +257,43 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(name: &str, local: bool) -> Candidate {
+        Candidate {
+            name: name.into(),
+            file: "engine.c".into(),
+            line: 1,
+            words: words(name),
+            params: false,
+            local,
+        }
+    }
+
+    #[test]
+    fn a_global_function_wins_over_a_static_helper_of_the_same_words() {
+        // The C engine: `graph_build` (global, the phase) calls `build_graph` (static), whose
+        // symbol comes first in the ELF and whose name is as long.
+        let all = [
+            candidate("build_graph", true),
+            candidate("graph_build", false),
+        ];
+        let vocab = ROLES.iter().find(|(r, _)| *r == "build").unwrap().1;
+        let names: Vec<&str> = ranked(&all, vocab)
+            .iter()
+            .map(|(c, _)| c.name.as_str())
+            .collect();
+        assert_eq!(names, ["graph_build", "build_graph"]);
+        // The vocabulary's order still comes first.
+        let all = [candidate("plan_graph", false), candidate("build_it", true)];
+        let names: Vec<&str> = ranked(&all, vocab)
+            .iter()
+            .map(|(c, _)| c.name.as_str())
+            .collect();
+        assert_eq!(names, ["build_it", "plan_graph"]);
+    }
 }

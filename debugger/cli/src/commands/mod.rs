@@ -2,6 +2,7 @@
 //! walking a halted target.
 
 mod audit;
+pub mod diff;
 mod heap;
 mod init;
 mod probes;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(args) => serve::run(args),
         Command::Probes => probes::run(),
         Command::Init(args) => init::run(args),
+        Command::Diff(args) => diff::run(args),
     }
 }
 

@@ -27,6 +27,13 @@ pub fn run() -> Result<ExitCode> {
             writeln!(out, "{}  --probe {}", p.name, p.selector)?;
         }
     }
+    // Always there: no USB, QEMU behind it (`--probe qemu:MACHINE` for another machine).
+    writeln!(
+        out,
+        "{} (an STM32F405 in qemu-system-arm -M {}; with --chip STM32F405RGTx)  --probe qemu",
+        memlife_vprobe::NAME,
+        crate::probe_choice::DEFAULT_MACHINE
+    )?;
     if !memlife_probe::ESP32 {
         writeln!(
             out,

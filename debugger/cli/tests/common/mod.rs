@@ -20,6 +20,8 @@ pub const SCENARIOS: &[&str] = &[
     "overlap",
 ];
 
+pub mod browser;
+
 pub use memlife_testkit::firmware::repo;
 pub use memlife_testkit::process::{
     ChildGuard, gdb_batch, run_with_timeout, stderr, stdout, tempdir,

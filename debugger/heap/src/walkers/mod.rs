@@ -11,6 +11,7 @@
 //! saturating arithmetic instead.
 
 pub mod dlmalloc;
+pub mod embedded_alloc;
 pub mod freertos;
 pub mod nano;
 pub mod tlsf;

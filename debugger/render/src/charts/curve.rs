@@ -75,6 +75,7 @@ pub fn peak(report: &AuditReport, t: &Timeline<'_>) -> Option<Peak> {
         })
         .unwrap_or(slot.x0);
     let what = at.and_then(|a| match (&a.span, a.span_arg1) {
+        _ if a.span_label.is_some() => a.span_label.clone(),
         (Some(span), Some(arg)) => {
             let function = span.split('#').next().unwrap_or(span);
             Some(label_for(report, function, arg))

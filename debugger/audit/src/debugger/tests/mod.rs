@@ -335,3 +335,88 @@ fn breakpoints_are_left_by_executing_their_instruction_on_the_host() {
     let pushed_lr = u32::from_le_bytes(ram[o..o + 4].try_into().unwrap());
     assert_eq!(u64::from(pushed_lr), IN_BUILD_GRAPH | 1);
 }
+
+/// Observes one cycle to its end, calling no hooks.
+fn cycle(dbg: &mut Debugger) -> Result<super::Cycle, AuditError> {
+    let mut run = dbg.cycle_begin()?;
+    let stepped = (|| {
+        while dbg.cycle_step(&mut run)?.is_some() {}
+        Ok::<(), AuditError>(())
+    })();
+    let done = dbg.cycle_finish(run);
+    stepped?;
+    Ok(done.unwrap())
+}
+
+#[test]
+fn cycles_record_every_role_call_in_the_firmwares_order_and_begin_at_the_start_role() {
+    let sym = fake::symbols();
+    let mut fw = Firmware::new(&sym);
+    let mut used = 0u64;
+    // A release before the first load is in no cycle.
+    fw.call("model_release", STACK, MAIN_A, [0; 4]);
+    fw.ret(MAIN_A, STACK, 0);
+    for k in 0..2u64 {
+        fw.call("model_load", STACK, MAIN_A, [0; 4]);
+        used += 1;
+        fw.malloc(STACK - 0x20, IN_BUILD_GRAPH, ptr(used), 16);
+        fw.ret(MAIN_A, STACK, 0);
+        // Three runs, no build, no switch: roles may be absent or repeat.
+        for _ in 0..3 {
+            fw.call("inference_run", STACK, MAIN_B, [0; 4]);
+            // A role's function called inside a phase is part of that phase.
+            fw.call("model_release", STACK - 0x40, IN_BUILD_GRAPH_2, [0; 4]);
+            fw.ret(IN_BUILD_GRAPH_2, STACK - 0x40, 0);
+            fw.ret(MAIN_B, STACK, 0);
+        }
+        if k == 0 {
+            fw.call("model_release", STACK, MAIN_A, [0; 4]);
+            fw.ret(MAIN_A, STACK, 0);
+        }
+    }
+    fw.call("model_load", STACK, MAIN_A, [0; 4]);
+    fw.ret(MAIN_A, STACK, 0);
+    let (mut dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
+    let first = cycle(&mut dbg).unwrap();
+    let roles: Vec<&str> = first.calls.iter().map(|c| c.role.as_str()).collect();
+    assert_eq!(roles, ["load", "run", "run", "run", "release"]);
+    assert_eq!((first.index, first.start_role.as_str()), (1, "load"));
+    assert_eq!((first.before.used, first.after.used), (0, 16));
+    let second = cycle(&mut dbg).unwrap();
+    let roles: Vec<&str> = second.calls.iter().map(|c| c.role.as_str()).collect();
+    assert_eq!(roles, ["load", "run", "run", "run"]);
+    assert_eq!(second.index, 2);
+    let runs: Vec<u64> = second
+        .calls
+        .iter()
+        .filter(|c| c.role == "run")
+        .map(|c| c.record.call)
+        .collect();
+    assert_eq!(runs, [4, 5, 6]);
+    assert!(second.calls.iter().all(|c| c.record.cycle == Some(2)));
+    // The cycle ended halted at the third load's entry: `t.phase("load")` records that call.
+    let load = phase(&mut dbg, "load").unwrap();
+    assert_eq!((load.call, load.cycle), (3, None));
+    assert_eq!(dbg.records().len(), 10);
+}
+
+#[test]
+fn cycles_begin_at_the_configured_role() {
+    let sym = fake::symbols();
+    let mut fw = Firmware::new(&sym);
+    for _ in 0..2 {
+        fw.call("model_load", STACK, MAIN_A, [0; 4]);
+        fw.ret(MAIN_A, STACK, 0);
+        fw.call("inference_run", STACK, MAIN_B, [0; 4]);
+        fw.ret(MAIN_B, STACK, 0);
+    }
+    fw.call("inference_run", STACK, MAIN_B, [0; 4]);
+    let (mut dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
+    dbg.config.lifecycle.cycle_starts = Some("run".into());
+    let c = cycle(&mut dbg).unwrap();
+    let roles: Vec<&str> = c.calls.iter().map(|c| c.role.as_str()).collect();
+    assert_eq!(roles, ["run", "load"]);
+    dbg.config.lifecycle.cycle_starts = Some("warmup".into());
+    let e = dbg.cycle_begin().unwrap_err().to_string();
+    assert!(e.contains("cycle_starts = \"warmup\""), "{e}");
+}

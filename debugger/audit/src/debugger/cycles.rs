@@ -1,0 +1,258 @@
+//! Cycles: the lifecycle as the firmware runs it, observed rather than dictated.
+//!
+//! Every role of `memlife.toml` (`[phases]`: load, build, run, switch, release or any other
+//! name) whose function the ELF has gets a breakpoint on its entry. Each call is recorded as a
+//! phase, in the order the firmware makes them, with its role; a role may be absent or called
+//! many times (four `Invoke()` per cycle). A cycle begins at a call of the start role
+//! (`[lifecycle] cycle_starts`, else the first role in lifecycle order) and ends at the next
+//! one, where the target is left halted: that call begins the next cycle, or is the next call
+//! `t.phase` records. Calls before the first start are not part of any cycle; a role's
+//! function called inside another phase is part of that phase (its entry is only counted).
+
+use std::rc::Rc;
+
+use memlife_heap::HeapState;
+
+use super::Debugger;
+use super::breakpoints::BreakRole;
+use super::run::{Goal, Outcome};
+use crate::error::AuditError;
+use crate::model::PhaseRecord;
+
+/// One call of a role's function inside a cycle.
+#[derive(Debug, Clone)]
+pub struct PhaseCall {
+    /// The role (`run`).
+    pub role: String,
+    /// The phase's record.
+    pub record: PhaseRecord,
+    /// The heap at its entry.
+    pub before: Rc<HeapState>,
+    /// The heap at its return.
+    pub after: Rc<HeapState>,
+    /// The firmware's tensor table at its return, when `[tensors]` describes one.
+    pub tensors: Option<Rc<Vec<crate::buffers::Tensor>>>,
+}
+
+/// One cycle: every role call from one call of the start role to the next.
+#[derive(Debug, Clone)]
+pub struct Cycle {
+    /// 1-based, over the audit.
+    pub index: u64,
+    /// The role that begins cycles.
+    pub start_role: String,
+    /// The calls in the order the firmware made them.
+    pub calls: Vec<PhaseCall>,
+    /// The heap at the entry of the start role's call that began it.
+    pub before: Rc<HeapState>,
+    /// The heap at the entry of the call that begins the next cycle.
+    pub after: Rc<HeapState>,
+}
+
+/// Where the last cycle left the target: halted at the entry of `function`, which no phase
+/// recorded yet, as of the `stops`-th stop.
+#[derive(Debug, Clone)]
+pub(super) struct CycleStart {
+    function: String,
+    stops: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for the start role's call; other roles' calls are let pass.
+    WaitStart,
+    /// Inside the cycle, between phases.
+    Between,
+    /// A phase is open.
+    InPhase,
+}
+
+/// A cycle being observed (kept by the caller across hooks).
+#[derive(Debug, Clone)]
+pub struct CycleRun {
+    /// (role, function, entry address) of every role the firmware has.
+    roles: Vec<(String, String, u64)>,
+    start_role: String,
+    start: String,
+    goal: Goal,
+    state: State,
+    role_open: String,
+    index: u64,
+    calls: Vec<PhaseCall>,
+    after: Option<Rc<HeapState>>,
+}
+
+impl CycleRun {
+    fn role_goal(&self) -> Goal {
+        Goal::Role {
+            functions: self.roles.iter().map(|(_, f, _)| f.clone()).collect(),
+            hit: None,
+        }
+    }
+
+    fn role_of(&self, function: &str) -> String {
+        self.roles
+            .iter()
+            .find(|(_, f, _)| f == function)
+            .map_or_else(|| function.to_string(), |(r, _, _)| r.clone())
+    }
+}
+
+impl Debugger {
+    /// The roles of the configuration whose function this firmware has, in lifecycle order,
+    /// with those functions; a function two roles name belongs to the first.
+    pub fn present_roles(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (role, function) in self.config.roles() {
+            if self.symbols.function(function).is_some() && !out.iter().any(|(_, f)| f == function)
+            {
+                out.push((role.to_string(), function.to_string()));
+            }
+        }
+        out
+    }
+
+    /// The role whose calls begin cycles: `[lifecycle] cycle_starts`, else the first present.
+    pub fn cycle_start_role(&self) -> Result<String, AuditError> {
+        let present = self.present_roles();
+        match &self.config.lifecycle.cycle_starts {
+            Some(r) if present.iter().any(|(p, _)| p == r) => Ok(r.clone()),
+            Some(r) => Err(AuditError::Config(format!(
+                "[lifecycle] cycle_starts = \"{r}\": that role maps to no function of this firmware (add [phases] {r} = \"your_function\" to memlife.toml)"
+            ))),
+            None => present.first().map(|(r, _)| r.clone()).ok_or_else(|| {
+                AuditError::Config(
+                    "no lifecycle role maps to a function of this firmware: add [phases] (load, build, run, switch, release...) to memlife.toml".into(),
+                )
+            }),
+        }
+    }
+
+    /// Whether the target is halted at the entry of `function` where the last cycle ended,
+    /// that call still unrecorded; consumes it.
+    pub(super) fn take_cycle_start(&mut self, function: &str) -> bool {
+        self.cycle_start
+            .take()
+            .is_some_and(|s| s.function == function && s.stops == self.progress.stops)
+    }
+
+    /// Starts observing one cycle. Drive it with [`Debugger::cycle_step`], close it with
+    /// [`Debugger::cycle_finish`] (which also removes its breakpoints after an error).
+    pub fn cycle_begin(&mut self) -> Result<CycleRun, AuditError> {
+        if self.phases.open_function().is_some() {
+            return Err(AuditError::Config("a phase is already running".into()));
+        }
+        let start_role = self.cycle_start_role()?;
+        let mut roles = Vec::new();
+        for (role, function) in self.present_roles() {
+            let (addr, _) = self.function(&function)?;
+            roles.push((role, function, addr));
+        }
+        let start = roles
+            .iter()
+            .find(|(r, _, _)| *r == start_role)
+            .map(|(_, f, _)| f.clone())
+            .unwrap_or_default();
+        for (_, function, addr) in &roles {
+            self.bps.add_entry(
+                *addr,
+                BreakRole::Role {
+                    function: function.clone(),
+                },
+            );
+        }
+        let mut run = CycleRun {
+            roles,
+            start_role,
+            start,
+            goal: Goal::PhaseReturn,
+            state: State::WaitStart,
+            role_open: String::new(),
+            index: self.cycles_done + 1,
+            calls: Vec::new(),
+            after: None,
+        };
+        run.goal = run.role_goal();
+        if self.take_cycle_start(&run.start.clone()) {
+            // Halted where the last cycle ended: this call begins the new one.
+            run.goal = Goal::Role {
+                functions: Vec::new(),
+                hit: Some(run.start.clone()),
+            };
+        }
+        Ok(run)
+    }
+
+    /// Advances a cycle. `Some(Outcome::Hook)` when a script hook fired (call again after
+    /// running it), `None` once the next cycle's first call is reached.
+    pub fn cycle_step(&mut self, run: &mut CycleRun) -> Result<Option<Outcome>, AuditError> {
+        loop {
+            if let Outcome::Hook(h) = self.run(&mut run.goal)? {
+                return Ok(Some(Outcome::Hook(h)));
+            }
+            if run.state == State::InPhase {
+                let (record, before, after) = self.phase_finish()?;
+                let tensors = crate::buffers::read_tensors(self)
+                    .map_err(AuditError::Config)?
+                    .map(Rc::new);
+                run.calls.push(PhaseCall {
+                    role: std::mem::take(&mut run.role_open),
+                    record,
+                    before,
+                    after,
+                    tensors,
+                });
+                run.state = State::Between;
+                run.goal = run.role_goal();
+                continue;
+            }
+            let function = match &mut run.goal {
+                Goal::Role { hit, .. } => hit.take().unwrap_or_default(),
+                _ => String::new(),
+            };
+            run.goal = run.role_goal();
+            if function == run.start {
+                if run.state == State::Between {
+                    run.after = Some(Rc::new(self.walk()?));
+                    self.cycle_start = Some(CycleStart {
+                        function,
+                        stops: self.progress.stops,
+                    });
+                    return Ok(None);
+                }
+            } else if run.state == State::WaitStart {
+                continue;
+            }
+            let role = run.role_of(&function);
+            self.phase_entered(&function, Some(role.clone()), Some(run.index))?;
+            run.role_open = role;
+            run.state = State::InPhase;
+            run.goal = Goal::PhaseReturn;
+        }
+    }
+
+    /// Removes the cycle's breakpoints; the cycle when it completed.
+    pub fn cycle_finish(&mut self, run: CycleRun) -> Option<Cycle> {
+        for (_, function, addr) in &run.roles {
+            self.bps.remove_entry(
+                *addr,
+                &BreakRole::Role {
+                    function: function.clone(),
+                },
+            );
+        }
+        let after = run.after?;
+        let before = run
+            .calls
+            .first()
+            .map_or_else(|| Rc::clone(&after), |c| Rc::clone(&c.before));
+        self.cycles_done = run.index;
+        Some(Cycle {
+            index: run.index,
+            start_role: run.start_role,
+            calls: run.calls,
+            before,
+            after,
+        })
+    }
+}

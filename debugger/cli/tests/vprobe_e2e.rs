@@ -1,0 +1,330 @@
+//! The probe-rs path end to end without a board: `--chip STM32F405RGTx --probe qemu` puts
+//! memlife's virtual SWD probe between probe-rs and QEMU, so everything from probe-rs up
+//! (attach, halt, FPB breakpoints, DWT watchpoints, memory, registers, reset) runs as it does
+//! with a real probe. Each result is compared with the gdb-remote backend on the same firmware.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use common::*;
+
+const CHIP: &[&str] = &["--chip", "STM32F405RGTx", "--probe", "qemu"];
+
+/// A heap walk's JSON without the fields that name the backend.
+fn walk(mut v: serde_json::Value) -> serde_json::Value {
+    let o = v.as_object_mut().unwrap();
+    o.remove("target");
+    o.remove("link");
+    v
+}
+
+fn heap_json(elf: &Path, backend: &[&str], hit: &str) -> serde_json::Value {
+    let mut args = vec![
+        "heap",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--at",
+        "model_release",
+        "--hit",
+        hit,
+        "--json",
+    ];
+    args.extend_from_slice(backend);
+    memlife_json(&args)
+}
+
+#[test]
+fn heap_walks_through_probe_rs_equal_the_gdb_remote_ones() {
+    for alloc in ALLOCS {
+        for scenario in SCENARIOS {
+            let elf = elf(alloc, scenario);
+            let probe = heap_json(&elf, CHIP, "2");
+            assert!(
+                probe["target"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("probe-rs STM32F405RGTx via QEMU virtual SWD probe"),
+                "{}",
+                probe["target"]
+            );
+            let gdb = heap_json(&elf, &["--qemu", "netduinoplus2"], "2");
+            assert_eq!(walk(probe), walk(gdb), "{alloc}-{scenario}");
+        }
+    }
+}
+
+#[test]
+fn attaching_under_reset_restarts_the_firmware_and_walks_the_same_heap() {
+    let elf = elf("nano", "healthy");
+    let mut backend = CHIP.to_vec();
+    backend.push("--connect-under-reset");
+    let probe = heap_json(&elf, &backend, "1");
+    let gdb = heap_json(&elf, &["--qemu", "netduinoplus2"], "1");
+    assert_eq!(walk(probe), walk(gdb));
+}
+
+#[test]
+fn a_snapshot_through_probe_rs_walks_offline_like_the_live_heap() {
+    let elf = elf("tlsf", "fragmentation");
+    let e = elf.to_str().unwrap();
+    let dir = tempdir("vprobe-snapshot");
+    let snap = dir.join("frag.mlsnap");
+    let mut args = vec![
+        "snapshot",
+        "--elf",
+        e,
+        "--at",
+        "model_release",
+        "--output",
+        snap.to_str().unwrap(),
+    ];
+    args.extend_from_slice(CHIP);
+    let out = run_memlife(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let offline = memlife_json(&[
+        "heap",
+        "--elf",
+        e,
+        "--snapshot",
+        snap.to_str().unwrap(),
+        "--json",
+    ]);
+    let live = heap_json(&elf, &["--qemu", "netduinoplus2"], "1");
+    let strip = |mut v: serde_json::Value| {
+        let o = v.as_object_mut().unwrap();
+        for k in ["target", "link", "at", "pc"] {
+            o.remove(k);
+        }
+        v
+    };
+    assert_eq!(strip(offline), strip(live));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn probes_lists_the_virtual_probe() {
+    let out = run_memlife(&["probes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("QEMU virtual SWD probe") && l.ends_with("--probe qemu")),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_virtual_probe_refuses_what_it_cannot_present() {
+    let elf = elf("heap4", "healthy");
+    let e = elf.to_str().unwrap();
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        e,
+        "--chip",
+        "nRF52840_xxAA",
+        "--probe",
+        "qemu",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not an STM32F4 chip"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        e,
+        "--chip",
+        "STM32F405RGTx",
+        "--probe",
+        "qemu:",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("QEMU machine name"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Audits need more simultaneous breakpoints than the 6 FPB comparators of an STM32F4 (the
+/// allocator entries and returns, span functions, the fault handler): through probe-rs they
+/// stop with the message a real board gives. This pins that gap until the audit engine keeps
+/// within a breakpoint budget.
+#[test]
+fn audits_stop_at_the_stm32f4_breakpoint_limit_as_on_a_board() {
+    let elf = elf("heap4", "healthy");
+    let mut args = vec![
+        "audit".to_string(),
+        "--config".into(),
+        repo()
+            .join("examples/healthy/memlife.toml")
+            .display()
+            .to_string(),
+        "--elf".into(),
+        elf.display().to_string(),
+        repo().join("scripts/lifecycle.rhai").display().to_string(),
+    ];
+    args.extend(CHIP.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_memlife(&refs);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("all 6 hardware breakpoints are in use"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `memlife serve` through the virtual probe, and everything it printed so far.
+struct Server {
+    guard: ChildGuard,
+    addr: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start(elf: &Path) -> Server {
+        let mut cmd = memlife();
+        cmd.args(["serve", "--elf"])
+            .arg(elf)
+            .args(CHIP)
+            .args(["--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut guard = ChildGuard(cmd.spawn().expect("spawn memlife serve"));
+        let err = guard.0.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("memlife serve: listening on ") {
+                    let _ = tx.send(addr.trim().to_string());
+                }
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no address: {}", log.lock().unwrap()));
+        Server { guard, addr, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.guard.0.kill();
+    }
+}
+
+fn all_output(o: &Output) -> String {
+    format!("{}{}", stdout(o), stderr(o))
+}
+
+fn number_after(text: &str, prefix: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(prefix))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{text}"))
+}
+
+#[test]
+fn gdb_drives_serve_through_probe_rs() {
+    let elf = elf("heap4", "leak-on-switch");
+    let server = Server::start(&elf);
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "break model_release",
+            "continue",
+            "print xFreeBytesRemaining",
+            "monitor heap",
+            "delete 1",
+            "watch xFreeBytesRemaining",
+            "continue",
+            "delete 2",
+            "info registers pc",
+            "stepi",
+            "info registers pc",
+            "detach",
+        ],
+    );
+    let text = all_output(&out);
+    assert!(text.contains("Breakpoint 1, model_release"), "{text}");
+    let gdb_free = number_after(&text, "$1 = ");
+    let monitor_free = number_after(&text, "free ");
+    assert_eq!(gdb_free, monitor_free, "{text}");
+    assert!(text.contains("freertos-heap4: "), "{text}");
+    // The watchpoint is a DWT comparator; the stop is its MATCHED bit.
+    assert!(
+        text.contains("Hardware watchpoint 2: xFreeBytesRemaining"),
+        "{text}"
+    );
+    let old = number_after(&text, "Old value = ");
+    let new = number_after(&text, "New value = ");
+    assert_eq!(old, gdb_free, "{text}");
+    assert_ne!(new, old, "{text}");
+    // stepi moves the pc by one instruction.
+    let pcs: Vec<u64> = text
+        .lines()
+        // gdb's `info registers pc` lines (monitor heap prints a `pc` line too, without `<`).
+        .filter(|l| l.contains('<'))
+        .filter_map(|l| l.strip_prefix("pc "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).unwrap())
+        .collect();
+    assert_eq!(pcs.len(), 2, "{text}");
+    assert_ne!(pcs[0], pcs[1], "{text}");
+    assert!(text.contains("detached"), "{text}");
+    assert!(
+        server.log().contains("detached; the target runs on"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn a_seventh_breakpoint_is_refused_as_on_a_real_stm32f4() {
+    let elf = elf("heap4", "healthy");
+    let server = Server::start(&elf);
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "break model_release",
+            "break model_load",
+            "break pvPortMalloc",
+            "break graph_build",
+            "break inference_run",
+            "break prvInsertBlockIntoFreeList",
+            "break vPortFree",
+            "continue",
+            "detach",
+        ],
+    );
+    let text = all_output(&out);
+    assert!(text.contains("Cannot insert breakpoint"), "{text}");
+    let log = server.log();
+    assert!(
+        log.contains("refused: all 6 hardware breakpoints are in use"),
+        "{log}"
+    );
+}

@@ -1,0 +1,56 @@
+//! `memlife diff`: memory regressions between two builds, from their audit JSON reports.
+//!
+//! Pure JSON logic, no target: [`AuditRun`] reads a report defensively (fields it does not know
+//! are ignored, fields it lacks take defaults), [`diff`] aligns the two runs and compares every
+//! figure the audit checks use, [`Budgets`] (`[diff]` in memlife.toml) say which change is too
+//! much, and [`text`] renders the result for a terminal and for a pull request.
+//!
+//! Alignment: phases by role and cycle (the k-th `run` of cycle 2 is the k-th `run` of cycle 2),
+//! spans by the label the script gave them or else by position, allocation sites by function,
+//! file, line and call chain, or by function and call chain alone when a line moved. Two
+//! reports with no phase role, or no phase function and no site function, in common are
+//! refused ([`DiffError::Unrelated`]).
+//!
+//! # Layout
+//! - [`report`]: the audit JSON as read here.
+//! - [`figures`]: the figures of one report, under keys that align.
+//! - [`sites`]: allocation sites matched between two reports.
+//! - [`budgets`]: the `diff` table of memlife.toml.
+//! - [`compare`]: the diff.
+//! - [`text`]: terminal table and markdown.
+
+pub mod budgets;
+pub mod compare;
+pub mod figures;
+pub mod report;
+pub mod sites;
+pub mod text;
+
+pub use budgets::Budgets;
+pub use compare::{Change, Diff, Verdict, diff};
+pub use report::AuditRun;
+
+/// Why two reports could not be compared.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiffError {
+    /// A file is not an audit JSON report.
+    #[error("{which}: {reason}")]
+    NotAReport {
+        /// Which file.
+        which: String,
+        /// Why.
+        reason: String,
+    },
+    /// A report recorded no phase (the audit stopped before the lifecycle ran).
+    #[error("{which}: the audit recorded no phase, nothing to compare ({reason})")]
+    NoPhases {
+        /// Which file.
+        which: String,
+        /// The audit's error, or what is missing.
+        reason: String,
+    },
+    /// The two reports cannot be aligned.
+    #[error("cannot compare: {0}")]
+    Unrelated(String),
+}

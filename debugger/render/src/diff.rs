@@ -1,0 +1,568 @@
+//! The diff page (`memlife diff --report DIR`): both runs drawn together, one self-contained
+//! HTML file like the audit report (inline CSS and SVG, no scripts, nothing fetched). From top to
+//! bottom: the verdict and every changed figure, the two water-level curves overlaid, the build
+//! stairs side by side, the per-layer deltas as paired bars, the heap maps after release one
+//! above the other, then the allocation sites, the checks and what could not be aligned.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use memlife_audit::model::{HeapMap, HeapSummary, MapBlock, Site};
+use memlife_diff::compare::Verdict;
+use memlife_diff::figures::span_items;
+use memlife_diff::report::{self, AuditRun};
+use memlife_diff::{Diff, text as dtext};
+use plotters::prelude::*;
+
+use crate::charts::stairs::{Stairs, Step};
+use crate::charts::{ALARM, FONT, INK, WIDTH, category_label, failed, k, kd};
+use crate::escape::text;
+use crate::heapmap::heap_map_svg;
+use crate::{Result, kib, write_atomic};
+
+/// BASE's colour in every chart.
+pub const BASE: RGBColor = RGBColor(120, 130, 150);
+/// HEAD's colour.
+pub const HEAD: RGBColor = RGBColor(226, 112, 20);
+
+const STYLE: &str = r#"
+body { font-family: sans-serif; color: #222; margin: 24px auto; max-width: 1100px; padding: 0 12px; line-height: 1.4; }
+h1 { font-size: 22px; margin-bottom: 4px; }
+h2 { font-size: 18px; border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }
+h3 { font-size: 15px; margin: 8px 0 2px; }
+section { break-inside: avoid; }
+svg { max-width: 100%; height: auto; display: block; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.exceeded td { background: #fbe3e3; } tr.better td { background: #e6f4ea; }
+.verdict { font-weight: bold; padding: 1px 8px; border-radius: 3px; color: #fff; }
+.within { background: #2a9646; } .exceeded { background: #c82828; }
+.summary { font-size: 16px; }
+.chip { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; border: 1px solid #888; }
+.note { color: #555; font-size: 13px; }
+.pair { display: flex; gap: 12px; } .pair > div { flex: 1; min-width: 0; }
+@media print { body { margin: 0; max-width: none; } h2 { break-after: avoid; } }
+"#;
+
+/// Writes `dir/index.html` (atomically) and returns its path.
+pub fn write_diff_report(
+    diff: &Diff,
+    base: &AuditRun,
+    head: &AuditRun,
+    dir: &Path,
+) -> Result<PathBuf> {
+    let page = render_diff_html(diff, base, head)?;
+    let path = dir.join("index.html");
+    write_atomic(&path, page.as_bytes())?;
+    Ok(path)
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn legend(h: &mut String, diff: &Diff) {
+    let _ = writeln!(
+        h,
+        "<p class=\"note\"><span class=\"chip\" style=\"background:{}\"></span>BASE {} ({})<span class=\"chip\" style=\"background:{}\"></span>HEAD {} ({})</p>",
+        crate::charts::css(BASE),
+        text(&diff.base.name),
+        text(file_name(&diff.base.elf)),
+        crate::charts::css(HEAD),
+        text(&diff.head.name),
+        text(file_name(&diff.head.elf))
+    );
+}
+
+/// Renders the page.
+pub fn render_diff_html(diff: &Diff, base: &AuditRun, head: &AuditRun) -> Result<String> {
+    let mut h = String::with_capacity(256 * 1024);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>memlife diff: {} vs {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        text(file_name(&diff.base.elf)),
+        text(file_name(&diff.head.elf))
+    );
+    let _ = writeln!(
+        h,
+        "<header>\n<h1>memlife diff: {} &rarr; {}</h1>",
+        text(&diff.base.name),
+        text(&diff.head.name)
+    );
+    legend(&mut h, diff);
+    let (cls, word) = match diff.verdict {
+        Verdict::Within => ("within", "WITHIN"),
+        Verdict::Exceeded => ("exceeded", "EXCEEDED"),
+    };
+    let _ = writeln!(
+        h,
+        "<p class=\"summary\"><span class=\"verdict {cls}\">{word}</span> {}; exit code {}</p>\n</header>",
+        text(&dtext::headline(diff)),
+        diff.exit_code()
+    );
+    changes(&mut h, diff);
+    curve(&mut h, diff, base, head)?;
+    stairs(&mut h, diff, base, head)?;
+    layers(&mut h, diff, base, head)?;
+    heap_maps(&mut h, diff, base, head);
+    sites(&mut h, diff);
+    h.push_str("</body>\n</html>\n");
+    Ok(h)
+}
+
+fn changes(h: &mut String, diff: &Diff) {
+    h.push_str("<section id=\"changes\">\n<h2>Changed figures</h2>\n");
+    if diff.changes.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p>No figure changed ({} compared).</p>\n</section>",
+            diff.compared
+        );
+        return;
+    }
+    h.push_str("<table>\n<tr><th>figure</th><th>where</th><th>base</th><th>head</th><th>change</th><th>budget</th><th>at</th></tr>\n");
+    for c in &diff.changes {
+        let cls = if c.exceeded {
+            " class=\"exceeded\""
+        } else if !c.worse {
+            " class=\"better\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            h,
+            "<tr{cls}><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+            text(&c.label),
+            text(&c.place),
+            text(&dtext::value(c.unit, c.base)),
+            text(&dtext::value(c.unit, c.head)),
+            text(&dtext::delta(c)),
+            text(&dtext::budget(c)),
+            text(&dtext::at(c))
+        );
+    }
+    h.push_str("</table>\n</section>\n");
+}
+
+fn curve(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Result<()> {
+    h.push_str("<section id=\"water-level\">\n<h2>Water level</h2>\n");
+    legend(h, diff);
+    let (cb, ch) = (base.curve(), head.curve());
+    let capacity = base.run.heap_size.max(head.run.heap_size);
+    let top = cb
+        .iter()
+        .chain(&ch)
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(capacity);
+    let xmax = cb.len().max(ch.len()).max(1) as f64;
+    let ymax = k(top) * 1.1 + 0.5;
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, 400)).into_drawing_area();
+        let fail = failed("water-level overlay");
+        root.fill(&WHITE).map_err(&fail)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(&fail)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(RGBColor(235, 235, 235))
+            .y_desc("used heap (KiB)")
+            .x_desc("steps (allocator events and phase boundaries, in order)")
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 12))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .draw()
+            .map_err(&fail)?;
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, k(capacity)), (xmax, k(capacity))],
+                ALARM.stroke_width(1),
+            ))
+            .map_err(&fail)?;
+        for (points, colour, width) in [(&cb, BASE, 3), (&ch, HEAD, 2)] {
+            let mut stepped = Vec::with_capacity(points.len() * 2);
+            for (i, u) in points.iter().enumerate() {
+                if let Some(&(_, prev)) = stepped.last() {
+                    stepped.push((i as f64, prev));
+                }
+                stepped.push((i as f64, k(*u)));
+            }
+            chart
+                .draw_series(LineSeries::new(stepped, colour.stroke_width(width)))
+                .map_err(&fail)?;
+        }
+        root.present().map_err(&fail)?;
+    }
+    h.push_str(&out);
+    let peak = |c: &[u64]| c.iter().copied().max().unwrap_or(0);
+    let _ = writeln!(
+        h,
+        "<p>Highest used: BASE <b>{} B</b>, HEAD <b>{} B</b> ({}); heap {} B.</p>\n</section>",
+        peak(&cb),
+        peak(&ch),
+        text(&crate::delta(crate::charts::delta(peak(&cb), peak(&ch)))),
+        capacity
+    );
+    Ok(())
+}
+
+/// The stairs of a run's first build phase with spans, named as the diff aligns them.
+fn stairs_of(run: &AuditRun) -> Option<Stairs> {
+    let p = run.first_with_spans("build")?;
+    let names = span_items(run, p);
+    let steps: Vec<Step> = p
+        .spans
+        .iter()
+        .zip(names)
+        .map(|(s, name)| Step {
+            name,
+            delta: s.delta,
+            resident: crate::charts::delta(p.before.used, s.after_used),
+        })
+        .collect();
+    let largest =
+        steps.iter().enumerate().fold(
+            0,
+            |best, (i, s)| if s.delta > steps[best].delta { i } else { best },
+        );
+    Some(Stairs {
+        phase: format!("{}#{}", p.function, p.call),
+        steps,
+        largest,
+        total: p.delta_used,
+    })
+}
+
+fn stairs(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Result<()> {
+    h.push_str(
+        "<section id=\"build\">\n<h2>Graph build, side by side</h2>\n<div class=\"pair\">\n",
+    );
+    for (side, run, name) in [
+        ("BASE", base, &diff.base.name),
+        ("HEAD", head, &diff.head.name),
+    ] {
+        let _ = writeln!(h, "<div class=\"side\">\n<h3>{side}: {}</h3>", text(name));
+        match stairs_of(run) {
+            Some(st) => {
+                h.push_str(&crate::charts::stairs::svg(&st)?);
+                let _ = writeln!(
+                    h,
+                    "<p class=\"note\">resident after the build: {} B</p>",
+                    st.total
+                );
+            }
+            None => h.push_str("<p class=\"note\">no build phase with per-operator spans</p>\n"),
+        }
+        h.push_str("</div>\n");
+    }
+    h.push_str("</div>\n</section>\n");
+    Ok(())
+}
+
+/// (name, base (delta, transient), head (delta, transient)) per layer of the first run phase.
+type LayerPair = (String, Option<(i64, u64)>, Option<(i64, u64)>);
+
+fn layer_pairs(base: &AuditRun, head: &AuditRun) -> Vec<LayerPair> {
+    let of = |run: &AuditRun| -> Vec<(String, (i64, u64))> {
+        run.first_with_spans("run")
+            .map(|p| {
+                span_items(run, p)
+                    .into_iter()
+                    .zip(&p.spans)
+                    .map(|(n, s)| (n, (s.delta, s.transient())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (b, hd) = (of(base), of(head));
+    let mut out: Vec<LayerPair> = hd
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.clone(),
+                b.iter().find(|(m, _)| m == n).map(|x| x.1),
+                Some(*v),
+            )
+        })
+        .collect();
+    for (n, v) in &b {
+        if !hd.iter().any(|(m, _)| m == n) {
+            out.push((n.clone(), Some(*v), None));
+        }
+    }
+    out
+}
+
+fn layers(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Result<()> {
+    h.push_str("<section id=\"layers\">\n<h2>Inference, per layer</h2>\n");
+    let pairs = layer_pairs(base, head);
+    if pairs.is_empty() {
+        h.push_str("<p class=\"note\">no run phase with per-layer spans</p>\n</section>\n");
+        return Ok(());
+    }
+    legend(h, diff);
+    let names: Vec<String> = pairs.iter().map(|p| p.0.clone()).collect();
+    let values = pairs
+        .iter()
+        .flat_map(|p| [p.1, p.2])
+        .flatten()
+        .flat_map(|(d, t)| [d, t as i64]);
+    let (lo, hi) = values.fold((0i64, 0i64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (ymin, ymax) = (kd(lo) * 1.15 - 0.2, kd(hi) * 1.15 + 0.5);
+    let n = names.len();
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, 380)).into_drawing_area();
+        let fail = failed("paired layers");
+        root.fill(&WHITE).map_err(&fail)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), ymin..ymax)
+            .map_err(&fail)?;
+        let label_of = |v: &f64| category_label(&names, *v);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(RGBColor(235, 235, 235))
+            .x_labels(n)
+            .x_label_formatter(&label_of)
+            .y_desc("kept (bar) and transient high (outline), KiB")
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 11))
+            .y_label_formatter(&|v| format!("{v:.1}"))
+            .draw()
+            .map_err(&fail)?;
+        chart
+            .draw_series(LineSeries::new(
+                [(-0.5, 0.0), (n as f64, 0.0)],
+                INK.stroke_width(1),
+            ))
+            .map_err(&fail)?;
+        for (i, (_, b, hd)) in pairs.iter().enumerate() {
+            for (v, colour, off) in [(b, BASE, -0.2), (hd, HEAD, 0.2)] {
+                let Some((d, t)) = v else { continue };
+                let x = i as f64 + off;
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.18, 0.0), (x + 0.18, kd(*d))],
+                        colour.filled(),
+                    )))
+                    .map_err(&fail)?;
+                if *t > 0 {
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [(x - 0.18, 0.0), (x + 0.18, k(*t))],
+                            colour.stroke_width(1),
+                        )))
+                        .map_err(&fail)?;
+                }
+            }
+        }
+        root.present().map_err(&fail)?;
+    }
+    h.push_str(&out);
+    h.push_str("<table>\n<tr><th>layer</th><th>base kept</th><th>head kept</th><th>base transient</th><th>head transient</th></tr>\n");
+    let cell = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |x| format!("{x} B"));
+    for (name, b, hd) in &pairs {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            text(name),
+            cell(b.map(|x| x.0)),
+            cell(hd.map(|x| x.0)),
+            cell(b.map(|x| x.1 as i64)),
+            cell(hd.map(|x| x.1 as i64))
+        );
+    }
+    h.push_str("</table>\n</section>\n");
+    Ok(())
+}
+
+fn site(s: &report::Site) -> Site {
+    Site {
+        function: s.function.clone(),
+        file: s.file.clone(),
+        line: s.line,
+        chain: s.chain.clone(),
+    }
+}
+
+/// The report's heap map in the audit's own type, for [`heap_map_svg`].
+fn heap_map(m: &report::HeapMap) -> HeapMap {
+    let status = match m.summary.status.as_str() {
+        "busy" => memlife_heap::HeapStatus::Busy,
+        "corrupt" => memlife_heap::HeapStatus::Corrupt,
+        "uninitialised" => memlife_heap::HeapStatus::Uninitialised,
+        _ => memlife_heap::HeapStatus::Ok,
+    };
+    HeapMap {
+        at: m.at.clone(),
+        heap_start: m.heap_start,
+        heap_size: m.heap_size,
+        summary: HeapSummary {
+            free: m.summary.free,
+            used: m.summary.used,
+            largest_free: m.summary.largest_free,
+            largest_free_ratio: m.summary.largest_free_ratio,
+            free_blocks: m.summary.free_blocks,
+            used_blocks: m.summary.used_blocks,
+            min_ever_free: m.summary.min_ever_free,
+            status,
+        },
+        leaked_blocks: m.leaked_blocks,
+        leaked_bytes: m.leaked_bytes,
+        blocks: m
+            .blocks
+            .iter()
+            .map(|b| MapBlock {
+                addr: b.addr,
+                size: b.size,
+                free: b.free,
+                unclaimed: b.unclaimed,
+                leaked: b.leaked,
+                site: b.site.as_ref().map(site),
+            })
+            .collect(),
+    }
+}
+
+fn heap_maps(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) {
+    h.push_str("<section id=\"heap-maps\">\n<h2>Heap maps after release</h2>\n");
+    for (side, run, name) in [
+        ("BASE", base, &diff.base.name),
+        ("HEAD", head, &diff.head.name),
+    ] {
+        let _ = writeln!(h, "<h3>{side}: {}</h3>", text(name));
+        match &run.heap_map {
+            Some(m) => {
+                h.push_str(&heap_map_svg(&heap_map(m)));
+                let _ = writeln!(
+                    h,
+                    "<p class=\"note\">{} leaked block(s), {} B; largest free {} of {} free</p>",
+                    m.leaked_blocks,
+                    m.leaked_bytes,
+                    kib(m.summary.largest_free),
+                    kib(m.summary.free)
+                );
+            }
+            None => h.push_str("<p class=\"note\">no release phase was recorded</p>\n"),
+        }
+    }
+    h.push_str("</section>\n");
+}
+
+fn sites(h: &mut String, diff: &Diff) {
+    h.push_str("<section id=\"sites\">\n<h2>Allocation sites</h2>\n");
+    if diff.sites.is_empty() {
+        h.push_str("<p>No allocation site is new, gone, moved or allocating differently.</p>\n");
+    } else {
+        h.push_str("<ul>\n");
+        for s in &diff.sites {
+            let _ = writeln!(h, "<li>{}</li>", text(&dtext::site_line(s)));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("</section>\n<section id=\"checks\">\n<h2>Checks</h2>\n");
+    if diff.checks.is_empty() {
+        h.push_str("<p>No check changed its verdict.</p>\n");
+    } else {
+        h.push_str("<ul>\n");
+        for c in &diff.checks {
+            let _ = writeln!(
+                h,
+                "<li><b>{}</b>: {} &rarr; {}: {}</li>",
+                text(&c.name),
+                text(&c.base),
+                text(&c.head),
+                text(&c.message)
+            );
+        }
+        h.push_str("</ul>\n");
+    }
+    for n in &diff.notes {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", text(n));
+    }
+    h.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn run(step: i64) -> AuditRun {
+        let v = serde_json::json!({
+            "run": {"elf": "fw<1>.elf", "heap_size": 4096},
+            "phases": [
+                {"function": "graph_build", "alias": "build", "before": {"used": 0}, "after": {"used": 300 + step}, "delta_used": 300 + step,
+                 "spans": [{"function": "op_init", "index": 0, "args": [0, 0], "before_used": 0, "after_used": 100, "delta": 100, "peak_used": 100},
+                           {"function": "op_init", "index": 1, "args": [0, 1], "before_used": 100, "after_used": 300 + step, "delta": 200 + step, "peak_used": 300 + step}]},
+                {"function": "inference_run", "alias": "run", "before": {"used": 300}, "after": {"used": 300},
+                 "spans": [{"function": "op_invoke", "index": 0, "args": [0, 0], "before_used": 300, "after_used": 300, "delta": 0, "peak_used": 340}]},
+                {"function": "model_release", "alias": "release", "after": {"used": 0, "free": 4096, "largest_free": 4096, "largest_free_ratio": 1.0}}],
+            "labels": {"op_init": ["conv_a", "conv_b"], "op_invoke": ["conv_a"]},
+            "heap_map": {"at": "model_release#1", "heap_start": 4096, "heap_size": 4096, "summary": {"free": 4096, "status": "ok"},
+                         "blocks": [{"addr": 4096, "size": 4096, "free": true}]}
+        });
+        AuditRun::from_value(v, "t").unwrap()
+    }
+
+    #[test]
+    fn huge_figures_from_a_damaged_report_do_not_panic() {
+        let b = run(0);
+        let mut h = run(0);
+        h.phases[0].spans[1].after_used = u64::MAX;
+        h.phases[1].spans[0].peak_used = u64::MAX;
+        h.phases[1].spans[0].delta = i64::MIN;
+        let d = memlife_diff::diff(&b, &h, ("b", "h"), &memlife_diff::Budgets::default()).unwrap();
+        assert!(render_diff_html(&d, &b, &h).is_ok());
+    }
+
+    #[test]
+    fn the_page_draws_both_runs_and_lists_every_change() {
+        let (b, h) = (run(0), run(9000));
+        let d = memlife_diff::diff(
+            &b,
+            &h,
+            ("base<x>.json", "head.json"),
+            &memlife_diff::Budgets::default(),
+        )
+        .unwrap();
+        let page = render_diff_html(&d, &b, &h).unwrap();
+        for id in [
+            "changes",
+            "water-level",
+            "build",
+            "layers",
+            "heap-maps",
+            "sites",
+            "checks",
+        ] {
+            assert!(page.contains(&format!("<section id=\"{id}\">")), "{id}");
+        }
+        assert!(page.contains("base&lt;x&gt;.json") && !page.contains("base<x>"));
+        assert!(
+            page.contains("<tr class=\"exceeded\"><td>build step conv_b</td>"),
+            "{page}"
+        );
+        // Two stair charts, the overlay, the paired bars, two heap maps.
+        assert_eq!(page.matches("<svg").count(), 6);
+        assert!(
+            page.contains(&crate::charts::css(HEAD)) && page.contains(&crate::charts::css(BASE))
+        );
+        assert!(!page.contains("<script"));
+    }
+}

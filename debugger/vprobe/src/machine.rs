@@ -1,0 +1,770 @@
+//! Everything behind the MEM-AP: the system bus as a debugger sees it.
+//!
+//! Addresses below `0xE0000000` (flash, SRAM, peripherals) are QEMU's memory, read with `m` and
+//! written with `M`. In the Private Peripheral Bus and above, the debug components are modelled
+//! here and translated to GDB remote requests:
+//!
+//! - `DHCSR` (`0xE000EDF0`): `DBGKEY`-guarded writes of `C_DEBUGEN`, `C_HALT`, `C_STEP`,
+//!   `C_MASKINTS` become interrupt, step and continue; reads give `S_HALT`, `S_REGRDY`,
+//!   `S_RETIRE_ST`, `S_RESET_ST` (the last two cleared by reading), polling QEMU for a stop.
+//! - `DCRSR`/`DCRDR` (`0xE000EDF4`/`8`): core register transfers as `p`/`P` ([`crate::regsel`]).
+//! - `DEMCR` (`0xE000EDFC`): `VC_CORERESET` (halt after reset) and `TRCENA` (DWT on).
+//! - `AIRCR` (`0xE000ED0C`) `SYSRESETREQ` with its key: QEMU's `system_reset`.
+//! - `DFSR` (`0xE000ED30`): why the core halted, write-one-to-clear.
+//! - FPB and DWT ([`crate::fpb`], [`crate::dwt`]): comparators become `Z1` and `Z2`-`Z4`,
+//!   inserted when the core is let run and removed when the program removes them.
+//! - The ROM table and the CoreSight ID blocks ([`crate::rom`]), and the STM32's `DBGMCU`
+//!   (`IDCODE` and the freeze/low-power control words, kept but without effect in QEMU).
+//! - The rest of the SCS that QEMU implements (NVIC, SysTick, SCB with `CPUID`, `VTOR`,
+//!   `CPACR`, the FP control block with `MVFR0`-`2`) is QEMU's memory.
+//!
+//! Any other address at or above `0xE0000000` is an error naming it.
+//!
+//! Like a real AHB-AP, memory can be read while the core runs: QEMU is interrupted for the
+//! access and let run again (a stop that happens meanwhile is kept and reported).
+//!
+//! Single steps are QEMU's, which masks interrupts while stepping: as if `C_MASKINTS` were set,
+//! which is what probe-rs asks for anyway.
+
+use std::time::Duration;
+
+use memlife_core::{BreakpointKind, Register, StopReason, Target, TargetError};
+
+use crate::dwt::{Dwt, Watch};
+use crate::fpb::Fpb;
+use crate::regsel::{RegMap, Source};
+use crate::rom::{self, RomTable};
+
+/// `DHCSR`.
+pub const DHCSR: u32 = 0xE000_EDF0;
+/// `DCRSR`.
+pub const DCRSR: u32 = 0xE000_EDF4;
+/// `DCRDR`.
+pub const DCRDR: u32 = 0xE000_EDF8;
+/// `DEMCR`.
+pub const DEMCR: u32 = 0xE000_EDFC;
+/// `AIRCR`.
+pub const AIRCR: u32 = 0xE000_ED0C;
+/// `DFSR`.
+pub const DFSR: u32 = 0xE000_ED30;
+/// STM32 `DBGMCU_IDCODE`; `DBGMCU_CR`, `_APB1_FZ`, `_APB2_FZ` follow.
+pub const DBGMCU: u32 = 0xE004_2000;
+
+/// `DFSR` bits.
+pub mod dfsr {
+    /// Halt request or step.
+    pub const HALTED: u32 = 1 << 0;
+    /// Breakpoint (FPB or `BKPT`).
+    pub const BKPT: u32 = 1 << 1;
+    /// DWT match.
+    pub const DWTTRAP: u32 = 1 << 2;
+    /// Vector catch.
+    pub const VCATCH: u32 = 1 << 3;
+    /// External debug request.
+    pub const EXTERNAL: u32 = 1 << 4;
+}
+
+const DBGKEY: u32 = 0xA05F;
+const VECTKEY: u32 = 0x05FA;
+const SYSRESETREQ: u32 = 1 << 2;
+const VC_CORERESET: u32 = 1 << 0;
+const TRCENA: u32 = 1 << 24;
+/// `DEMCR` bits the model keeps: `VC_CORERESET` and `TRCENA`. Other vector catches and the
+/// debug monitor are not modelled.
+const DEMCR_MODELLED: u32 = VC_CORERESET | TRCENA;
+/// How long a status read waits for a stop reply before saying "running".
+const POLL: Duration = Duration::from_millis(1);
+
+/// Ranges of the SCS that are QEMU's own registers (NVIC, SysTick, SCB, FP control).
+const QEMU_SCS: &[(u32, u32)] = &[
+    (0xE000_E000, 0xE000_ED30), // ICTR, SysTick, NVIC, SCB up to HFSR
+    (0xE000_ED34, 0xE000_ED8C), // MMFAR, BFAR, AFSR, feature IDs, CPACR
+    (0xE000_EF00, 0xE000_EF50), // STIR, FPCCR, FPCAR, FPDSCR, MVFR0-2
+];
+
+/// What kind of chip the model presents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chip {
+    /// The ROM table the MEM-AP's `BASE` points at.
+    pub rom: RomTable,
+    /// `DBGMCU_IDCODE`, on an STM32.
+    pub dbgmcu_idcode: Option<u32>,
+}
+
+impl Chip {
+    /// An STM32F405 (QEMU's `netduinoplus2`): device 0x413, revision 0x1007.
+    pub fn stm32f405() -> Chip {
+        Chip {
+            rom: RomTable::stm32f4(),
+            dbgmcu_idcode: Some(0x1007_6413),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct CoreState {
+    halted: bool,
+    debugen: bool,
+    c_halt: bool,
+    c_step: bool,
+    maskints: bool,
+    dfsr: u32,
+    dcrdr: u32,
+    demcr: u32,
+    reset_st: bool,
+    retire_st: bool,
+    /// nRESET is held low.
+    in_reset: bool,
+    /// The firmware exited or QEMU went away: every access fails with this.
+    gone: Option<String>,
+}
+
+/// The system behind the MEM-AP.
+pub struct Machine {
+    target: Box<dyn Target + Send>,
+    regs: RegMap,
+    chip: Chip,
+    fpb: Fpb,
+    dwt: Dwt,
+    dbgmcu: [u32; 3],
+    core: CoreState,
+    applied_bps: Vec<u64>,
+    applied_watches: Vec<Watch>,
+    /// GDB remote requests made for memory (one per contiguous transfer).
+    pub memory_requests: u64,
+}
+
+impl std::fmt::Debug for Machine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Machine")
+            .field("target", &self.target.describe())
+            .field("halted", &self.core.halted)
+            .finish_non_exhaustive()
+    }
+}
+
+fn err(context: &str, e: TargetError) -> String {
+    format!("{context}: {e}")
+}
+
+impl Machine {
+    /// The model over `target` (a live GDB remote connection), whose register names `regs`
+    /// lists. Whether the core is halted is taken from the target.
+    pub fn new(mut target: Box<dyn Target + Send>, regs: RegMap, chip: Chip) -> Machine {
+        let halted = target.control().is_none_or(|c| c.is_halted());
+        Machine {
+            target,
+            regs,
+            chip,
+            fpb: Fpb::default(),
+            dwt: Dwt::default(),
+            dbgmcu: [0; 3],
+            core: CoreState {
+                halted,
+                c_halt: halted,
+                ..CoreState::default()
+            },
+            applied_bps: Vec::new(),
+            applied_watches: Vec::new(),
+            memory_requests: 0,
+        }
+    }
+
+    /// The target underneath.
+    pub fn target(&mut self) -> &mut (dyn Target + Send) {
+        self.target.as_mut()
+    }
+
+    /// Base of the ROM table (`BASE` of the MEM-AP).
+    pub fn rom_base(&self) -> u32 {
+        self.chip.rom.base
+    }
+
+    /// Whether the modelled core is halted.
+    pub fn is_halted(&self) -> bool {
+        self.core.halted
+    }
+
+    fn check_alive(&self) -> Result<(), String> {
+        match &self.core.gone {
+            Some(why) => Err(why.clone()),
+            None => Ok(()),
+        }
+    }
+
+    // ---- run control -------------------------------------------------------------------
+
+    /// A stop reported by QEMU, recorded as the hardware would: `DFSR`, `S_HALT`, `MATCHED`.
+    fn stopped(&mut self, reason: StopReason) {
+        let bits = match reason {
+            StopReason::Breakpoint(_) => dfsr::BKPT,
+            StopReason::Watchpoint { addr, kind } => {
+                self.dwt.hit(addr, kind);
+                dfsr::DWTTRAP
+            }
+            StopReason::Step | StopReason::Halted => dfsr::HALTED,
+            // QEMU's SIGTRAP without a breakpoint of ours: a BKPT instruction in the firmware.
+            StopReason::Signal(5) => dfsr::BKPT,
+            StopReason::Signal(_) => dfsr::EXTERNAL,
+            StopReason::Exited(code) => {
+                self.core.gone = Some(format!("the firmware exited with status {code}"));
+                0
+            }
+            StopReason::Terminated(sig) => {
+                self.core.gone = Some(format!("the firmware was terminated by signal {sig}"));
+                0
+            }
+        };
+        tracing::debug!(?reason, "virtual probe: core stopped");
+        self.core.dfsr |= bits;
+        self.core.halted = true;
+        self.core.c_halt = true;
+        self.core.retire_st = true;
+    }
+
+    /// While running, looks for a stop reply (at most [`POLL`]).
+    fn poll(&mut self) -> Result<(), String> {
+        if self.core.halted || self.core.in_reset || self.core.gone.is_some() {
+            return Ok(());
+        }
+        let ctl = control(self.target.as_mut())?;
+        if let Some(reason) = ctl
+            .wait_for_stop(POLL)
+            .map_err(|e| err("waiting for the core to stop", e))?
+        {
+            self.stopped(reason);
+        }
+        Ok(())
+    }
+
+    fn halt(&mut self) -> Result<(), String> {
+        let reason = control(self.target.as_mut())?
+            .halt()
+            .map_err(|e| err("halting the core (C_HALT)", e))?;
+        self.stopped(reason);
+        Ok(())
+    }
+
+    /// Leaves debug state: one instruction (`C_STEP`) or until the next debug event.
+    fn run(&mut self, step: bool) -> Result<(), String> {
+        self.sync_points(step)?;
+        self.core.c_halt = false;
+        self.core.retire_st = true;
+        if step {
+            let reason = control(self.target.as_mut())?
+                .step()
+                .map_err(|e| err("stepping the core (C_STEP)", e))?;
+            self.stopped(reason);
+            return Ok(());
+        }
+        self.continue_from_halt("letting the core run (C_HALT cleared)")
+    }
+
+    /// Lets a halted QEMU run on. An enabled comparator at the pc matches before the
+    /// instruction runs: the core halts again at once, as an FPB does (QEMU would step over
+    /// its own breakpoint).
+    fn continue_from_halt(&mut self, what: &str) -> Result<(), String> {
+        if self.core.debugen && !self.applied_bps.is_empty() {
+            let pc = self
+                .target
+                .read_register(Register::ProgramCounter)
+                .map_err(|e| err("reading the pc", e))?;
+            if self.applied_bps.contains(&pc) {
+                self.stopped(StopReason::Breakpoint(pc));
+                return Ok(());
+            }
+        }
+        control(self.target.as_mut())?
+            .resume()
+            .map_err(|e| err(what, e))?;
+        self.core.halted = false;
+        Ok(())
+    }
+
+    /// Comparators changed while the core runs: like the hardware they act at once, so QEMU is
+    /// paused to insert or remove its points and let run again.
+    fn sync_while_running(&mut self) -> Result<(), String> {
+        if self.core.halted || self.core.in_reset || self.core.gone.is_some() {
+            return Ok(());
+        }
+        let (bps, watches) = self.wanted_points();
+        if bps == self.applied_bps && watches == self.applied_watches {
+            return Ok(());
+        }
+        let reason = control(self.target.as_mut())?
+            .halt()
+            .map_err(|e| err("pausing the core to change a comparator", e))?;
+        self.core.halted = true;
+        let synced = self.sync_points(false);
+        if reason == StopReason::Halted {
+            self.continue_from_halt("letting the core run after changing a comparator")?;
+        } else {
+            self.stopped(reason);
+        }
+        synced
+    }
+
+    /// The breakpoints and watchpoints the FPB and DWT stand for now.
+    fn wanted_points(&self) -> (Vec<u64>, Vec<Watch>) {
+        if !self.core.debugen {
+            return (Vec::new(), Vec::new());
+        }
+        let trcena = self.core.demcr & TRCENA != 0;
+        (self.fpb.breakpoints(), self.dwt.watches(trcena))
+    }
+
+    /// Makes QEMU's breakpoints and watchpoints what the FPB and DWT say. For a single step the
+    /// breakpoints are left as they are: a step ends after one instruction whatever they are,
+    /// and QEMU steps over one at the pc.
+    fn sync_points(&mut self, step: bool) -> Result<(), String> {
+        let (want_bps, want_watches) = self.wanted_points();
+        if !step && want_bps != self.applied_bps {
+            let bps = self
+                .target
+                .breakpoints()
+                .ok_or("the target has no breakpoints")?;
+            for &a in self.applied_bps.iter().filter(|a| !want_bps.contains(a)) {
+                bps.remove_breakpoint(a, BreakpointKind::Hardware)
+                    .map_err(|e| err(&format!("removing the breakpoint at {a:#010x}"), e))?;
+            }
+            for &a in want_bps.iter().filter(|a| !self.applied_bps.contains(a)) {
+                bps.add_breakpoint(a, BreakpointKind::Hardware)
+                    .map_err(|e| err(&format!("inserting a breakpoint at {a:#010x}"), e))?;
+            }
+            self.applied_bps = want_bps;
+        }
+        if want_watches != self.applied_watches {
+            let wps = self
+                .target
+                .watchpoints()
+                .ok_or("the target has no watchpoints")?;
+            for w in self
+                .applied_watches
+                .iter()
+                .filter(|w| !want_watches.contains(w))
+            {
+                wps.remove_watchpoint(w.addr, w.len, w.kind)
+                    .map_err(|e| err(&format!("removing the watchpoint at {:#010x}", w.addr), e))?;
+            }
+            for w in want_watches
+                .iter()
+                .filter(|w| !self.applied_watches.contains(w))
+            {
+                wps.add_watchpoint(w.addr, w.len, w.kind)
+                    .map_err(|e| err(&format!("inserting a watchpoint at {:#010x}", w.addr), e))?;
+            }
+            self.applied_watches = want_watches;
+        }
+        Ok(())
+    }
+
+    /// A system reset (`AIRCR.SYSRESETREQ` or nRESET released): QEMU's `system_reset`, then
+    /// halted at the reset vector with `DFSR.VCATCH` when `DEMCR.VC_CORERESET` is set, running
+    /// otherwise. The FPB and DWT keep their settings (they are reset by power-on only).
+    pub fn system_reset(&mut self) -> Result<(), String> {
+        self.check_alive()?;
+        control(self.target.as_mut())?
+            .reset(true)
+            .map_err(|e| err("resetting the system", e))?;
+        self.core.reset_st = true;
+        self.core.in_reset = false;
+        self.core.halted = true;
+        if self.core.demcr & VC_CORERESET != 0 {
+            self.core.c_halt = true;
+            self.core.dfsr |= dfsr::VCATCH;
+            Ok(())
+        } else {
+            self.run(false)
+        }
+    }
+
+    /// nRESET driven low (`true`) or released (`false`).
+    pub fn set_reset_pin(&mut self, low: bool) -> Result<(), String> {
+        if low == self.core.in_reset {
+            return Ok(());
+        }
+        if low {
+            self.check_alive()?;
+            if !self.core.halted {
+                // Held in reset the core executes nothing: freeze QEMU.
+                let reason = control(self.target.as_mut())?
+                    .halt()
+                    .map_err(|e| err("holding the core in reset", e))?;
+                let _ = reason;
+            }
+            self.core.halted = false;
+            self.core.c_halt = false;
+            self.core.in_reset = true;
+            Ok(())
+        } else {
+            self.system_reset()
+        }
+    }
+
+    /// Runs `f` on the target with the core stopped: a running core is interrupted for it and
+    /// let run again, unless it stopped for a reason of its own meanwhile.
+    fn paused<T>(
+        &mut self,
+        f: impl FnOnce(&mut (dyn Target + Send)) -> Result<T, String>,
+    ) -> Result<T, String> {
+        self.check_alive()?;
+        if self.core.halted || self.core.in_reset {
+            return f(self.target.as_mut());
+        }
+        let reason = control(self.target.as_mut())?
+            .halt()
+            .map_err(|e| err("pausing the core for a memory access", e))?;
+        let out = f(self.target.as_mut());
+        if reason == StopReason::Halted {
+            self.core.halted = true;
+            self.continue_from_halt("letting the core run after a memory access")?;
+        } else {
+            self.stopped(reason);
+        }
+        out
+    }
+
+    // ---- core registers ----------------------------------------------------------------
+
+    fn read_core_register(&mut self, sel: u8) -> Result<u32, String> {
+        let t = self.target.as_mut();
+        let read = |t: &mut (dyn Target + Send), n: u16| {
+            t.read_register(Register::Numbered(n))
+                .map_err(|e| err(&format!("reading core register {sel:#04x}"), e))
+        };
+        Ok(match self.regs.source(sel)? {
+            Source::Reg(n) => read(t, n)? as u32,
+            Source::Half { reg, high } => {
+                let d = read(t, reg)?;
+                if high { (d >> 32) as u32 } else { d as u32 }
+            }
+            Source::Packed(nums) => {
+                let mut v = 0u32;
+                for (i, n) in nums.into_iter().enumerate() {
+                    v |= (read(t, n)? as u32 & 0xFF) << (8 * i);
+                }
+                v
+            }
+        })
+    }
+
+    fn write_core_register(&mut self, sel: u8, value: u32) -> Result<(), String> {
+        let t = self.target.as_mut();
+        let ctx = format!("writing core register {sel:#04x}");
+        let write = |t: &mut (dyn Target + Send), n: u16, v: u64| {
+            t.write_register(Register::Numbered(n), v)
+                .map_err(|e| err(&ctx, e))
+        };
+        match self.regs.source(sel)? {
+            Source::Reg(n) => write(t, n, u64::from(value)),
+            Source::Half { reg, high } => {
+                let d = t
+                    .read_register(Register::Numbered(reg))
+                    .map_err(|e| err(&format!("reading core register {sel:#04x}"), e))?;
+                let v = if high {
+                    (d & 0xFFFF_FFFF) | u64::from(value) << 32
+                } else {
+                    (d & !0xFFFF_FFFF) | u64::from(value)
+                };
+                write(t, reg, v)
+            }
+            Source::Packed(nums) => {
+                for (i, n) in nums.into_iter().enumerate() {
+                    write(t, n, u64::from((value >> (8 * i)) & 0xFF))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    // ---- the debug registers -----------------------------------------------------------
+
+    fn read_dhcsr(&mut self) -> Result<u32, String> {
+        self.poll()?;
+        let c = &mut self.core;
+        let mut v = u32::from(c.debugen)
+            | u32::from(c.c_halt) << 1
+            | u32::from(c.c_step) << 2
+            | u32::from(c.maskints) << 3
+            | 1 << 16; // S_REGRDY: every transfer completes before the next access
+        if c.halted {
+            v |= 1 << 17;
+        }
+        if c.retire_st && !c.in_reset {
+            v |= 1 << 24;
+        }
+        if c.reset_st || c.in_reset {
+            v |= 1 << 25;
+        }
+        c.retire_st = false;
+        c.reset_st = false;
+        Ok(v)
+    }
+
+    fn write_dhcsr(&mut self, value: u32) -> Result<(), String> {
+        if value >> 16 != DBGKEY {
+            return Ok(()); // without the key the write is ignored, as on hardware
+        }
+        let debugen = value & 1 != 0;
+        let halt = value & 2 != 0;
+        let step = value & 4 != 0;
+        let was_on = self.core.debugen;
+        self.core.maskints = value & 8 != 0;
+        self.core.debugen = debugen;
+        if debugen && !was_on {
+            // The write that turns halting debug on changes no run state: the other control
+            // bits act from the next write (a core caught at reset stays caught).
+            self.core.c_halt = self.core.halted;
+            return Ok(());
+        }
+        if !debugen {
+            // Halting debug off: C_HALT and C_STEP read 0; a halted core stays halted until
+            // the debugger lets it run, which memlife always does before letting go.
+            self.core.c_halt = false;
+            self.core.c_step = false;
+            return Ok(());
+        }
+        self.core.c_step = step;
+        self.poll()?;
+        if self.core.halted {
+            if !halt && !self.core.in_reset {
+                return self.run(step);
+            }
+            self.core.c_halt = true;
+        } else if halt && !self.core.in_reset {
+            self.halt()?;
+        }
+        Ok(())
+    }
+
+    fn write_dcrsr(&mut self, value: u32) -> Result<(), String> {
+        if !self.core.halted {
+            return Err(format!(
+                "DCRSR write {value:#010x} while the core runs: core registers need a halted core"
+            ));
+        }
+        let sel = (value & 0x7F) as u8;
+        if value & (1 << 16) != 0 {
+            let v = self.core.dcrdr;
+            self.write_core_register(sel, v)
+        } else {
+            self.core.dcrdr = self.read_core_register(sel)?;
+            Ok(())
+        }
+    }
+
+    fn write_demcr(&mut self, value: u32) -> Result<(), String> {
+        if value & !DEMCR_MODELLED != 0 {
+            return Err(format!(
+                "DEMCR write {value:#010x}: only VC_CORERESET and TRCENA are modelled (bits {:#010x} are not)",
+                value & !DEMCR_MODELLED
+            ));
+        }
+        self.core.demcr = value;
+        Ok(())
+    }
+
+    fn write_aircr(&mut self, value: u32) -> Result<(), String> {
+        if value >> 16 == VECTKEY && value & SYSRESETREQ != 0 {
+            return self.system_reset();
+        }
+        self.write_qemu(AIRCR, &value.to_le_bytes())
+    }
+
+    // ---- the bus -----------------------------------------------------------------------
+
+    fn read_qemu(&mut self, addr: u32, buf: &mut [u8]) -> Result<(), String> {
+        self.memory_requests += 1;
+        self.paused(|t| {
+            t.read(u64::from(addr), buf)
+                .map_err(|e| err(&format!("reading {} bytes at {addr:#010x}", buf.len()), e))
+        })
+    }
+
+    fn write_qemu(&mut self, addr: u32, data: &[u8]) -> Result<(), String> {
+        self.memory_requests += 1;
+        self.paused(|t| {
+            t.memory_write()
+                .ok_or_else(|| "the target cannot write memory".to_string())?
+                .write(u64::from(addr), data)
+                .map_err(|e| err(&format!("writing {} bytes at {addr:#010x}", data.len()), e))
+        })
+    }
+
+    fn unmodelled(addr: u32) -> String {
+        format!(
+            "{addr:#010x} is not modelled by the virtual probe (it models the debug registers, FPB, DWT, ROM table, CoreSight IDs, DBGMCU and QEMU's NVIC/SCB)"
+        )
+    }
+
+    fn id_register(&self, addr: u32) -> Option<u32> {
+        [rom::SCS, rom::DWT, rom::FPB, rom::ITM]
+            .iter()
+            .find(|c| (c.base + 0xFD0..c.base + 0x1000).contains(&addr))
+            .and_then(|c| c.ident.register(addr - c.base))
+    }
+
+    fn in_dbgmcu(&self, addr: u32) -> Option<usize> {
+        self.chip.dbgmcu_idcode?;
+        let off = addr.checked_sub(DBGMCU)?;
+        (off % 4 == 0 && off <= 0xC).then_some((off / 4) as usize)
+    }
+
+    fn is_qemu_scs(addr: u32) -> bool {
+        QEMU_SCS.iter().any(|&(lo, hi)| (lo..hi).contains(&addr))
+    }
+
+    /// Reads one word at an aligned address.
+    pub fn read_word(&mut self, addr: u32) -> Result<u32, String> {
+        self.check_alive()?;
+        if addr < 0xE000_0000 || Self::is_qemu_scs(addr) {
+            let mut b = [0u8; 4];
+            self.read_qemu(addr, &mut b)?;
+            return Ok(u32::from_le_bytes(b));
+        }
+        match addr {
+            DHCSR => return self.read_dhcsr(),
+            DCRDR => return Ok(self.core.dcrdr),
+            DEMCR => return Ok(self.core.demcr),
+            DFSR => return Ok(self.core.dfsr),
+            DCRSR => return Err(format!("DCRSR ({DCRSR:#010x}) is write-only")),
+            _ => {}
+        }
+        if Fpb::contains(addr) {
+            return Ok(self.fpb.read(addr));
+        }
+        if Dwt::contains(addr) {
+            return self.dwt.read(addr);
+        }
+        if let Some(v) = self.id_register(addr) {
+            return Ok(v);
+        }
+        if (self.chip.rom.base..self.chip.rom.base + 0x1000).contains(&addr) {
+            return self.chip.rom.read(addr).ok_or_else(|| {
+                format!(
+                    "{addr:#010x} (ROM table offset {:#05x}) is not a ROM table register",
+                    addr - self.chip.rom.base
+                )
+            });
+        }
+        if let Some(i) = self.in_dbgmcu(addr) {
+            return Ok(match i {
+                0 => self.chip.dbgmcu_idcode.unwrap_or(0),
+                n => self.dbgmcu[n - 1],
+            });
+        }
+        Err(Self::unmodelled(addr))
+    }
+
+    /// Writes one word at an aligned address.
+    pub fn write_word(&mut self, addr: u32, value: u32) -> Result<(), String> {
+        self.check_alive()?;
+        if addr == AIRCR {
+            return self.write_aircr(value);
+        }
+        if addr < 0xE000_0000 || Self::is_qemu_scs(addr) {
+            return self.write_qemu(addr, &value.to_le_bytes());
+        }
+        match addr {
+            DHCSR => return self.write_dhcsr(value),
+            DCRSR => return self.write_dcrsr(value),
+            DCRDR => {
+                self.core.dcrdr = value;
+                return Ok(());
+            }
+            DEMCR => {
+                self.write_demcr(value)?;
+                return self.sync_while_running();
+            }
+            DFSR => {
+                self.core.dfsr &= !value;
+                return Ok(());
+            }
+            _ => {}
+        }
+        if Fpb::contains(addr) {
+            self.fpb.write(addr, value)?;
+            return self.sync_while_running();
+        }
+        if Dwt::contains(addr) {
+            self.dwt.write(addr, value)?;
+            return self.sync_while_running();
+        }
+        if let Some(i) = self.in_dbgmcu(addr) {
+            if i == 0 {
+                return Err(format!("DBGMCU_IDCODE ({DBGMCU:#010x}) is read-only"));
+            }
+            self.dbgmcu[i - 1] = value;
+            return Ok(());
+        }
+        if self.id_register(addr).is_some()
+            || (self.chip.rom.base..self.chip.rom.base + 0x1000).contains(&addr)
+        {
+            return Err(format!(
+                "{addr:#010x} is a read-only identification register"
+            ));
+        }
+        Err(Self::unmodelled(addr))
+    }
+
+    /// Reads `out.len()` words from `addr` on: one `m` for plain memory, as a probe's
+    /// auto-incrementing block transfer is one request.
+    pub fn read_words(&mut self, addr: u32, out: &mut [u32]) -> Result<(), String> {
+        let end = u64::from(addr) + 4 * out.len() as u64;
+        if end <= 0xE000_0000 {
+            let mut bytes = vec![0u8; out.len() * 4];
+            self.read_qemu(addr, &mut bytes)?;
+            for (w, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            return Ok(());
+        }
+        for (i, w) in out.iter_mut().enumerate() {
+            *w = self.read_word(addr + 4 * i as u32)?;
+        }
+        Ok(())
+    }
+
+    /// Writes words from `addr` on, one `M` for plain memory.
+    pub fn write_words(&mut self, addr: u32, data: &[u32]) -> Result<(), String> {
+        let end = u64::from(addr) + 4 * data.len() as u64;
+        if end <= 0xE000_0000 {
+            let bytes: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
+            return self.write_qemu(addr, &bytes);
+        }
+        for (i, &w) in data.iter().enumerate() {
+            self.write_word(addr + 4 * i as u32, w)?;
+        }
+        Ok(())
+    }
+
+    /// A byte or halfword access (`len` 1 or 2) to plain memory or QEMU's SCS registers; the
+    /// modelled debug registers take words only.
+    pub fn read_narrow(&mut self, addr: u32, len: usize) -> Result<u32, String> {
+        self.check_alive()?;
+        if addr < 0xE000_0000 || Self::is_qemu_scs(addr) {
+            let mut b = [0u8; 4];
+            self.read_qemu(addr, &mut b[..len])?;
+            return Ok(u32::from_le_bytes(b));
+        }
+        Err(format!(
+            "{len}-byte read at {addr:#010x}: the modelled debug registers take 32-bit accesses only"
+        ))
+    }
+
+    /// See [`Machine::read_narrow`].
+    pub fn write_narrow(&mut self, addr: u32, len: usize, value: u32) -> Result<(), String> {
+        self.check_alive()?;
+        if addr < 0xE000_0000 || Self::is_qemu_scs(addr) {
+            return self.write_qemu(addr, &value.to_le_bytes()[..len]);
+        }
+        Err(format!(
+            "{len}-byte write at {addr:#010x}: the modelled debug registers take 32-bit accesses only"
+        ))
+    }
+}
+
+fn control(t: &mut (dyn Target + Send)) -> Result<&mut dyn memlife_core::Control, String> {
+    t.control()
+        .ok_or_else(|| "the target has no run control".to_string())
+}
