@@ -2,9 +2,9 @@
 //! its baseline after a release without being lost, so it is reported apart from leaks, as
 //! `deferred`, with its allocation site and how many cycles it lived.
 //!
-//! A cycle starts at every call of the audit's first phase function (`model_load` when the
-//! script begins a cycle with `t.phase("load")`): the trace events are numbered, and each phase
-//! record says where its events begin. Only what the trace saw counts: a block allocated or
+//! Cycles are the ones the script observed (`t.cycles(n)` numbers each phase record's cycle);
+//! for phases run one by one, a cycle starts at every call of the audit's first phase function.
+//! The trace events are numbered, and each phase record says where its events begin. Only what the trace saw counts: a block allocated or
 //! freed while tracing was off is neither a leak nor deferred here.
 
 use std::collections::BTreeMap;
@@ -36,9 +36,22 @@ pub struct DeferredBlock {
     pub freed_in: Option<String>,
 }
 
-/// The event sequence numbers at which cycles start: the first event of every call of the
-/// first phase function.
+/// The event sequence numbers at which cycles start: where the first phase of each observed
+/// cycle begins (`t.cycles(n)` numbers the phases' cycles), else, for phases run one by one,
+/// where every call of the first phase function begins.
 pub fn cycle_starts(phases: &[PhaseRecord]) -> Vec<u64> {
+    let mut observed: BTreeMap<u64, u64> = BTreeMap::new();
+    for p in phases {
+        if let Some(c) = p.cycle {
+            let start = observed.entry(c).or_insert(p.seq_begin);
+            *start = (*start).min(p.seq_begin);
+        }
+    }
+    if !observed.is_empty() {
+        let mut starts: Vec<u64> = observed.into_values().collect();
+        starts.sort_unstable();
+        return starts;
+    }
     let Some(first) = phases.first().map(|p| p.function.as_str()) else {
         return Vec::new();
     };
@@ -134,6 +147,10 @@ mod tests {
     }
 
     fn phase(function: &str, seq_begin: u64) -> PhaseRecord {
+        observed(function, seq_begin, None)
+    }
+
+    fn observed(function: &str, seq_begin: u64, cycle: Option<u64>) -> PhaseRecord {
         let empty = HeapSummary {
             free: 0,
             used: 0,
@@ -148,6 +165,7 @@ mod tests {
             function: function.into(),
             alias: None,
             call: 1,
+            cycle,
             method: PeakMethod::Trace,
             before: empty.clone(),
             after: empty,
@@ -201,6 +219,32 @@ mod tests {
         assert_eq!(d[0].allocated_in.as_deref(), Some("model_release"));
         assert_eq!(d[0].freed_in.as_deref(), Some("model_load"));
         assert_eq!((d[1].allocated_cycle, d[1].freed_cycle), (2, 3));
+    }
+
+    /// Observed cycles win over function names: here a cycle starts at `build` (event 3), so
+    /// a block from `load` (event 1, before any cycle) is nobody's, and one allocated in cycle
+    /// 1 and freed in cycle 2 is deferred.
+    #[test]
+    fn observed_cycles_decide() {
+        use EventKind::{Alloc, Free};
+        let phases = [
+            observed("load", 0, None),
+            observed("build", 3, Some(1)),
+            observed("release", 5, Some(1)),
+            observed("build", 7, Some(2)),
+        ];
+        let events = [
+            event(1, Alloc, 0x100, "a", "load"),
+            event(4, Alloc, 0x200, "b", "build"),
+            event(8, Free, 0x100, "a", "build"),
+            event(9, Free, 0x200, "b", "build"),
+        ];
+        let d = classify(&events, &phases);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(
+            (d[0].addr, d[0].allocated_cycle, d[0].freed_cycle),
+            (0x200, 1, 2)
+        );
     }
 
     #[test]
