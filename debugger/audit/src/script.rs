@@ -370,6 +370,32 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn(
+        "fail_alloc",
+        |ctx: NativeCallContext, t: &mut TargetHandle, site: &str| -> RhaiResult<()> {
+            t.with(&ctx, |d| d.fail_alloc(site, 1))?
+                .map_err(|e| err(&ctx, Chain(&e)))
+        },
+    );
+    engine.register_fn(
+        "fail_alloc",
+        |ctx: NativeCallContext, t: &mut TargetHandle, site: &str, nth: i64| -> RhaiResult<()> {
+            let nth = u64::try_from(nth).unwrap_or(0);
+            t.with(&ctx, |d| d.fail_alloc(site, nth))?
+                .map_err(|e| err(&ctx, Chain(&e)))
+        },
+    );
+    engine.register_fn(
+        "injected",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
+            t.with(&ctx, |d| {
+                d.injected()
+                    .iter()
+                    .map(crate::values::injected_map)
+                    .collect()
+            })
+        },
+    );
+    engine.register_fn(
         "has_role",
         |ctx: NativeCallContext, t: &mut TargetHandle, role: &str| {
             // A role the configuration maps (or the bundled firmware's default) to a function

@@ -156,6 +156,36 @@ pub(crate) fn deferred_map(b: &crate::deferred::DeferredBlock) -> Dynamic {
     Dynamic::from_map(m)
 }
 
+/// An allocation memlife made fail (`t.injected()`): `site`, `file_line`, `chain`, `request`,
+/// `phase` (`()` outside phases), `seq` (the events from this number on came after it).
+pub(crate) fn injected_map(i: &crate::debugger::Injected) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("site".into(), i.site.to_string().into());
+    m.insert(
+        "file_line".into(),
+        match (&i.site.file, i.site.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}").into(),
+            _ => Dynamic::UNIT,
+        },
+    );
+    m.insert(
+        "chain".into(),
+        i.site
+            .chain
+            .iter()
+            .map(|c| Dynamic::from(c.clone()))
+            .collect::<Array>()
+            .into(),
+    );
+    m.insert("request".into(), Dynamic::from_int(int(i.request)));
+    m.insert(
+        "phase".into(),
+        i.phase.clone().map_or(Dynamic::UNIT, Dynamic::from),
+    );
+    m.insert("seq".into(), Dynamic::from_int(int(i.seq)));
+    Dynamic::from_map(m)
+}
+
 /// A damaged block as scripts see it: `kind`, `block`, `alloc_size`, `site` (`()` when unknown),
 /// `message`.
 pub(crate) fn damage_map(d: &crate::model::Damage) -> Dynamic {
