@@ -9,7 +9,7 @@ ITERATIONS ?= 3
 MEMLIFE := target/debug/memlife
 
 # command:Debian package (chromium: the report test opens the HTML report headless)
-TOOLS := arm-none-eabi-gcc:gcc-arm-none-eabi qemu-system-arm:qemu-system-arm gdb-multiarch:gdb-multiarch chromium:chromium
+TOOLS := arm-none-eabi-gcc:gcc-arm-none-eabi qemu-system-arm:qemu-system-arm gdb-multiarch:gdb-multiarch chromium:chromium lldb:lldb
 NEWLIB_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libc_nano.a
 # libstdc++ for newlib (operator new/delete of the C++ firmware, firmware/cpp)
 LIBSTDCXX_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libstdc++_nano.a

@@ -74,6 +74,8 @@ pub struct Bridge {
     pub(crate) ended: Option<StopReason>,
     /// How `monitor reset` brings an ended backend back; without it, the backend's own reset.
     pub restart: Option<Restart>,
+    /// When this backend's watchpoint stops come, for LLDB clients.
+    pub watch_stops: crate::client::WatchStops,
 }
 
 /// The sentence that says how the firmware ended.
@@ -118,6 +120,7 @@ impl Bridge {
             places: crate::places::Places::default(),
             ended: None,
             restart: None,
+            watch_stops: crate::client::WatchStops::Unknown,
         }
     }
 

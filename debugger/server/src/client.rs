@@ -3,7 +3,14 @@
 //! buffer refuses it). A client that stalls mid-packet, or streams a packet without end, is
 //! dropped instead of holding the server from every other client. Between packets a client may
 //! stay silent as long as it likes (a user thinking at the gdb prompt).
+//!
+//! It also answers LLDB's `qHostInfo` and `qWatchpointSupportInfo` before gdbstub sees them:
+//! gdbstub's `qHostInfo` has no `watchpoint_exceptions_received` key and it has no
+//! `qWatchpointSupportInfo`, and without both LLDB reports a write watchpoint's old value as the
+//! new one when the stop comes before the store. Every other packet, and every packet of
+//! gdb-multiarch (which sends neither), goes to gdbstub byte for byte.
 
+use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
@@ -77,6 +84,46 @@ impl Write for Stream {
     }
 }
 
+/// When a write watchpoint's stop comes, relative to the store that hit it: what LLDB must be
+/// told to report the right old and new values. With `Before`, LLDB steps over the storing
+/// instruction (the watchpoint disabled) before it reads the new value; gdb-multiarch always
+/// does so on Arm and needs no telling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStops {
+    /// The stop comes before the store: memory still holds the old value (QEMU's gdbstub).
+    Before {
+        /// Hardware watchpoints to announce (LLDB consults the timing only once it has a count).
+        slots: u32,
+    },
+    /// The stop comes after the store (a Cortex-M DWT comparator on a real core).
+    After,
+    /// Not known (a GDB server memlife did not start): `qHostInfo` goes to gdbstub, which
+    /// says it does not support it, and LLDB keeps its own default (after).
+    Unknown,
+}
+
+impl WatchStops {
+    /// memlife's own answer to an LLDB packet `body`, or `None` to leave it to gdbstub.
+    fn answer(self, body: &[u8]) -> Option<String> {
+        let (when, slots) = match self {
+            WatchStops::Before { slots } => ("before", Some(slots)),
+            // After the store is LLDB's own default: it then reads the new value at the stop.
+            WatchStops::After => ("after", None),
+            WatchStops::Unknown => return None,
+        };
+        match body {
+            // No triple: LLDB takes the architecture from the ELF, as it does without qHostInfo.
+            b"qHostInfo" => Some(format!(
+                "endian:little;ptrsize:4;watchpoint_exceptions_received:{when};"
+            )),
+            b"qWatchpointSupportInfo" | b"qWatchpointSupportInfo:" => {
+                slots.map(|n| format!("num:{n};"))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A client's stream with the mid-packet deadline.
 #[derive(Debug)]
 pub struct ClientConn {
@@ -84,16 +131,82 @@ pub struct ClientConn {
     frame: Frame,
     /// A byte `peek` took off the socket, for the next `read`.
     peeked: Option<u8>,
+    /// A whole packet read ahead (to see whether memlife answers it), for gdbstub byte by byte.
+    pending: VecDeque<u8>,
+    /// What memlife tells LLDB about watchpoint stops.
+    watch_stops: WatchStops,
+    /// The client asked for no-ack mode (gdbstub always grants it): no `+` either way.
+    no_ack: bool,
+    /// memlife answered a packet in ack mode: the client's `+` for it is not gdbstub's.
+    swallow_ack: bool,
 }
 
 impl ClientConn {
-    /// Wraps an accepted stream.
+    /// Wraps an accepted stream; every packet goes to gdbstub.
     pub fn new(stream: Stream) -> Self {
+        Self::with_watch_stops(stream, WatchStops::Unknown)
+    }
+
+    /// Wraps an accepted stream, answering LLDB's watchpoint questions with `watch_stops`.
+    pub fn with_watch_stops(stream: Stream, watch_stops: WatchStops) -> Self {
         ClientConn {
             stream,
             frame: Frame::Idle,
             peeked: None,
+            pending: VecDeque::new(),
+            watch_stops,
+            no_ack: false,
+            swallow_ack: false,
         }
+    }
+
+    /// The next byte from the client (or the one `peek` kept), tracked for the deadline.
+    fn next_byte(&mut self) -> std::io::Result<u8> {
+        if let Some(b) = self.peeked.take() {
+            self.track(b);
+            return Ok(b);
+        }
+        self.stream.set_nonblocking(false)?;
+        let timeout = self.read_timeout()?;
+        self.stream.set_read_timeout(timeout)?;
+        let mut buf = [0u8];
+        match Read::read_exact(&mut self.stream, &mut buf) {
+            Ok(()) => {
+                self.track(buf[0]);
+                Ok(buf[0])
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                Err(stalled())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads the rest of a packet whose `$` was just read. Returns every byte read; the packet
+    /// is whole when the framing is idle again. Stops early past [`MAX_PACKET`] (gdbstub then
+    /// refuses what it gets, as before).
+    fn read_packet(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut raw = vec![b'$'];
+        while self.frame != Frame::Idle && raw.len() <= MAX_PACKET + 3 {
+            raw.push(self.next_byte()?);
+        }
+        Ok(raw)
+    }
+
+    /// memlife's reply to a whole packet `raw` (`$body#cc`), when it is one memlife answers and
+    /// its checksum is right (a bad one goes to gdbstub, which asks for it again).
+    fn own_reply(&self, raw: &[u8]) -> Option<String> {
+        if self.frame != Frame::Idle || raw.len() < 4 || raw[raw.len() - 3] != b'#' {
+            return None;
+        }
+        let body = &raw[1..raw.len() - 3];
+        let sum = std::str::from_utf8(&raw[raw.len() - 2..])
+            .ok()
+            .and_then(|h| u8::from_str_radix(h, 16).ok())?;
+        if body.iter().fold(0u8, |a, &b| a.wrapping_add(b)) != sum {
+            return None;
+        }
+        self.watch_stops.answer(body)
     }
 
     fn track(&mut self, byte: u8) {
@@ -120,6 +233,12 @@ impl ClientConn {
         }
         Ok(Some(left))
     }
+}
+
+/// `$body#cc`.
+fn frame_reply(body: &str) -> Vec<u8> {
+    let sum = body.bytes().fold(0u8, |a, b| a.wrapping_add(b));
+    format!("${body}#{sum:02x}").into_bytes()
 }
 
 fn stalled() -> std::io::Error {
@@ -157,29 +276,40 @@ impl Connection for ClientConn {
 
 impl ConnectionExt for ClientConn {
     fn read(&mut self) -> Result<u8, Self::Error> {
-        if let Some(b) = self.peeked.take() {
-            self.track(b);
-            return Ok(b);
-        }
-        self.stream.set_nonblocking(false)?;
-        let timeout = self.read_timeout()?;
-        self.stream.set_read_timeout(timeout)?;
-        let mut buf = [0u8];
-        match Read::read_exact(&mut self.stream, &mut buf) {
-            Ok(()) => {
-                self.track(buf[0]);
-                Ok(buf[0])
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Ok(b);
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                Err(stalled())
+            let b = self.next_byte()?;
+            if std::mem::take(&mut self.swallow_ack) && b == b'+' {
+                continue;
             }
-            Err(e) => Err(e),
+            if b != b'$' || self.watch_stops == WatchStops::Unknown {
+                return Ok(b);
+            }
+            let raw = self.read_packet()?;
+            if let Some(reply) = self.own_reply(&raw) {
+                if !self.no_ack {
+                    Write::write_all(&mut self.stream, b"+")?;
+                    self.swallow_ack = true;
+                }
+                Write::write_all(&mut self.stream, &frame_reply(&reply))?;
+                Write::flush(&mut self.stream)?;
+                continue;
+            }
+            if raw.starts_with(b"$QStartNoAckMode#") {
+                self.no_ack = true;
+            }
+            self.pending.extend(raw);
         }
     }
 
     fn peek(&mut self) -> Result<Option<u8>, Self::Error> {
         // A running target: the event loop looks for gdb's bytes between short waits. The byte
         // is taken off the socket and kept for `read` (Unix sockets have no stable peek).
+        if let Some(&b) = self.pending.front() {
+            return Ok(Some(b));
+        }
         if self.peeked.is_some() {
             return Ok(self.peeked);
         }
@@ -219,5 +349,73 @@ mod tests {
         c.track(b'$');
         assert!(matches!(c.frame, Frame::Body(_)));
         assert!(c.read_timeout().unwrap_or_else(|e| panic!("{e}")).is_some());
+    }
+
+    /// A connection over loopback with `stops`, and the client's end.
+    fn pair(stops: WatchStops) -> (ClientConn, TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let client = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        let (stream, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
+        (
+            ClientConn::with_watch_stops(Stream::Tcp(stream), stops),
+            client,
+        )
+    }
+
+    /// What gdbstub would read: `n` bytes through `ConnectionExt::read`.
+    fn take(c: &mut ClientConn, n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|_| ConnectionExt::read(c).unwrap_or_else(|e| panic!("{e}")))
+            .collect()
+    }
+
+    /// What memlife wrote back to the client, up to `n` bytes.
+    fn replies(client: &mut TcpStream, n: usize) -> String {
+        let mut buf = vec![0u8; n];
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        client
+            .read_exact(&mut buf)
+            .unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    #[test]
+    fn lldb_host_info_is_answered_and_everything_else_passes_through() {
+        let (mut c, mut client) = pair(WatchStops::Before { slots: 4 });
+        // Ack mode: memlife acks and answers qHostInfo, eats the client's ack of its answer,
+        // and hands gdbstub the next packet whole and unchanged.
+        Write::write_all(&mut client, b"$qHostInfo#9b+$m0,4#fd").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(take(&mut c, 8), b"$m0,4#fd");
+        let host = "endian:little;ptrsize:4;watchpoint_exceptions_received:before;";
+        let sum = host.bytes().fold(0u8, |a, b| a.wrapping_add(b));
+        let expected = format!("+${host}#{sum:02x}");
+        assert_eq!(replies(&mut client, expected.len()), expected);
+        // No-ack mode (gdbstub grants it): the watchpoint count, with no `+` around it; a bad
+        // checksum goes to gdbstub, which asks again.
+        Write::write_all(
+            &mut client,
+            b"$QStartNoAckMode#b0$qWatchpointSupportInfo:#55$qHostInfo#00",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(take(&mut c, 19), b"$QStartNoAckMode#b0");
+        assert_eq!(take(&mut c, 13), b"$qHostInfo#00");
+        assert_eq!(replies(&mut client, 10), "$num:4;#f9");
+    }
+
+    #[test]
+    fn an_unknown_backend_leaves_lldb_packets_to_gdbstub() {
+        let (mut c, mut client) = pair(WatchStops::Unknown);
+        Write::write_all(&mut client, b"$qHostInfo#9b").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(take(&mut c, 13), b"$qHostInfo#9b");
+        // After the store is LLDB's default: no count, so LLDB never steps over the store.
+        assert_eq!(WatchStops::After.answer(b"qWatchpointSupportInfo:"), None);
+        assert!(
+            WatchStops::After
+                .answer(b"qHostInfo")
+                .is_some_and(|a| a.contains("watchpoint_exceptions_received:after;"))
+        );
     }
 }

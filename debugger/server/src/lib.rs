@@ -143,7 +143,29 @@ pub fn serve_on(
     restart: Option<Restart>,
     places: places::Places,
 ) -> (Box<dyn Target>, Result<()>) {
+    serve_watching(
+        listener,
+        target,
+        symbols,
+        firmware,
+        restart,
+        places,
+        client::WatchStops::Unknown,
+    )
+}
+
+/// [`serve_on`], telling LLDB clients when the backend's watchpoint stops come.
+pub fn serve_watching(
+    listener: &Listener,
+    target: Box<dyn Target>,
+    symbols: Symbols,
+    firmware: Option<String>,
+    restart: Option<Restart>,
+    places: places::Places,
+    watch_stops: client::WatchStops,
+) -> (Box<dyn Target>, Result<()>) {
     let mut bridge = Bridge::new(target, symbols);
+    bridge.watch_stops = watch_stops;
     bridge.firmware = firmware;
     bridge.places = places;
     bridge.restart = restart;
@@ -175,7 +197,8 @@ fn serve_clients(listener: &Listener, bridge: &mut Bridge) -> Result<()> {
         }
         // A fixed buffer: a packet longer than it ends the session instead of growing memory.
         let mut buffer = vec![0u8; client::MAX_PACKET];
-        let stub = match GdbStub::builder(client::ClientConn::new(stream))
+        let conn = client::ClientConn::with_watch_stops(stream, bridge.watch_stops);
+        let stub = match GdbStub::builder(conn)
             .with_packet_buffer(&mut buffer)
             .build()
         {

@@ -97,3 +97,25 @@ pub fn tempdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// LLDB in batch mode (`lldb --batch`) connected to the GDB server at `server` with
+/// `gdb-remote`, running these commands, for at most 120 s. LLDB missing fails the test with
+/// what to do, never skips it.
+pub fn lldb_batch(elf: &Path, server: &str, commands: &[&str]) -> Output {
+    if let Err(e) = Command::new("lldb")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        panic!("cannot run lldb ({e}): run `make deps` to install it");
+    }
+    let mut cmd = Command::new("lldb");
+    cmd.args(["--batch", "--no-lldbinit"]);
+    cmd.arg("-o").arg(format!("gdb-remote {server}"));
+    for c in commands {
+        cmd.arg("-o").arg(c);
+    }
+    cmd.arg(elf);
+    run_with_timeout(cmd, Duration::from_secs(120))
+}

@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use memlife_core::Target;
 use memlife_rsp::{GdbRemote, QemuProcess};
 use memlife_server::Listener;
+use memlife_server::client::WatchStops;
 
 use crate::cli::{Leave, ServeArgs};
 use crate::session::Session;
@@ -58,13 +59,15 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
     };
     // QEMUs started again after the firmware ended: they outlive the connections to them.
     let restarted: Rc<RefCell<Vec<QemuProcess>>> = Rc::default();
-    let (target, outcome) = memlife_server::serve_on(
+    let watch_stops = watch_stops(&args);
+    let (target, outcome) = memlife_server::serve_watching(
         &listener,
         target,
         symbols,
         Some(args.elf.display().to_string()),
         restart(&args, Rc::clone(&restarted)),
         places,
+        watch_stops,
     );
     session.give_back(target);
     let closed = session.close();
@@ -89,6 +92,27 @@ fn bind_unix(path: &Path) -> Result<Listener> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("making unix:{} owner-only", path.display()))?;
     Ok(Listener::Unix(l))
+}
+
+/// When the backend's write-watchpoint stops come, for LLDB (which must step over the store
+/// itself when they come first). Measured: QEMU's gdbstub stops before the store, with memory
+/// still old, and memlife's virtual probe passes QEMU's watchpoints on; a real Cortex-M's DWT
+/// halts after the storing instruction. A GDB server memlife did not start is not guessed at.
+/// The count announced is a Cortex-M4's four DWT comparators (the virtual probe's `NUMCOMP`;
+/// QEMU's own gdbstub has no fixed limit).
+fn watch_stops(args: &ServeArgs) -> WatchStops {
+    use crate::probe_choice::ProbeChoice;
+    const SLOTS: u32 = 4;
+    if args.target.qemu.is_some() {
+        return WatchStops::Before { slots: SLOTS };
+    }
+    if args.target.chip.is_some() {
+        return match args.target.probe.probe {
+            Some(ProbeChoice::Qemu { .. }) => WatchStops::Before { slots: SLOTS },
+            _ => WatchStops::After,
+        };
+    }
+    WatchStops::Unknown
 }
 
 /// Removes the socket file when dropped.

@@ -24,7 +24,7 @@ pub mod browser;
 
 pub use memlife_testkit::firmware::repo;
 pub use memlife_testkit::process::{
-    ChildGuard, gdb_batch, run_with_timeout, stderr, stdout, tempdir,
+    ChildGuard, gdb_batch, lldb_batch, run_with_timeout, stderr, stdout, tempdir,
 };
 
 /// A firmware ELF, built on first use.
