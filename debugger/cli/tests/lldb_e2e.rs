@@ -75,7 +75,7 @@ fn counter_reads(text: &str) -> Vec<u64> {
         .collect()
 }
 
-/// The session of the issue: break, continue, a register, memory, `monitor heap`, a write
+/// The session of the issue: break, continue, a register, a backtrace, memory, `monitor heap`, a write
 /// watchpoint on `xFreeBytesRemaining`, detach.
 fn lldb_session(backend: &[&str]) {
     let elf = elf("heap4", "leak-on-switch");
@@ -88,6 +88,7 @@ fn lldb_session(backend: &[&str]) {
             "breakpoint set --name model_release",
             "continue",
             "register read pc",
+            "thread backtrace",
             counter,
             "process plugin packet monitor heap",
             "watchpoint set variable xFreeBytesRemaining",
@@ -104,6 +105,12 @@ fn lldb_session(backend: &[&str]) {
         text.lines()
             .any(|l| l.trim_start().starts_with("pc = 0x") && l.contains("`model_release")),
         "register read pc at the breakpoint: {text}"
+    );
+    // LLDB unwinds through memlife (registers and stack read from the target).
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("frame #1: ") && l.contains("`main at main.c")),
+        "the caller of model_release: {text}"
     );
     // Memory as LLDB reads it, at the breakpoint and after the watchpoint's stop.
     let memory = counter_reads(&text);
