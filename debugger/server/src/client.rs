@@ -137,8 +137,9 @@ pub struct ClientConn {
     watch_stops: WatchStops,
     /// The client asked for no-ack mode (gdbstub always grants it): no `+` either way.
     no_ack: bool,
-    /// memlife answered a packet in ack mode: the client's `+` for it is not gdbstub's.
-    swallow_ack: bool,
+    /// memlife's last reply in ack mode, until the client acks it: the client's `+` for it is
+    /// not gdbstub's, and a `-` asks memlife, not gdbstub, to send it again.
+    unacked: Option<Vec<u8>>,
 }
 
 impl ClientConn {
@@ -156,7 +157,7 @@ impl ClientConn {
             pending: VecDeque::new(),
             watch_stops,
             no_ack: false,
-            swallow_ack: false,
+            unacked: None,
         }
     }
 
@@ -281,20 +282,31 @@ impl ConnectionExt for ClientConn {
                 return Ok(b);
             }
             let b = self.next_byte()?;
-            if std::mem::take(&mut self.swallow_ack) && b == b'+' {
-                continue;
+            if let Some(reply) = self.unacked.take() {
+                match b {
+                    b'+' => continue,
+                    b'-' => {
+                        Write::write_all(&mut self.stream, &reply)?;
+                        self.unacked = Some(reply);
+                        continue;
+                    }
+                    _ => {}
+                }
             }
             if b != b'$' || self.watch_stops == WatchStops::Unknown {
                 return Ok(b);
             }
             let raw = self.read_packet()?;
             if let Some(reply) = self.own_reply(&raw) {
+                let reply = frame_reply(&reply);
                 if !self.no_ack {
                     Write::write_all(&mut self.stream, b"+")?;
-                    self.swallow_ack = true;
                 }
-                Write::write_all(&mut self.stream, &frame_reply(&reply))?;
+                Write::write_all(&mut self.stream, &reply)?;
                 Write::flush(&mut self.stream)?;
+                if !self.no_ack {
+                    self.unacked = Some(reply);
+                }
                 continue;
             }
             if raw.starts_with(b"$QStartNoAckMode#") {
