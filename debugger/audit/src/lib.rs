@@ -11,6 +11,7 @@
 //! # Layout
 //! - [`config`]: `memlife.toml`, the settings file.
 //! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
+//! - [`deferred`]: late frees, blocks one cycle allocates and a later one frees (not leaks).
 //! - [`model`]: the records (phases, spans, events, checks), serialisable.
 //! - [`script`]: the Rhai API and its sandbox.
 //! - `values`: heaps, phase records, typed variables, leak lists and diffs as script values.
@@ -23,6 +24,7 @@
 pub mod buffers;
 pub mod config;
 pub mod debugger;
+pub mod deferred;
 pub mod error;
 pub mod labels;
 pub mod model;

@@ -241,6 +241,10 @@ pub struct MapBlock {
     /// Used now and not used at the audit's baseline: a block the lifecycle left behind.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub leaked: bool,
+    /// Used now, allocated at the site of a block a later cycle freed: a late free, not a leak
+    /// (see `crate::deferred`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
     /// Where the trace saw it allocated, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub site: Option<Site>,
@@ -296,6 +300,7 @@ impl HeapMap {
                     free: b.free,
                     unclaimed: b.unclaimed,
                     leaked: used && baseline.is_some() && !kept.contains(&(b.addr, b.size)),
+                    deferred: false,
                     site: if used { site(b.addr) } else { None },
                 }
             })

@@ -85,6 +85,9 @@ pub struct AuditReport {
     pub labels: BTreeMap<String, Vec<String>>,
     /// The heap after the last release, block by block, leaked blocks marked.
     pub heap_map: Option<HeapMap>,
+    /// Blocks allocated in one cycle and freed in a later one: late frees, not leaks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deferred: Vec<crate::deferred::DeferredBlock>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -181,6 +184,7 @@ impl AuditReport {
     pub fn assemble(ctx: &RunContext, debugger: &Debugger, outcome: &ScriptOutcome) -> Self {
         let checks = summarize(&outcome.checks);
         let exit_code = Self::exit_code_for(&checks, outcome.error.as_ref());
+        let deferred = crate::deferred::classify(debugger.events(), debugger.records());
         AuditReport {
             run: RunFacts {
                 allocator: debugger.allocator().to_string(),
@@ -202,7 +206,11 @@ impl AuditReport {
                 .collect(),
             phase_aliases: ctx.phase_aliases.clone(),
             labels: debugger.labels().clone(),
-            heap_map: debugger.heap_map(),
+            heap_map: debugger.heap_map().map(|mut map| {
+                crate::deferred::mark_heap_map(&mut map, &deferred);
+                map
+            }),
+            deferred,
             error: outcome.error.clone(),
             exit_code,
         }
@@ -235,6 +243,7 @@ impl AuditReport {
             phase_aliases: ctx.phase_aliases.clone(),
             labels: BTreeMap::new(),
             heap_map: None,
+            deferred: Vec::new(),
             error: Some(ScriptError {
                 message,
                 line: None,

@@ -370,6 +370,32 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn(
+        "fail_alloc",
+        |ctx: NativeCallContext, t: &mut TargetHandle, site: &str| -> RhaiResult<()> {
+            t.with(&ctx, |d| d.fail_alloc(site, 1))?
+                .map_err(|e| err(&ctx, Chain(&e)))
+        },
+    );
+    engine.register_fn(
+        "fail_alloc",
+        |ctx: NativeCallContext, t: &mut TargetHandle, site: &str, nth: i64| -> RhaiResult<()> {
+            let nth = u64::try_from(nth).unwrap_or(0);
+            t.with(&ctx, |d| d.fail_alloc(site, nth))?
+                .map_err(|e| err(&ctx, Chain(&e)))
+        },
+    );
+    engine.register_fn(
+        "injected",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
+            t.with(&ctx, |d| {
+                d.injected()
+                    .iter()
+                    .map(crate::values::injected_map)
+                    .collect()
+            })
+        },
+    );
+    engine.register_fn(
         "has_role",
         |ctx: NativeCallContext, t: &mut TargetHandle, role: &str| {
             // A role the configuration maps (or the bundled firmware's default) to a function
@@ -506,6 +532,17 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
          after: HeapHandle|
          -> RhaiResult<Array> {
             t.with(&ctx, |d| crate::values::leaks(d, &before.0, &after.0))
+        },
+    );
+    engine.register_fn(
+        "deferred",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
+            t.with(&ctx, |d| {
+                crate::deferred::classify(d.events(), d.records())
+                    .iter()
+                    .map(crate::values::deferred_map)
+                    .collect()
+            })
         },
     );
     engine.register_fn(

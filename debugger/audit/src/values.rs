@@ -144,6 +144,71 @@ pub fn leaks(d: &Debugger, before: &HeapState, after: &HeapState) -> Array {
         .collect()
 }
 
+/// A late free as scripts see it (`t.deferred()`): `addr`, `size`, `site`, `file_line`,
+/// `chain`, `allocated_cycle`, `freed_cycle`, `cycles`, `allocated_in`, `freed_in`.
+pub(crate) fn deferred_map(b: &crate::deferred::DeferredBlock) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("addr".into(), Dynamic::from_int(int(b.addr)));
+    m.insert("size".into(), Dynamic::from_int(int(b.size)));
+    m.insert("site".into(), b.site.to_string().into());
+    m.insert(
+        "file_line".into(),
+        match (&b.site.file, b.site.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}").into(),
+            _ => Dynamic::UNIT,
+        },
+    );
+    m.insert(
+        "chain".into(),
+        b.site
+            .chain
+            .iter()
+            .map(|c| Dynamic::from(c.clone()))
+            .collect::<Array>()
+            .into(),
+    );
+    m.insert(
+        "allocated_cycle".into(),
+        Dynamic::from_int(int(b.allocated_cycle)),
+    );
+    m.insert("freed_cycle".into(), Dynamic::from_int(int(b.freed_cycle)));
+    m.insert("cycles".into(), Dynamic::from_int(int(b.cycles)));
+    let phase = |p: &Option<String>| p.clone().map_or(Dynamic::UNIT, Dynamic::from);
+    m.insert("allocated_in".into(), phase(&b.allocated_in));
+    m.insert("freed_in".into(), phase(&b.freed_in));
+    Dynamic::from_map(m)
+}
+
+/// An allocation memlife made fail (`t.injected()`): `site`, `file_line`, `chain`, `request`,
+/// `phase` (`()` outside phases), `seq` (the events from this number on came after it).
+pub(crate) fn injected_map(i: &crate::debugger::Injected) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("site".into(), i.site.to_string().into());
+    m.insert(
+        "file_line".into(),
+        match (&i.site.file, i.site.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}").into(),
+            _ => Dynamic::UNIT,
+        },
+    );
+    m.insert(
+        "chain".into(),
+        i.site
+            .chain
+            .iter()
+            .map(|c| Dynamic::from(c.clone()))
+            .collect::<Array>()
+            .into(),
+    );
+    m.insert("request".into(), Dynamic::from_int(int(i.request)));
+    m.insert(
+        "phase".into(),
+        i.phase.clone().map_or(Dynamic::UNIT, Dynamic::from),
+    );
+    m.insert("seq".into(), Dynamic::from_int(int(i.seq)));
+    Dynamic::from_map(m)
+}
+
 /// A damaged block as scripts see it: `kind`, `block`, `alloc_size`, `site` (`()` when unknown),
 /// `message`.
 pub(crate) fn damage_map(d: &crate::model::Damage) -> Dynamic {

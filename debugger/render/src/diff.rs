@@ -433,6 +433,8 @@ fn heap_map(m: &report::HeapMap) -> HeapMap {
                 free: b.free,
                 unclaimed: b.unclaimed,
                 leaked: b.leaked,
+                // A diff's report keeps leaks only; late frees show as used blocks.
+                deferred: false,
                 site: b.site.as_ref().map(site),
             })
             .collect(),

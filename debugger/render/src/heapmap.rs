@@ -40,6 +40,8 @@ fn block_title(b: &MapBlock) -> String {
         "free"
     } else if b.leaked {
         "LEAKED"
+    } else if b.deferred {
+        "used (deferred: a later cycle frees it)"
     } else {
         "used"
     };

@@ -328,7 +328,34 @@ fn heap_map(h: &mut String, report: &AuditReport) {
         }
         h.push_str("</table>\n");
     }
+    deferred(h, report);
     h.push_str("</section>\n");
+}
+
+/// Late frees: blocks a cycle allocated and a later cycle freed, apart from the leaks.
+fn deferred(h: &mut String, report: &AuditReport) {
+    if report.deferred.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">deferred: allocated in one cycle and freed in a later one ({} block(s)); late frees, not leaks</p>\n<table id=\"deferred\">\n<tr><th>size (B)</th><th>allocated at</th><th>in</th><th>cycle</th><th>freed in</th><th>cycle</th><th>cycles lived</th></tr>",
+        report.deferred.len()
+    );
+    for d in &report.deferred {
+        let _ = writeln!(
+            h,
+            "<tr class=\"deferred\"><td class=\"num\">{}</td><td class=\"site\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            d.size,
+            text(&d.site.to_string()),
+            text(d.allocated_in.as_deref().unwrap_or("-")),
+            d.allocated_cycle,
+            text(d.freed_in.as_deref().unwrap_or("-")),
+            d.freed_cycle,
+            d.cycles
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 fn trend(h: &mut String, report: &AuditReport) -> Result<()> {

@@ -131,6 +131,7 @@ mod tests {
             phase_aliases: BTreeMap::new(),
             labels: BTreeMap::new(),
             heap_map: None,
+            deferred: Vec::new(),
             error,
             exit_code,
         }

@@ -116,6 +116,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
             vec!["conv<1>".to_string(), "conv_b".to_string()],
         )]),
         heap_map: None,
+        deferred: Vec::new(),
         error: None,
         exit_code: 1,
     }

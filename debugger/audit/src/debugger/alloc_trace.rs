@@ -66,6 +66,11 @@ impl AllocationTrace {
         }
     }
 
+    /// The functions an allocation site looks past.
+    pub fn skip(&self) -> &[String] {
+        &self.skip
+    }
+
     /// Forgets the live blocks (the target was reset).
     pub fn forget_live(&mut self) {
         self.live.clear();
@@ -339,7 +344,7 @@ impl Debugger {
     /// Return addresses of the call chain at a stop inside the allocator (frame 0 is the
     /// allocator), from the stack window read with `extra` ranges in one request; what was
     /// read stays in the stop cache.
-    fn backtrace_with(&mut self, regs: &Regs, extra: &[(u64, usize)]) -> Vec<u64> {
+    pub(super) fn backtrace_with(&mut self, regs: &Regs, extra: &[(u64, usize)]) -> Vec<u64> {
         let depth = self.config.trace.backtrace.max(1);
         let fallback = vec![regs.pc, regs.lr & !1];
         let Some(core) = unwind::registers(self.target.as_mut()) else {

@@ -20,6 +20,7 @@
 //! - `fault`: a stop at a fault handler, reported with the fault status registers and the
 //!   call chain from the exception frame.
 //! - `alloc_trace`: allocation tracing (events, live blocks, sites).
+//! - `fail_alloc`: allocation-failure injection (a chosen malloc returns NULL).
 //! - `phases`: phase tracking (calls, the open phase, spans, peaks, records), pure.
 //! - `phase_run`: the script-facing "run one phase" API and the watermark method.
 //! - `cycles`: the lifecycle observed: every role's calls in the firmware's order, by cycle.
@@ -30,6 +31,7 @@
 mod alloc_trace;
 mod breakpoints;
 mod cycles;
+mod fail_alloc;
 mod fault;
 mod phase_run;
 mod phases;
@@ -57,6 +59,7 @@ use resume::HostResume;
 
 pub use alloc_trace::LiveAlloc;
 pub use cycles::{Cycle, CycleRun, PhaseCall};
+pub use fail_alloc::Injected;
 pub use phase_run::PhaseRun;
 pub use run::{Goal, Observer, Outcome, Progress};
 
@@ -83,6 +86,8 @@ pub struct Debugger {
     cycles_done: u64,
     /// Where the last cycle left the target, while it is still there.
     cycle_start: Option<cycles::CycleStart>,
+    /// Allocation failures asked for and made (`fail_alloc`).
+    fail: fail_alloc::FailState,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -141,6 +146,7 @@ impl Debugger {
             heap_size: 0,
             stop_cache: Vec::new(),
             labels: BTreeMap::new(),
+            fail: fail_alloc::FailState::default(),
             cycles_done: 0,
             cycle_start: None,
         };

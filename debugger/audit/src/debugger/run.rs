@@ -216,6 +216,12 @@ impl Debugger {
         }
         for role in self.bps.roles_at(regs.pc) {
             match role {
+                BreakRole::Malloc { size_arg } | BreakRole::MallocRequest { size_arg }
+                    if self.fail_here(regs, size_arg)? =>
+                {
+                    // Returned NULL to the caller: the allocator does not run.
+                    break;
+                }
                 BreakRole::Malloc { size_arg } => self.malloc_entered(regs, size_arg),
                 BreakRole::MallocRequest { size_arg } => {
                     let size = regs.args.get(size_arg).copied().unwrap_or(0);
