@@ -45,6 +45,8 @@ deps:
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found; install Rust with rustup"; exit 2; }
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
+	@# The Rust firmware (firmware/rust) is built for thumbv7em-none-eabi.
+	@rustup target list --installed 2>/dev/null | grep -qx thumbv7em-none-eabi || rustup target add thumbv7em-none-eabi
 
 firmware:
 	$(MAKE) -C firmware -j2
@@ -71,6 +73,7 @@ clippy:
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
+	$(CARGO) fmt --manifest-path firmware/rust/Cargo.toml -- --check
 
 clean:
 	$(MAKE) -C firmware clean

@@ -71,23 +71,46 @@ pub fn read_string(d: &mut Debugger, addr: u64) -> Result<String, String> {
 }
 
 /// Blocks used in `after` that were not used in `before` (same address and size), with the
-/// allocation site the trace recorded.
+/// allocation site the trace recorded. Where the walk sees used *spans* rather than blocks (an
+/// allocator without headers: linked_list_allocator), a new span stands for the traced
+/// allocations inside it that sit where `before` had free memory.
 pub fn leaks(d: &Debugger, before: &HeapState, after: &HeapState) -> Array {
-    let old: BTreeSet<(u64, u64)> = before
+    let used_before: Vec<(u64, u64)> = before
         .blocks
         .iter()
         .filter(|b| !b.free)
         .map(|b| (b.addr, b.size))
         .collect();
-    after
+    let old: BTreeSet<(u64, u64)> = used_before.iter().copied().collect();
+    let was_used = |a: u64| used_before.iter().any(|&(s, n)| a >= s && a - s < n);
+    let live = d.live();
+    let mut found: Vec<(u64, u64)> = Vec::new();
+    for b in after
         .blocks
         .iter()
         .filter(|b| !b.free && !old.contains(&(b.addr, b.size)))
-        .map(|b| {
+    {
+        let inside: Vec<(u64, u64)> = match live.get(&b.addr) {
+            Some(l) if l.size == b.size => Vec::new(),
+            _ => live
+                .range(b.addr..b.addr.saturating_add(b.size))
+                .filter(|(a, _)| !was_used(**a))
+                .map(|(a, l)| (*a, l.size))
+                .collect(),
+        };
+        if inside.is_empty() {
+            found.push((b.addr, b.size));
+        } else {
+            found.extend(inside);
+        }
+    }
+    found
+        .into_iter()
+        .map(|(addr, size)| {
             let mut m = Map::new();
-            m.insert("addr".into(), Dynamic::from_int(int(b.addr)));
-            m.insert("size".into(), Dynamic::from_int(int(b.size)));
-            match d.live().get(&b.addr) {
+            m.insert("addr".into(), Dynamic::from_int(int(addr)));
+            m.insert("size".into(), Dynamic::from_int(int(size)));
+            match live.get(&addr) {
                 Some(live) => {
                     m.insert("site".into(), live.site.to_string().into());
                     m.insert(

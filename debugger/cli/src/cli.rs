@@ -278,7 +278,8 @@ pub struct StopArgs {
 /// Allocator choices that symbols cannot make.
 #[derive(Debug, Args, Clone)]
 pub struct HeapOptions {
-    /// Force the allocator instead of detecting it: heap4, heap5, nano, dlmalloc, tlsf (ESP-IDF).
+    /// Force the allocator instead of detecting it: heap4, heap5, nano, dlmalloc, tlsf (ESP-IDF),
+    /// llff and rlsf (Rust embedded-alloc's LlffHeap and TlsfHeap).
     #[arg(long, value_name = "NAME")]
     pub allocator: Option<String>,
     /// ESP-IDF heap poisoning built into the firmware (none, light, comprehensive), when DWARF

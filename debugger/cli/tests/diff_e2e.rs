@@ -190,7 +190,7 @@ fn healthy_against_leak_on_switch_names_the_leak_site_and_bytes_per_cycle() {
     let engine = std::fs::read_to_string(repo().join("firmware/src/engine.c")).unwrap();
     let line51 = engine.lines().nth(50).unwrap();
     assert!(
-        line51.contains("mem_alloc") && line51.contains("op_contexts"),
+        line51.contains("alloc(") && line51.contains("op_contexts"),
         "engine.c:51 is `{line51}`"
     );
     let h = report("leak-on-switch");

@@ -386,11 +386,15 @@ fn symbols_show_the_detected_allocators_layouts_only() {
 fn allocator_help_lists_every_allocator() {
     let out = run_memlife(&["heap", "--help"]);
     let text = stdout(&out);
-    let line = text
+    // The option's help paragraph (clap wraps it over several lines).
+    let line: String = text
         .lines()
-        .find(|l| l.contains("Force the allocator"))
-        .unwrap();
-    for name in ["heap4", "heap5", "nano", "dlmalloc", "tlsf"] {
+        .skip_while(|l| !l.contains("Force the allocator"))
+        .take_while(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!line.is_empty(), "{text}");
+    for name in ["heap4", "heap5", "nano", "dlmalloc", "tlsf", "llff", "rlsf"] {
         assert!(line.contains(name), "{name} missing from: {line}");
     }
 }

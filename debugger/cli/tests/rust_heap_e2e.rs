@@ -134,3 +134,38 @@ fn a_damaged_hole_or_block_header_is_reported() {
         );
     }
 }
+
+/// Halted inside the allocator (its functions by their Rust names), the heap may be mid-update:
+/// busy, naming the function, not corrupt.
+#[test]
+fn inside_a_rust_allocator_is_busy() {
+    for (alloc, function) in [
+        (
+            "rust-llff",
+            "linked_list_allocator::hole::HoleList::allocate_first_fit",
+        ),
+        (
+            "rust-tlsf",
+            "<embedded_alloc::tlsf::Heap as core::alloc::global::GlobalAlloc>::dealloc",
+        ),
+    ] {
+        let elf = elf(alloc, "healthy");
+        let v = memlife_json(&[
+            "heap",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            function,
+            "--json",
+        ]);
+        assert_eq!(v["status"], "busy", "{alloc}: {v}");
+        assert_eq!(v["pc"]["function"], function, "{alloc}");
+        assert_eq!(
+            v["busy_reason"],
+            format!("halted inside {function}"),
+            "{alloc}"
+        );
+    }
+}

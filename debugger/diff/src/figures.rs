@@ -187,17 +187,27 @@ pub struct Figure {
 /// Every figure of a report by key.
 pub type Figures = BTreeMap<FigureKey, Figure>;
 
-/// The key of every phase, in order.
+/// The key of every phase, in order. The cycle is the one the audit observed (`cycle` in the
+/// report) when every phase has one; otherwise a cycle starts each time the role of the first
+/// phase comes again.
 pub fn phase_keys(run: &AuditRun) -> Vec<PhaseKey> {
     let first = run.phases.first().map(|p| run.role_of(p).to_string());
+    let observed = run.phases.iter().all(|p| p.cycle.is_some_and(|c| c > 0));
     let mut cycle = 0u32;
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     run.phases
         .iter()
         .map(|p| {
             let role = run.role_of(p).to_string();
-            if Some(&role) == first.as_ref() {
-                cycle += 1;
+            let starts = match (observed, p.cycle) {
+                (true, Some(c)) => u32::try_from(c).unwrap_or(u32::MAX) != cycle,
+                _ => Some(&role) == first.as_ref(),
+            };
+            if starts {
+                cycle = match (observed, p.cycle) {
+                    (true, Some(c)) => u32::try_from(c).unwrap_or(u32::MAX),
+                    _ => cycle.saturating_add(1),
+                };
                 seen.clear();
             }
             let nth = seen.entry(role.clone()).or_insert(0);
@@ -514,6 +524,26 @@ pub(crate) mod tests {
             keys[5],
             PhaseKey {
                 role: "load".into(),
+                cycle: 2,
+                nth: 1
+            }
+        );
+    }
+
+    #[test]
+    fn the_cycles_the_audit_observed_win() {
+        // The audit says the first cycle ended before the second load (a warm-up load, say).
+        let r = report(2, |v| {
+            for (i, c) in [1, 1, 1, 2, 2, 2, 2, 3].iter().enumerate() {
+                v["phases"][i]["cycle"] = (*c).into();
+            }
+        });
+        let cycles: Vec<u32> = phase_keys(&r).iter().map(|k| k.cycle).collect();
+        assert_eq!(cycles, [1, 1, 1, 2, 2, 2, 2, 3]);
+        assert_eq!(
+            phase_keys(&r)[3],
+            PhaseKey {
+                role: "release".into(),
                 cycle: 2,
                 nth: 1
             }

@@ -167,6 +167,8 @@ pub struct Phase {
     pub seq_begin: u64,
     /// One past the last event inside.
     pub seq_end: u64,
+    /// The cycle (1-based) the audit observed this call in, when the script observed cycles.
+    pub cycle: Option<u64>,
 }
 
 /// One traced allocator call.

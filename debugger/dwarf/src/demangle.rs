@@ -47,6 +47,28 @@ fn is_rust(name: &str) -> bool {
     })
 }
 
+/// Whether a (demangled) function only passes an allocation on: C++'s `operator new`/`delete`,
+/// and Rust's standard `alloc` and `core` crates (`alloc::boxed::Box<T>::new`,
+/// `alloc::raw_vec::RawVecInner<A>::finish_grow`, `<alloc::vec::Vec<T> as Clone>::clone`,
+/// `__rust_alloc`). An allocation site names the first function past them.
+pub fn is_allocation_glue(name: &str) -> bool {
+    let std = |p: &str| p.starts_with("alloc::") || p.starts_with("core::");
+    if let Some(imp) = name.strip_prefix('<') {
+        // `<Type as Trait>::method`: glue when the impl is the standard library's, i.e. the
+        // trait is `alloc`'s own (`SpecFromElem`) or the type is a standard or primitive one
+        // (`<i8 as core::clone::Clone>`); a user type implementing `core::default::Default`
+        // is user code.
+        let (ty, rest) = imp.split_once(" as ").unwrap_or((imp, ""));
+        let primitive = !ty.contains("::");
+        return rest.starts_with("alloc::") || std(ty) || (primitive && std(rest));
+    }
+    name.starts_with("operator new")
+        || name.starts_with("operator delete")
+        || std(name)
+        || name.starts_with("__rust_")
+        || name.starts_with("__rdl_")
+}
+
 /// `name` with its parameter list (and any qualifiers after it) removed: the text before the
 /// first `(` outside template arguments. `operator()` keeps its own parentheses.
 pub fn without_params(name: &str) -> &str {
@@ -150,6 +172,31 @@ mod tests {
         assert_eq!(idx("firmware::engine::graph_build"), Some(0));
         assert_eq!(idx("graph_build"), Some(0));
         assert_eq!(idx("engine::op_init"), Some(1));
+    }
+
+    #[test]
+    fn allocation_glue_is_cpp_new_delete_and_rusts_alloc_and_core() {
+        for glue in [
+            "operator new(unsigned int)",
+            "operator delete(void*, unsigned int)",
+            "alloc::alloc::exchange_malloc",
+            "alloc::raw_vec::RawVecInner<A>::finish_grow",
+            "<alloc::vec::Vec<T> as alloc::vec::spec_from_iter::SpecFromIter<T,I>>::from_iter",
+            "core::iter::traits::iterator::Iterator::collect",
+            "__rust_alloc",
+            "<i8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem",
+            "<u8 as core::clone::Clone>::clone",
+        ] {
+            assert!(is_allocation_glue(glue), "{glue}");
+        }
+        for site in [
+            "firmware::engine::op_init",
+            "<firmware::engine::Engine as core::default::Default>::default",
+            "allocator::make",
+            "model_load",
+        ] {
+            assert!(!is_allocation_glue(site), "{site}");
+        }
     }
 
     #[test]

@@ -27,8 +27,13 @@ use crate::{ProbeError, ProbeOptions, words};
 
 /// How long a halt request may take before the core is declared unresponsive.
 const HALT_TIMEOUT: Duration = Duration::from_millis(500);
-/// How often a running core's status is polled while waiting for it to stop.
+/// How often a running core's status is polled while waiting for it to stop, at most: the
+/// pauses start at [`FIRST_PAUSE`] and double up to this, so that a stop soon after a resume
+/// (a traced allocator call) is seen within a fraction of a millisecond, and a long run costs a
+/// status read per 5 ms.
 const POLL: Duration = Duration::from_millis(5);
+/// The first pause between status reads after a resume.
+const FIRST_PAUSE: Duration = Duration::from_micros(100);
 
 /// A board behind a debug probe.
 pub struct ProbeTarget {
@@ -475,6 +480,7 @@ impl Control for ProbeTarget {
 
     fn wait_for_stop(&mut self, timeout: Duration) -> Result<Option<StopReason>> {
         let deadline = Deadline::after(timeout);
+        let mut pause = FIRST_PAUSE;
         loop {
             let status = self
                 .core0()?
@@ -496,7 +502,8 @@ impl Control for ProbeTarget {
             if deadline.passed() {
                 return Ok(None);
             }
-            std::thread::sleep(POLL.min(deadline.left_or_max()));
+            std::thread::sleep(pause.min(deadline.left_or_max()));
+            pause = (pause * 2).min(POLL);
         }
     }
 

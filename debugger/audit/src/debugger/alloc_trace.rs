@@ -112,11 +112,9 @@ pub(super) fn site_of(symbols: &Symbols, skip: &[String], backtrace: &[u64]) -> 
     for &ret in backtrace.iter().skip(1) {
         for loc in symbols.locate(ret.saturating_sub(2)) {
             let name = loc.function.clone().unwrap_or_else(|| "??".into());
-            // C++'s `operator new`/`delete` are malloc/free wrappers: the site is their caller.
-            if skip.contains(&name)
-                || name.starts_with("operator new")
-                || name.starts_with("operator delete")
-            {
+            // C++'s `operator new`/`delete` and Rust's `alloc`/`core` machinery (Box::new,
+            // RawVec growth, inlined into the caller) wrap malloc/free: the site is their caller.
+            if skip.contains(&name) || memlife_dwarf::demangle::is_allocation_glue(&name) {
                 continue;
             }
             let file = loc
@@ -272,7 +270,13 @@ impl Debugger {
         request: Option<u64>,
         backtrace: &[u64],
     ) -> Result<(), AuditError> {
-        let Some(block) = self.block_at(ptr)? else {
+        // An allocator without block headers (linked_list_allocator) sizes the block from the
+        // request instead.
+        let block = match self.block_at(ptr)? {
+            Some(b) => Some(b),
+            None => request.and_then(|r| self.walker.block_from_request(ptr, r)),
+        };
+        let Some(block) = block else {
             ::tracing::warn!("malloc returned {ptr:#010x}, which has no valid block header");
             return Ok(());
         };
