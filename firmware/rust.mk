@@ -41,5 +41,23 @@ $(RUST_ELFS) &: $(RUST_SRC) | rust-target
 	  cp $(RUST_TARGET_DIR)/$(RUST_TARGET)/release/firmware ../$(OUT)/rust-$$a-$$s.elf; \
 	done; done
 
+# One build with Rust's v0 symbol mangling (`_R...` instead of `_ZN...17h<hash>E`), for
+# memlife's tests of v0 names: the leak-on-switch TlsfHeap firmware, looping. RUSTFLAGS
+# replaces .cargo/config.toml's flags, so they are repeated; its own target directory keeps the
+# other builds' crates cached.
+RUST_V0_ELF := $(BUILD)/rust-tlsf-leak-on-switch-v0.elf
+RUST_V0_FLAGS := -C symbol-mangling-version=v0 -C link-arg=-Tlink.x \
+                 -C link-arg=--compress-debug-sections=none
+ifndef ITERATIONS
+rust: $(RUST_V0_ELF)
+endif
+$(RUST_V0_ELF): $(RUST_SRC) | rust-target
+	@mkdir -p $(BUILD)
+	@echo "cargo build --release --locked --features tlsf,leak-on-switch (v0 mangling)"
+	@cd rust && env -u MAKEFLAGS -u MFLAGS RUSTFLAGS="$(RUST_V0_FLAGS)" \
+	  CARGO_TARGET_DIR=$(abspath $(BUILD)/rust-target-v0) $(CARGO) build --quiet --release \
+	  --locked --features tlsf,leak-on-switch
+	cp $(BUILD)/rust-target-v0/$(RUST_TARGET)/release/firmware $@
+
 # qemu-check runs $(ELFS) (expanded when its recipe runs, after this file is read).
 ELFS += $(RUST_ELFS)

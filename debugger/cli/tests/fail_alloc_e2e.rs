@@ -97,3 +97,63 @@ fn fail_alloc_refuses_an_empty_site() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("fail_alloc needs a site"), "{err}");
 }
+
+/// `scripts/error-paths.rhai`: every allocation site of the build made to fail in turn, after a
+/// reset each: on `error-path` only the arena's failure leaves a block behind (op_contexts), on
+/// `healthy` every error path cleans up.
+#[test]
+fn error_paths_script_finds_the_one_path_that_forgets_a_buffer() {
+    let dir = tempdir("error-paths");
+    let script = repo().join("scripts/error-paths.rhai");
+    for (alloc, lost) in [("heap4", 368), ("nano", 368), ("tlsf", 364)] {
+        for scenario in ["error-path", "healthy"] {
+            let junit = dir.join(format!("{alloc}-{scenario}.xml"));
+            let out = run_memlife(&[
+                "audit",
+                "--config",
+                repo()
+                    .join("examples/healthy/memlife.toml")
+                    .to_str()
+                    .unwrap(),
+                "--elf",
+                elf(alloc, scenario).to_str().unwrap(),
+                script.to_str().unwrap(),
+                "--junit",
+                junit.to_str().unwrap(),
+                "--out",
+                dir.to_str().unwrap(),
+            ]);
+            let text = stdout(&out);
+            let name = format!("{alloc}-{scenario}");
+            let xml = std::fs::read_to_string(&junit).unwrap();
+            let mut cases: Vec<&str> = xml
+                .split("<testcase name=\"")
+                .skip(1)
+                .map(|c| c.split('"').next().unwrap())
+                .collect();
+            cases.sort_unstable();
+            assert_eq!(
+                cases,
+                [
+                    "error-path build engine.c:51",
+                    "error-path build ops.c:65",
+                    "error-path build planner.c:110"
+                ],
+                "{name}: {text}"
+            );
+            if scenario == "healthy" {
+                assert_eq!(out.status.code(), Some(0), "{name}: {text}");
+                assert!(text.contains("3 passed, 0 failed"), "{name}: {text}");
+            } else {
+                assert_eq!(out.status.code(), Some(1), "{name}: {text}");
+                assert!(text.contains("2 passed, 1 failed"), "{name}: {text}");
+                assert!(
+                    text.contains(&format!(
+                        "FAIL error-path build planner.c:110: after the allocation of 24576 B at planner_plan (planner.c:110) failed, the release left 1 block(s): [\"{lost} B allocated at build_graph (engine.c:51)\"]"
+                    )),
+                    "{name}: {text}"
+                );
+            }
+        }
+    }
+}

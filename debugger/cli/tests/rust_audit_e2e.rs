@@ -98,30 +98,43 @@ fn every_script_gives_the_c_firmwares_verdict_on_both_rust_heaps() {
 }
 
 /// The examples' own expectation: the leak build fails `leak` (and only it) on both heaps, the
-/// leaked block named by its Rust function and source line, the loss per switch exact.
+/// leaked block named by its Rust function and source line, the loss per switch exact; with
+/// legacy and with v0 symbol mangling.
 #[test]
 fn the_leak_names_the_rust_function_and_line() {
     let lifecycle = repo().join("scripts/lifecycle.rhai");
-    for (alloc, per_switch, site) in [
+    for (alloc, scenario, per_switch, site) in [
         // LlffHeap: the contexts' Vec buffer (the first block the walk shows as new), 32 B.
         (
             "llff",
+            "leak-on-switch",
             "drops 640 B per switch",
             "allocated at firmware::engine::graph_build (engine.rs:",
         ),
         // TlsfHeap: an op context, 96 B with its header.
         (
             "tlsf",
+            "leak-on-switch",
+            "drops 816 B per switch",
+            "allocated at firmware::engine::prepare (engine.rs:",
+        ),
+        // The same firmware with v0 symbol mangling: the same names, the same configuration.
+        (
+            "tlsf",
+            "leak-on-switch-v0",
             "drops 816 B per switch",
             "allocated at firmware::engine::prepare (engine.rs:",
         ),
     ] {
-        let dir = tempdir(&format!("rust-leak-{alloc}"));
+        let dir = tempdir(&format!("rust-leak-{alloc}-{scenario}"));
         let json = dir.join("report.json");
+        let elf = elf(&format!("rust-{alloc}"), scenario);
         let out = run_memlife(&[
             "audit",
             "--config",
             &config(&format!("rust-{alloc}")),
+            "--elf",
+            elf.to_str().unwrap(),
             lifecycle.to_str().unwrap(),
             "--json",
             json.to_str().unwrap(),
