@@ -83,6 +83,8 @@ pub struct Debugger {
     cycles_done: u64,
     /// Where the last cycle left the target, while it is still there.
     cycle_start: Option<cycles::CycleStart>,
+    /// The program's exit status once it exited while cycles were observed.
+    exited: Option<i32>,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -143,6 +145,7 @@ impl Debugger {
             labels: BTreeMap::new(),
             cycles_done: 0,
             cycle_start: None,
+            exited: None,
         };
         match dbg.prepare() {
             Ok(()) => Ok(dbg),
