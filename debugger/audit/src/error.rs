@@ -27,6 +27,17 @@ pub enum AuditError {
     /// The target faulted (stopped at a fault handler's entry): what, where, when and why.
     #[error("target faulted: {0}")]
     Faulted(String),
+    /// The program exited (semihosting `SYS_EXIT`) before the cycle asked for began or
+    /// completed.
+    #[error("the firmware exited after {} (status {status}){}", cycles_text(*cycles), during.as_ref().map_or_else(String::new, |f| format!(", during {f}")))]
+    ExitedAfterCycles {
+        /// Complete cycles observed.
+        cycles: u64,
+        /// Its exit status.
+        status: i32,
+        /// The phase it exited in, when one was open.
+        during: Option<String>,
+    },
     /// A setting is wrong.
     #[error("{0}")]
     Config(String),
@@ -36,6 +47,14 @@ pub enum AuditError {
     /// The heap could not be read.
     #[error(transparent)]
     Heap(#[from] HeapError),
+}
+
+fn cycles_text(n: u64) -> String {
+    if n == 1 {
+        "1 cycle".into()
+    } else {
+        format!("{n} cycles")
+    }
 }
 
 /// An error and its causes as one line, `outer: inner: innermost` (what `{err:#}` prints for

@@ -595,6 +595,11 @@ pub(crate) fn cycle_map(c: &crate::debugger::Cycle) -> Map {
         })
         .collect();
     m.insert("calls".into(), calls.into());
+    m.insert(
+        "exit".into(),
+        c.exit
+            .map_or(Dynamic::UNIT, |s| Dynamic::from_int(i64::from(s))),
+    );
     m
 }
 

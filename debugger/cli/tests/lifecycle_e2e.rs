@@ -524,3 +524,124 @@ fn traced_allocations_show_a_block_handed_out_over_one_in_use() {
         );
     }
 }
+
+/// A firmware that runs three cycles and exits (semihosting `SYS_EXIT`), the way a test build
+/// ends: each cycle's `app_stop` keeps 24 bytes.
+const EXITS_C: &str = r#"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "semihost.h"
+void fw_halted(void) { for (;;) {} }
+void fw_fail(const char *why, uint32_t code) { (void)why; (void)code; for (;;) {} }
+static uint8_t *volatile work;
+static uint8_t *volatile kept[3];
+static uint8_t *volatile scratch;
+__attribute__((noinline)) void app_start(void) { work = malloc(200); memset(work, 1, 200); }
+__attribute__((noinline)) void app_run(void) { scratch = malloc(64); memset(scratch, 2, 64); free(scratch); }
+__attribute__((noinline)) void app_stop(int k) { free(work); kept[k] = malloc(24); }
+int main(void) {
+    for (int k = 0; k < 3; k++) {
+        app_start();
+        app_run();
+        app_stop(k);
+    }
+    sh_exit_ok();
+}
+"#;
+
+/// Builds [`EXITS_C`] for QEMU netduinoplus2 with newlib-nano; its memlife.toml.
+fn build_exits(dir: &Path) -> PathBuf {
+    let fw = repo().join("firmware");
+    std::fs::write(dir.join("exits.c"), EXITS_C).unwrap();
+    let elf = dir.join("exits.elf");
+    let out = std::process::Command::new("arm-none-eabi-gcc")
+        .args([
+            "-mcpu=cortex-m4",
+            "-mthumb",
+            "-mfloat-abi=soft",
+            "-O2",
+            "-g",
+            "-std=c11",
+        ])
+        .arg(dir.join("exits.c"))
+        .arg(fw.join("src/startup.c"))
+        .arg(fw.join("src/sysmem.c"))
+        .arg(fw.join("src/semihost.c"))
+        .arg(format!("-I{}", fw.join("src").display()))
+        .args(["--specs=nano.specs", "-nostartfiles"])
+        .arg(format!("-L{}", fw.join("ld").display()))
+        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
+        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
+        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cfg = dir.join("memlife.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"app_start\"\nrun = \"app_run\"\nrelease = \"app_stop\"\n[budgets]\ncycles = 3\n",
+            elf.display().to_string()
+        ),
+    )
+    .unwrap();
+    cfg
+}
+
+#[test]
+fn the_programs_exit_closes_its_last_cycle() {
+    let dir = tempdir("exits");
+    let cfg = build_exits(&dir);
+    // The third cycle ends when the program exits: complete, its calls all recorded.
+    let all = dir.join("all.rhai");
+    std::fs::write(
+        &all,
+        r#"
+let t = target();
+for c in t.cycles(3) {
+    let roles = c.calls.map(|p| p.role);
+    let exit = if c.exit == () { "none" } else { c.exit };
+    print(`cycle ${c.index}: ${roles} free after ${c.after.free} exit ${exit}`);
+}
+"#,
+    )
+    .unwrap();
+    let (text, code, report) = audit(&dir, &cfg, all.to_str().unwrap(), None);
+    assert_eq!(code, 0, "{text}");
+    for k in 1..=3 {
+        assert_eq!(
+            roles_of_cycle(&report, k),
+            ["load", "run", "release"],
+            "cycle {k}: {text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "cycle {k}: [\"load\", \"run\", \"release\"] free after"
+            )),
+            "{text}"
+        );
+    }
+    // Only the last cycle was ended by the exit, with its status.
+    assert_eq!(text.matches("exit none").count(), 2, "{text}");
+    assert!(text.contains("exit 0"), "{text}");
+    // The bundled checks run on all three: 24 B kept per cycle.
+    let (text, code, _) = audit(&dir, &cfg, &script("lifecycle.rhai"), None);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("FAIL leak: free after release drops ") && text.contains("over 3 cycles"),
+        "{text}"
+    );
+    // More cycles than the firmware runs: said plainly by the script API.
+    let more = dir.join("more.rhai");
+    std::fs::write(&more, "let t = target();\nlet cs = t.cycles(5);\n").unwrap();
+    let (text, code, _) = audit(&dir, &cfg, more.to_str().unwrap(), None);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("the firmware exited after 3 cycles"),
+        "{text}"
+    );
+    assert!(!text.contains("panicked"), "{text}");
+}

@@ -8,6 +8,11 @@
 //! one, where the target is left halted: that call begins the next cycle, or is the next call
 //! `t.phase` records. Calls before the first start are not part of any cycle; a role's
 //! function called inside another phase is part of that phase (its entry is only counted).
+//!
+//! The program's exit (semihosting `SYS_EXIT`, how a test build ends) between phases also ends
+//! the cycle, complete: the target is gone, so its closing heap is the one at its last call's
+//! return. A cycle asked for after that, or an exit before the cycle's first call or inside a
+//! phase, is [`AuditError::ExitedAfterCycles`].
 
 use std::rc::Rc;
 
@@ -18,6 +23,7 @@ use super::breakpoints::BreakRole;
 use super::run::{Goal, Outcome};
 use crate::error::AuditError;
 use crate::model::PhaseRecord;
+use memlife_core::TargetError;
 
 /// One call of a role's function inside a cycle.
 #[derive(Debug, Clone)]
@@ -45,8 +51,11 @@ pub struct Cycle {
     pub calls: Vec<PhaseCall>,
     /// The heap at the entry of the start role's call that began it.
     pub before: Rc<HeapState>,
-    /// The heap at the entry of the call that begins the next cycle.
+    /// The heap at the entry of the call that begins the next cycle; when the program exited
+    /// after this cycle, at the return of its last call.
     pub after: Rc<HeapState>,
+    /// The program's exit status when its exit ended this cycle.
+    pub exit: Option<i32>,
 }
 
 /// Where the last cycle left the target: halted at the entry of `function`, which no phase
@@ -80,6 +89,7 @@ pub struct CycleRun {
     index: u64,
     calls: Vec<PhaseCall>,
     after: Option<Rc<HeapState>>,
+    exit: Option<i32>,
 }
 
 impl CycleRun {
@@ -142,6 +152,9 @@ impl Debugger {
         if self.phases.open_function().is_some() {
             return Err(AuditError::Config("a phase is already running".into()));
         }
+        if let Some(status) = self.exited {
+            return Err(self.exited_error(status));
+        }
         let start_role = self.cycle_start_role()?;
         let mut roles = Vec::new();
         for (role, function) in self.present_roles() {
@@ -171,6 +184,7 @@ impl Debugger {
             index: self.cycles_done + 1,
             calls: Vec::new(),
             after: None,
+            exit: None,
         };
         run.goal = run.role_goal();
         if self.take_cycle_start(&run.start.clone()) {
@@ -187,8 +201,13 @@ impl Debugger {
     /// running it), `None` once the next cycle's first call is reached.
     pub fn cycle_step(&mut self, run: &mut CycleRun) -> Result<Option<Outcome>, AuditError> {
         loop {
-            if let Outcome::Hook(h) = self.run(&mut run.goal)? {
-                return Ok(Some(Outcome::Hook(h)));
+            match self.run(&mut run.goal) {
+                Ok(Outcome::Hook(h)) => return Ok(Some(Outcome::Hook(h))),
+                Ok(Outcome::Reached) => {}
+                Err(AuditError::Target(TargetError::Exited(status))) => {
+                    return self.cycle_exited(run, status).map(|()| None);
+                }
+                Err(e) => return Err(e),
             }
             if run.state == State::InPhase {
                 let (record, before, after) = self.phase_finish()?;
@@ -231,6 +250,28 @@ impl Debugger {
         }
     }
 
+    /// The program exited while `run` waited: between phases of a begun cycle that completes
+    /// it; before its first call or inside a phase it is an error.
+    fn cycle_exited(&mut self, run: &mut CycleRun, status: i32) -> Result<(), AuditError> {
+        self.exited = Some(status);
+        match (run.state, run.calls.last()) {
+            (State::Between, Some(last)) => {
+                run.after = Some(Rc::clone(&last.after));
+                run.exit = Some(status);
+                Ok(())
+            }
+            _ => Err(self.exited_error(status)),
+        }
+    }
+
+    fn exited_error(&self, status: i32) -> AuditError {
+        AuditError::ExitedAfterCycles {
+            cycles: self.cycles_done,
+            status,
+            during: self.phases.open_function().map(str::to_string),
+        }
+    }
+
     /// Removes the cycle's breakpoints; the cycle when it completed.
     pub fn cycle_finish(&mut self, run: CycleRun) -> Option<Cycle> {
         for (_, function, addr) in &run.roles {
@@ -253,6 +294,7 @@ impl Debugger {
             calls: run.calls,
             before,
             after,
+            exit: run.exit,
         })
     }
 }

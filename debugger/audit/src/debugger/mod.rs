@@ -88,6 +88,8 @@ pub struct Debugger {
     cycle_start: Option<cycles::CycleStart>,
     /// Allocation failures asked for and made (`fail_alloc`).
     fail: fail_alloc::FailState,
+    /// The program's exit status once it exited while cycles were observed.
+    exited: Option<i32>,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -149,6 +151,7 @@ impl Debugger {
             fail: fail_alloc::FailState::default(),
             cycles_done: 0,
             cycle_start: None,
+            exited: None,
         };
         match dbg.prepare() {
             Ok(()) => Ok(dbg),
