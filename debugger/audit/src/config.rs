@@ -219,6 +219,8 @@ pub struct AuditConfig {
     pub tensors: Option<TensorTable>,
     /// How spans are named, by role or span function.
     pub labels: BTreeMap<String, SpanLabels>,
+    /// Components of the peaks: a function or `file:line` site → a name (`weights`).
+    pub components: BTreeMap<String, String>,
     /// Tracing.
     pub trace: TraceConfig,
     /// Seconds to wait for any breakpoint.
@@ -278,6 +280,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
     ("phases", None),
     ("spans", None),
     ("labels", None),
+    ("components", None),
     ("budgets", None),
     ("trace", Some(&["method", "skip", "backtrace"])),
     ("lifecycle", Some(&["cycle_starts"])),
@@ -507,6 +510,17 @@ impl AuditConfig {
                 ));
             }
         }
+        for (key, name) in &self.components {
+            if !crate::composition::is_site_key(key) && !known(key) {
+                return Err(format!(
+                    "[components] `{key}` is neither a function in the ELF nor a `file:line` site{}",
+                    nearest(key, functions.iter().copied())
+                ));
+            }
+            if name.trim().is_empty() {
+                return Err(format!("[components] `{key}`: the component name is empty"));
+            }
+        }
         if let Some(start) = &self.lifecycle.cycle_starts
             && !roles.contains(&start.as_str())
         {
@@ -637,6 +651,18 @@ mod tests {
         );
         assert!(table("elf = \"a\"\n[phases]\nmy_role = \"f\"\n[budgets]\nany = 1").is_ok());
         let funcs = ["nn_open", "nn_invoke", "layer_forward"];
+        let cfg: AuditConfig =
+            toml::from_str("[components]\nnn_opne = \"weights\"\n\"loader.c:12\" = \"file\"")
+                .unwrap();
+        assert_eq!(
+            cfg.check_functions(&funcs, &|n| funcs.contains(&n))
+                .unwrap_err(),
+            "[components] `nn_opne` is neither a function in the ELF nor a `file:line` site; did you mean `nn_open`?"
+        );
+        let cfg: AuditConfig =
+            toml::from_str("[components]\nnn_open = \"weights\"\n\"loader.c:12\" = \"file\"")
+                .unwrap();
+        assert_eq!(cfg.check_functions(&funcs, &|n| funcs.contains(&n)), Ok(()));
         let cfg: AuditConfig = toml::from_str("[phases]\nload = \"nn_opne\"").unwrap();
         assert_eq!(
             cfg.check_functions(&funcs, &|n| funcs.contains(&n))

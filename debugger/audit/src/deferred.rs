@@ -173,6 +173,7 @@ mod tests {
             peak_used: 0,
             peak_above_before: 0,
             peak_at: None,
+            composition: Vec::new(),
             spans: Vec::new(),
             allocs: 0,
             frees: 0,

@@ -11,6 +11,7 @@
 //! # Layout
 //! - [`config`]: `memlife.toml`, the settings file.
 //! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
+//! - [`composition`]: what each phase's peak is made of, by component or allocation site.
 //! - [`deferred`]: late frees, blocks one cycle allocates and a later one frees (not leaks).
 //! - [`model`]: the records (phases, spans, events, checks), serialisable.
 //! - [`script`]: the Rhai API and its sandbox.
@@ -22,6 +23,7 @@
 //! - [`error`]: [`AuditError`], what ends an audit.
 
 pub mod buffers;
+pub mod composition;
 pub mod config;
 pub mod debugger;
 pub mod deferred;

@@ -206,6 +206,10 @@ pub struct PhaseRecord {
     pub peak_above_before: u64,
     /// Where the peak happened.
     pub peak_at: Option<PeakSite>,
+    /// What the peak is made of: the blocks the phase allocated and held at its peak, by
+    /// `[components]` name or allocation site, largest first (traced peaks only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub composition: Vec<crate::composition::Part>,
     /// Nested calls.
     pub spans: Vec<SpanRecord>,
     /// Allocations traced inside.

@@ -500,6 +500,22 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
         "peak_above".into(),
         Dynamic::from_int(int(rec.peak_above_before)),
     );
+    m.insert(
+        "composition".into(),
+        Dynamic::from_array(
+            rec.composition
+                .iter()
+                .map(|p| {
+                    let mut pm = Map::new();
+                    pm.insert("name".into(), p.name.clone().into());
+                    pm.insert("bytes".into(), Dynamic::from_int(int(p.bytes)));
+                    pm.insert("requested".into(), Dynamic::from_int(int(p.requested)));
+                    pm.insert("blocks".into(), Dynamic::from_int(int(p.blocks)));
+                    Dynamic::from_map(pm)
+                })
+                .collect(),
+        ),
+    );
     m.insert("allocs".into(), Dynamic::from_int(int(rec.allocs)));
     m.insert("frees".into(), Dynamic::from_int(int(rec.frees)));
     m.insert(

@@ -47,6 +47,7 @@ fn phase(
         peak_used: peak,
         peak_above_before: peak - before,
         peak_at: None,
+        composition: Vec::new(),
         spans: vec![],
         allocs: 0,
         frees: 0,

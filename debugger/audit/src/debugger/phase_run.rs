@@ -149,9 +149,20 @@ impl Debugger {
             watermark_peak,
             is_release: function == self.config.phase_function("release"),
         };
-        let Some((record, before)) = self.phases.finish(&after, end) else {
+        let Some((mut record, before)) = self.phases.finish(&after, end) else {
             return Err(AuditError::Config("no phase is running".into()));
         };
+        if let Some(peak_seq) = record.peak_at.as_ref().and_then(|p| p.seq) {
+            record.composition = crate::composition::compose(
+                &self.trace.events,
+                record.seq_begin,
+                peak_seq,
+                &self.config.components,
+            );
+            if let Some(last) = self.phases.last_record_mut() {
+                last.composition = record.composition.clone();
+            }
+        }
         self.progress.phases += 1;
         self.progress.current = None;
         Ok((record, before, after))

@@ -117,6 +117,11 @@ impl PhaseTracker {
         &self.records
     }
 
+    /// The last completed phase, to add what needs the trace (its peak's composition).
+    pub fn last_record_mut(&mut self) -> Option<&mut PhaseRecord> {
+        self.records.last_mut()
+    }
+
     /// Opens a phase: `call` of `function` (asked for as `alias`, in `cycle` when observed as
     /// part of one), the heap `before`, the event sequence number at entry.
     #[allow(clippy::too_many_arguments)] // one record's fields, named at the one call site
@@ -286,6 +291,7 @@ impl PhaseTracker {
             peak_used,
             peak_above_before: peak_used.saturating_sub(p.before.used),
             peak_at,
+            composition: Vec::new(),
             spans: p.spans,
             allocs: p.allocs,
             frees: p.frees,

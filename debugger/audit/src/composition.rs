@@ -1,0 +1,174 @@
+//! Peak composition: what a phase's peak is made of. The blocks the phase allocated and still
+//! held at its peak, grouped by component (`memlife.toml` `[components]`, which maps functions
+//! or `file:line` sites to names) or, without a mapping for a block, by its allocation site.
+//!
+//! Pure: replays the trace events between the phase's entry and the peak event, so it needs
+//! the trace method (the only one that knows which event reached the peak).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::model::{EventKind, Site, TraceEvent};
+
+/// One component (or site) of a phase's peak.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Part {
+    /// The component name from `[components]`, else the allocation site (`parse_model
+    /// (loader.c:188)`).
+    pub name: String,
+    /// Bytes in the allocator's accounting (block sizes, headers included): the parts sum to
+    /// the peak above the phase's entry when the phase freed nothing it found allocated.
+    pub bytes: u64,
+    /// Bytes the callers asked for.
+    pub requested: u64,
+    /// Live blocks.
+    pub blocks: u64,
+}
+
+/// Whether a `[components]` key is a `file:line` site rather than a function.
+pub fn is_site_key(key: &str) -> bool {
+    key.rsplit_once(':').is_some_and(|(f, l)| {
+        !f.is_empty() && !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// The component of a block allocated at `site`: its `file:line`, then its function, then its
+/// callers innermost first (a function's name covers what it allocates through helpers); the
+/// site itself when nothing maps.
+pub fn component_of(site: &Site, components: &BTreeMap<String, String>) -> String {
+    if let (Some(file), Some(line)) = (&site.file, site.line)
+        && let Some(name) = components.get(&format!("{file}:{line}"))
+    {
+        return name.clone();
+    }
+    let functions = site
+        .function
+        .iter()
+        .map(String::as_str)
+        .chain(site.chain.iter().map(|c| c.split(" (").next().unwrap_or(c)));
+    for f in functions {
+        if let Some(name) = components.get(f) {
+            return name.clone();
+        }
+    }
+    site.to_string()
+}
+
+/// The parts of the peak reached by event `peak_seq` in a phase entered at event `seq_begin`,
+/// largest first. `events` are in sequence order.
+pub fn compose(
+    events: &[TraceEvent],
+    seq_begin: u64,
+    peak_seq: u64,
+    components: &BTreeMap<String, String>,
+) -> Vec<Part> {
+    let start = events.partition_point(|e| e.seq < seq_begin);
+    // Block address → the event that allocated it; a free removes it, a reuse replaces it.
+    let mut live: HashMap<u64, &TraceEvent> = HashMap::new();
+    for e in events[start..].iter().take_while(|e| e.seq <= peak_seq) {
+        match e.kind {
+            EventKind::Alloc => {
+                live.insert(e.addr, e);
+            }
+            EventKind::Free => {
+                live.remove(&e.addr);
+            }
+        }
+    }
+    let mut parts: BTreeMap<String, Part> = BTreeMap::new();
+    for e in live.values() {
+        let name = component_of(&e.site, components);
+        let p = parts.entry(name.clone()).or_insert(Part {
+            name,
+            bytes: 0,
+            requested: 0,
+            blocks: 0,
+        });
+        p.bytes += e.size;
+        p.requested += e.request.unwrap_or(e.size);
+        p.blocks += 1;
+    }
+    let mut parts: Vec<Part> = parts.into_values().collect();
+    parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(function: &str, line: u32, caller: &str) -> Site {
+        Site {
+            function: Some(function.into()),
+            file: Some("loader.c".into()),
+            line: Some(line),
+            chain: vec![
+                format!("{function} (loader.c:{line})"),
+                format!("{caller} (main.c:9)"),
+            ],
+        }
+    }
+
+    fn ev(seq: u64, kind: EventKind, addr: u64, size: u64, site: Site) -> TraceEvent {
+        TraceEvent {
+            seq,
+            kind,
+            addr,
+            size,
+            request: (kind == EventKind::Alloc).then_some(size - 8),
+            used_after: 0,
+            phase: None,
+            span: None,
+            site,
+        }
+    }
+
+    #[test]
+    fn groups_the_blocks_live_at_the_peak_by_component_then_site() {
+        let w = site("parse_model", 188, "loader_load");
+        let f = site("loader_load", 210, "model_load");
+        let x = site("other", 5, "helper");
+        let events = vec![
+            ev(0, EventKind::Alloc, 0x100, 64, x.clone()), // before the phase: not counted
+            ev(1, EventKind::Alloc, 0x200, 1000, f.clone()),
+            ev(2, EventKind::Alloc, 0x300, 48, w.clone()),
+            ev(3, EventKind::Free, 0x300, 48, w.clone()), // freed before the peak
+            ev(4, EventKind::Alloc, 0x300, 40, w.clone()), // reused address
+            ev(5, EventKind::Alloc, 0x400, 24, w.clone()),
+            ev(6, EventKind::Alloc, 0x500, 16, x.clone()),
+            ev(7, EventKind::Free, 0x200, 1000, f.clone()), // after the peak
+        ];
+        let mut comp = BTreeMap::new();
+        comp.insert("loader.c:210".to_string(), "file buffer".to_string());
+        comp.insert("parse_model".to_string(), "weights".to_string());
+        let parts = compose(&events, 1, 6, &comp);
+        let got: Vec<(&str, u64, u64, u64)> = parts
+            .iter()
+            .map(|p| (p.name.as_str(), p.bytes, p.requested, p.blocks))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("file buffer", 1000, 992, 1),
+                ("weights", 64, 48, 2),
+                ("other (loader.c:5)", 16, 8, 1),
+            ]
+        );
+        // A caller's name covers what it allocates through others; no mapping: by site.
+        comp.clear();
+        comp.insert("helper".to_string(), "helpers".to_string());
+        assert_eq!(compose(&events, 1, 6, &comp)[2].name, "helpers");
+        let by_site = compose(&events, 1, 6, &BTreeMap::new());
+        assert_eq!(by_site[0].name, "loader_load (loader.c:210)");
+        assert_eq!(by_site[1].name, "parse_model (loader.c:188)");
+    }
+
+    #[test]
+    fn site_keys_are_file_colon_line() {
+        assert!(is_site_key("loader.c:210"));
+        assert!(!is_site_key("parse_model"));
+        assert!(!is_site_key("loader.c:"));
+        assert!(!is_site_key("ns::f"));
+    }
+}
