@@ -285,10 +285,12 @@ impl Debugger {
         Ok(walked.state)
     }
 
-    /// Resets the target and halts it at the reset vector. Trace state starts over.
+    /// Resets the target and halts it at the reset vector. Trace state starts over. A phase
+    /// still open (its call failed: the firmware hung, faulted or exited inside it, and the
+    /// script caught the error) is abandoned: after the reset it can never return.
     pub fn reset(&mut self) -> Result<(), AuditError> {
-        if self.phases.open_function().is_some() {
-            return Err(AuditError::Config("reset inside a phase".into()));
+        if let Some(function) = self.phases.abandon() {
+            tracing::warn!("reset: the unfinished call of {function} is abandoned");
         }
         self.bps.clear_returns();
         self.trace.forget_live();

@@ -107,6 +107,12 @@ impl PhaseTracker {
         self.open.as_ref().map(|p| p.function.as_str())
     }
 
+    /// Drops the open phase, which can no longer end (the target is being reset after the phase
+    /// failed: a hang, a fault or an exit). Returns its function.
+    pub fn abandon(&mut self) -> Option<String> {
+        self.open.take().map(|p| p.function)
+    }
+
     /// The low-water mark the open phase reset, if any.
     pub fn open_watermark(&self) -> Option<WatermarkState> {
         self.open.as_ref().and_then(|p| p.watermark)
