@@ -32,6 +32,12 @@ pub trait Breakpoints {
     /// The breakpoints currently inserted, with their kinds. (Named apart from
     /// [`Target::breakpoints`](crate::Target::breakpoints), which is the capability itself.)
     fn inserted(&self) -> Vec<(u64, BreakpointKind)>;
+
+    /// How many breakpoints at distinct addresses the target can have at once (its hardware
+    /// comparators); `None` when it has no such limit (a simulator's gdbstub).
+    fn capacity(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Data watchpoints.

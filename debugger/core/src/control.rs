@@ -47,4 +47,14 @@ pub trait Control {
 
     /// Whether the core is known to be halted.
     fn is_halted(&self) -> bool;
+
+    /// Turns halting on fault exceptions by vector catch on or off (Cortex-M `DEMCR`
+    /// `VC_HARDERR`, `VC_INTERR`, `VC_BUSERR`, `VC_STATERR`, `VC_CHKERR`, `VC_NOCPERR`,
+    /// `VC_MMERR`): the core then halts at the first instruction of the fault's handler, as a
+    /// breakpoint there would, without using one. `Ok(false)` when the target cannot (the
+    /// caller then sets breakpoints on the handlers).
+    fn catch_faults(&mut self, on: bool) -> Result<bool> {
+        let _ = on;
+        Ok(false)
+    }
 }

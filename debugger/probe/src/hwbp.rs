@@ -25,6 +25,11 @@ impl HwBreakpoints {
         }
     }
 
+    /// How many comparators the core has.
+    pub fn units(&self) -> u32 {
+        self.units
+    }
+
     fn programmed(&self) -> usize {
         let mut addrs: Vec<u64> = self.set.iter().map(|b| b.0).collect();
         addrs.sort_unstable();

@@ -32,6 +32,11 @@ const HALT_TIMEOUT: Duration = Duration::from_millis(500);
 /// (a traced allocator call) is seen within a fraction of a millisecond, and a long run costs a
 /// status read per 5 ms.
 const POLL: Duration = Duration::from_millis(5);
+/// Cortex-M `DEMCR`.
+const DEMCR: u64 = 0xE000_EDFC;
+/// `DEMCR`'s fault vector catches: `VC_MMERR` (4), `VC_NOCPERR` (5), `VC_CHKERR` (6),
+/// `VC_STATERR` (7), `VC_BUSERR` (8), `VC_INTERR` (9), `VC_HARDERR` (10).
+const VC_FAULTS: u32 = 0x7f << 4;
 /// The first pause between status reads after a resume.
 const FIRST_PAUSE: Duration = Duration::from_micros(100);
 
@@ -528,6 +533,26 @@ impl Control for ProbeTarget {
     fn is_halted(&self) -> bool {
         self.halted
     }
+
+    fn catch_faults(&mut self, on: bool) -> Result<bool> {
+        if !self.is_cortex_m() {
+            return Ok(false);
+        }
+        // probe-rs's `enable_vector_catch` knows HardFault only: `DEMCR` is written here,
+        // keeping its other bits (`TRCENA`, `VC_CORERESET`).
+        let mut core = self.core0()?;
+        let demcr = core
+            .read_word_32(DEMCR)
+            .map_err(|e| target_error("reading DEMCR", e))?;
+        let value = if on {
+            demcr | VC_FAULTS
+        } else {
+            demcr & !VC_FAULTS
+        };
+        core.write_word_32(DEMCR, value)
+            .map_err(|e| target_error("writing DEMCR (vector catch)", e))?;
+        Ok(true)
+    }
 }
 
 impl Breakpoints for ProbeTarget {
@@ -552,6 +577,10 @@ impl Breakpoints for ProbeTarget {
 
     fn inserted(&self) -> Vec<(u64, BreakpointKind)> {
         self.breakpoints.list()
+    }
+
+    fn capacity(&self) -> Option<usize> {
+        Some(self.breakpoints.units() as usize)
     }
 }
 

@@ -8,7 +8,12 @@
 //!   `C_MASKINTS` become interrupt, step and continue; reads give `S_HALT`, `S_REGRDY`,
 //!   `S_RETIRE_ST`, `S_RESET_ST` (the last two cleared by reading), polling QEMU for a stop.
 //! - `DCRSR`/`DCRDR` (`0xE000EDF4`/`8`): core register transfers as `p`/`P` ([`crate::regsel`]).
-//! - `DEMCR` (`0xE000EDFC`): `VC_CORERESET` (halt after reset) and `TRCENA` (DWT on).
+//! - `DEMCR` (`0xE000EDFC`): `VC_CORERESET` (halt after reset), `TRCENA` (DWT on) and the
+//!   fault vector catches (`VC_HARDERR`, `VC_INTERR`, `VC_BUSERR`, `VC_STATERR`, `VC_CHKERR`,
+//!   `VC_NOCPERR`, `VC_MMERR`): a catch enabled is a QEMU breakpoint at the handler the vector
+//!   table names (outside the six FPB comparators, as the hardware's catch is), and a stop
+//!   there whose `IPSR` is that fault's exception halts with `DFSR.VCATCH`; the same handler
+//!   entered for another exception (a shared default handler) is let run on.
 //! - `AIRCR` (`0xE000ED0C`) `SYSRESETREQ` with its key: QEMU's `system_reset`.
 //! - `DFSR` (`0xE000ED30`): why the core halted, write-one-to-clear.
 //! - FPB and DWT ([`crate::fpb`], [`crate::dwt`]): comparators become `Z1` and `Z2`-`Z4`,
@@ -69,9 +74,26 @@ const VECTKEY: u32 = 0x05FA;
 const SYSRESETREQ: u32 = 1 << 2;
 const VC_CORERESET: u32 = 1 << 0;
 const TRCENA: u32 = 1 << 24;
-/// `DEMCR` bits the model keeps: `VC_CORERESET` and `TRCENA`. Other vector catches and the
-/// debug monitor are not modelled.
-const DEMCR_MODELLED: u32 = VC_CORERESET | TRCENA;
+/// `DEMCR` fault vector catches and the exceptions each stands for: `VC_MMERR` (MemManage, 4),
+/// `VC_NOCPERR`, `VC_CHKERR`, `VC_STATERR` (UsageFault, 6), `VC_BUSERR` (BusFault, 5),
+/// `VC_INTERR` and `VC_HARDERR` (HardFault, 3: an error on exception entry or return ends
+/// there).
+const VC_FAULTS: [(u32, u32); 7] = [
+    (1 << 4, 4),
+    (1 << 5, 6),
+    (1 << 6, 6),
+    (1 << 7, 6),
+    (1 << 8, 5),
+    (1 << 9, 3),
+    (1 << 10, 3),
+];
+/// All of [`VC_FAULTS`]' bits.
+const VC_FAULT_BITS: u32 = 0x7f << 4;
+/// `VTOR`.
+const VTOR: u32 = 0xE000_ED08;
+/// `DEMCR` bits the model keeps: `VC_CORERESET`, the fault catches and `TRCENA`. The other
+/// catches (`VC_SFERR`) and the debug monitor are not modelled.
+const DEMCR_MODELLED: u32 = VC_CORERESET | VC_FAULT_BITS | TRCENA;
 /// How long a status read waits for a stop reply before saying "running".
 const POLL: Duration = Duration::from_millis(1);
 
@@ -130,6 +152,9 @@ pub struct Machine {
     core: CoreState,
     applied_bps: Vec<u64>,
     applied_watches: Vec<Watch>,
+    /// Vector catches as (handler address, exception number), read from the vector table
+    /// when the core is let run.
+    catches: Vec<(u64, u32)>,
     /// GDB remote requests made for memory (one per contiguous transfer).
     pub memory_requests: u64,
 }
@@ -166,6 +191,7 @@ impl Machine {
             },
             applied_bps: Vec::new(),
             applied_watches: Vec::new(),
+            catches: Vec::new(),
             memory_requests: 0,
         }
     }
@@ -197,6 +223,7 @@ impl Machine {
     /// A stop reported by QEMU, recorded as the hardware would: `DFSR`, `S_HALT`, `MATCHED`.
     fn stopped(&mut self, reason: StopReason) {
         let bits = match reason {
+            StopReason::Breakpoint(_) | StopReason::Signal(5) if self.caught() => dfsr::VCATCH,
             StopReason::Breakpoint(_) => dfsr::BKPT,
             StopReason::Watchpoint { addr, kind } => {
                 self.dwt.hit(addr, kind);
@@ -232,7 +259,65 @@ impl Machine {
             .wait_for_stop(POLL)
             .map_err(|e| err("waiting for the core to stop", e))?
         {
+            if self.at_other_exception(&reason) {
+                // A handler shared with an exception no catch is for: not a debug event.
+                return self.continue_from_halt("letting the core run past a shared handler");
+            }
             self.stopped(reason);
+        }
+        Ok(())
+    }
+
+    /// The exception number in `IPSR` (0 in thread mode, or when unreadable).
+    fn ipsr(&mut self) -> u32 {
+        // DCRSR's selector 16 is xPSR.
+        self.read_core_register(16).map_or(0, |v| v & 0x1FF)
+    }
+
+    /// Whether the core stopped at a vector catch: at a caught handler's first instruction,
+    /// not at an FPB comparator, with that handler's exception active.
+    fn caught(&mut self) -> bool {
+        let Some(pc) = self.catch_pc() else {
+            return false;
+        };
+        let exc = self.ipsr();
+        self.catches.iter().any(|&(a, e)| a == pc && e == exc)
+    }
+
+    /// The pc when it is at a catch's handler and no FPB comparator.
+    fn catch_pc(&mut self) -> Option<u64> {
+        if self.catches.is_empty() {
+            return None;
+        }
+        let pc = self.target.read_register(Register::ProgramCounter).ok()?;
+        (self.catches.iter().any(|&(a, _)| a == pc) && !self.fpb.breakpoints().contains(&pc))
+            .then_some(pc)
+    }
+
+    /// A stop at a caught handler's address for an exception no catch is for.
+    fn at_other_exception(&mut self, reason: &StopReason) -> bool {
+        matches!(reason, StopReason::Breakpoint(_) | StopReason::Signal(5))
+            && self.catch_pc().is_some()
+            && !self.caught()
+    }
+
+    /// Reads the handlers of the enabled fault catches from the vector table (`VTOR`).
+    fn refresh_catches(&mut self) -> Result<(), String> {
+        self.catches.clear();
+        let enabled = self.core.demcr & VC_FAULT_BITS;
+        if enabled == 0 {
+            return Ok(());
+        }
+        let mut word = [0u8; 4];
+        self.read_qemu(VTOR, &mut word)?;
+        let vtor = u32::from_le_bytes(word) & !0x7F;
+        for (bit, exc) in VC_FAULTS {
+            if enabled & bit == 0 || self.catches.iter().any(|&(_, e)| e == exc) {
+                continue;
+            }
+            self.read_qemu(vtor + 4 * exc, &mut word)?;
+            let handler = u64::from(u32::from_le_bytes(word) & !1);
+            self.catches.push((handler, exc));
         }
         Ok(())
     }
@@ -269,7 +354,7 @@ impl Machine {
                 .target
                 .read_register(Register::ProgramCounter)
                 .map_err(|e| err("reading the pc", e))?;
-            if self.applied_bps.contains(&pc) {
+            if self.fpb.breakpoints().contains(&pc) {
                 self.stopped(StopReason::Breakpoint(pc));
                 return Ok(());
             }
@@ -310,7 +395,12 @@ impl Machine {
             return (Vec::new(), Vec::new());
         }
         let trcena = self.core.demcr & TRCENA != 0;
-        (self.fpb.breakpoints(), self.dwt.watches(trcena))
+        let mut bps = self.fpb.breakpoints();
+        // Vector catch acts with C_DEBUGEN alone, whatever the FPB's enable.
+        bps.extend(self.catches.iter().map(|&(a, _)| a));
+        bps.sort_unstable();
+        bps.dedup();
+        (bps, self.dwt.watches(trcena))
     }
 
     /// Makes QEMU's breakpoints and watchpoints what the FPB and DWT say. For a single step the
@@ -556,11 +646,18 @@ impl Machine {
     fn write_demcr(&mut self, value: u32) -> Result<(), String> {
         if value & !DEMCR_MODELLED != 0 {
             return Err(format!(
-                "DEMCR write {value:#010x}: only VC_CORERESET and TRCENA are modelled (bits {:#010x} are not)",
+                "DEMCR write {value:#010x}: only VC_CORERESET, the fault catches (VC_MMERR to VC_HARDERR) and TRCENA are modelled (bits {:#010x} are not)",
                 value & !DEMCR_MODELLED
             ));
         }
+        let catches_changed = (self.core.demcr ^ value) & VC_FAULT_BITS != 0;
         self.core.demcr = value;
+        if catches_changed {
+            // Read once here, not at every resume: the handlers are where the vector table
+            // said when the catch was enabled.
+            self.refresh_catches()?;
+            self.sync_while_running()?;
+        }
         Ok(())
     }
 

@@ -103,6 +103,8 @@ pub(super) struct BreakpointSet {
     /// Sizes requested at allocator entries whose return instruction is still to come, with
     /// the stack pointer at the entry, innermost last.
     requests: Vec<(u64, u64)>,
+    /// What the target allows: which of the wanted breakpoints are armed.
+    pub budget: super::budget::Budget,
 }
 
 impl BreakpointSet {
@@ -194,12 +196,16 @@ impl BreakpointSet {
         self.inserted.contains(&addr)
     }
 
-    /// The addresses that should have a breakpoint now.
+    /// Every entry address with its roles.
+    pub fn entries(&self) -> &BTreeMap<u64, Vec<BreakRole>> {
+        &self.entries
+    }
+
+    /// The addresses that should have a breakpoint now (all of them, unless the budget
+    /// says otherwise).
     fn wanted(&self) -> BTreeSet<u64> {
-        let mut want: BTreeSet<u64> = self.entries.keys().copied().collect();
-        want.extend(self.returns.iter().map(|r| r.addr));
-        want.extend(&self.sticky_malloc);
-        want
+        self.budget
+            .select(&self.entries, &self.returns, &self.sticky_malloc)
     }
 
     /// Inserts and removes breakpoints so the target has exactly the ones wanted now.

@@ -11,10 +11,13 @@
 //! - the return of the phase being run, matched by stack pointer so recursion and re-entry do
 //!   not confuse it;
 //! - entries the caller waits for (`run_to`) and script hooks (`on_break`);
-//! - the fault handlers' entries (`HardFault_Handler`, ...): a fault ends the run at once.
+//! - the fault handlers' entries (`HardFault_Handler`, ...), by breakpoint or by vector catch:
+//!   a fault ends the run at once.
 //!
 //! # Layout
 //! - `breakpoints`: what each breakpoint is for, the returns awaited, what is inserted.
+//! - `budget`: which breakpoints are armed on a target with few (an FPB's six), fault
+//!   handlers caught by vector catch instead, and the plan's count checked before a run.
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
 //! - `run`: the run loop, its goals and the dispatch of a stop.
 //! - `fault`: a stop at a fault handler, reported with the fault status registers and the
@@ -30,6 +33,7 @@
 
 mod alloc_trace;
 mod breakpoints;
+mod budget;
 mod cycles;
 mod fail_alloc;
 mod fault;
@@ -182,6 +186,7 @@ impl Debugger {
                 ));
             }
         }
+        self.init_budget()?;
         let state = self.walk()?;
         self.trace.used = state.used;
         self.heap_size = state.heap_size;
@@ -212,6 +217,7 @@ impl Debugger {
         if let Some(bps) = self.target.breakpoints() {
             self.bps.remove_all(bps);
         }
+        self.release_budget();
         if let Some(wm) = self.phases.open_watermark() {
             // A phase interrupted by an error: put the low-water mark back.
             let _ = self.restore_watermark(wm, None);

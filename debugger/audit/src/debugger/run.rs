@@ -114,6 +114,7 @@ impl Debugger {
                 .target
                 .breakpoints()
                 .ok_or_else(|| AuditError::NeedsLiveTarget("breakpoints".into()))?;
+            self.bps.budget.in_phase = self.phases.open_function().is_some();
             self.bps.sync(bps)?;
             self.resume.before_resume(
                 self.target.as_mut(),
