@@ -228,6 +228,8 @@ fn stairs_of(run: &AuditRun) -> Option<Stairs> {
             name,
             delta: s.delta,
             resident: crate::charts::delta(p.before.used, s.after_used),
+            // The diff reads runs from their JSON, which keeps no per-step composition.
+            parts: Vec::new(),
         })
         .collect();
     let largest =
@@ -240,6 +242,7 @@ fn stairs_of(run: &AuditRun) -> Option<Stairs> {
         steps,
         largest,
         total: p.delta_used,
+        total_parts: Vec::new(),
     })
 }
 
@@ -254,7 +257,10 @@ fn stairs(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resu
         let _ = writeln!(h, "<div class=\"side\">\n<h3>{side}: {}</h3>", text(name));
         match stairs_of(run) {
             Some(st) => {
-                h.push_str(&crate::charts::stairs::svg(&st)?);
+                h.push_str(&crate::charts::stairs::svg(
+                    &st,
+                    &mut crate::palette::Palette::new(),
+                )?);
                 let _ = writeln!(
                     h,
                     "<p class=\"note\">resident after the build: {} B</p>",

@@ -116,6 +116,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
             "op_init".to_string(),
             vec!["conv<1>".to_string(), "conv_b".to_string()],
         )]),
+        components: BTreeMap::new(),
         heap_map: None,
         deferred: Vec::new(),
         error: None,
