@@ -250,16 +250,21 @@ fn stairs(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resu
     h.push_str(
         "<section id=\"build\">\n<h2>Graph build, side by side</h2>\n<div class=\"pair\">\n",
     );
-    for (side, run, name) in [
-        ("BASE", base, &diff.base.name),
-        ("HEAD", head, &diff.head.name),
-    ] {
+    let (sb, sh) = (stairs_of(base), stairs_of(head));
+    // One y scale for both, so the same step is as tall on either side.
+    let range = sb
+        .iter()
+        .chain(&sh)
+        .map(crate::charts::stairs::y_range)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    for (side, st, name) in [("BASE", sb, &diff.base.name), ("HEAD", sh, &diff.head.name)] {
         let _ = writeln!(h, "<div class=\"side\">\n<h3>{side}: {}</h3>", text(name));
-        match stairs_of(run) {
-            Some(st) => {
-                h.push_str(&crate::charts::stairs::svg(
+        match (st, range) {
+            (Some(st), Some(range)) => {
+                h.push_str(&crate::charts::stairs::svg_in(
                     &st,
                     &mut crate::palette::Palette::new(),
+                    range,
                 )?);
                 let _ = writeln!(
                     h,
@@ -267,7 +272,7 @@ fn stairs(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resu
                     st.total
                 );
             }
-            None => h.push_str("<p class=\"note\">no build phase with per-operator spans</p>\n"),
+            _ => h.push_str("<p class=\"note\">no build phase with per-operator spans</p>\n"),
         }
         h.push_str("</div>\n");
     }
@@ -572,5 +577,29 @@ mod tests {
             page.contains(&crate::charts::css(HEAD)) && page.contains(&crate::charts::css(BASE))
         );
         assert!(!page.contains("<script"));
+    }
+
+    /// The y axis labels (numbers) of an SVG chart, in order.
+    fn numbers(svg: &str) -> Vec<String> {
+        svg.split("</text>")
+            .filter_map(|t| t.rsplit('>').next().map(str::trim))
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_two_stair_charts_share_one_y_scale() {
+        // HEAD's second step is 9000 B taller: BASE's chart is drawn to HEAD's scale.
+        let (b, h) = (run(0), run(9000));
+        let d = memlife_diff::diff(&b, &h, ("b", "h"), &memlife_diff::Budgets::default()).unwrap();
+        let page = render_diff_html(&d, &b, &h).unwrap();
+        let build = page.split("<section id=\"build\">").nth(1).unwrap();
+        let build = build.split("</section>").next().unwrap();
+        let svgs: Vec<&str> = build.split("<svg").skip(1).collect();
+        assert_eq!(svgs.len(), 2);
+        let (yb, yh) = (numbers(svgs[0]), numbers(svgs[1]));
+        assert!(yh.iter().any(|n| n == "8"), "{yh:?}");
+        assert_eq!(yb, yh);
     }
 }

@@ -132,8 +132,11 @@ pub fn pieces(step: &Step, prev: i64) -> Vec<(Option<&str>, i64, i64)> {
 
 /// Draws the stairs, steps coloured by component from `palette`.
 pub fn svg(st: &Stairs, palette: &mut Palette) -> Result<String> {
-    let mut out = String::new();
-    let n = st.steps.len();
+    svg_in(st, palette, y_range(st))
+}
+
+/// The y range (KiB, lowest and highest) that holds the stairs and their labels.
+pub fn y_range(st: &Stairs) -> (f64, f64) {
     let top = st
         .steps
         .iter()
@@ -148,8 +151,17 @@ pub fn svg(st: &Stairs, palette: &mut Palette) -> Result<String> {
         .chain([0])
         .min()
         .unwrap_or(0);
-    let ymax = k(top.max(0) as u64) * 1.18 + 0.5;
-    let ymin = -(k(bottom.unsigned_abs()) * 1.1);
+    (
+        -(k(bottom.unsigned_abs()) * 1.1),
+        k(top.max(0) as u64) * 1.18 + 0.5,
+    )
+}
+
+/// Draws the stairs on the y range `(ymin, ymax)` in KiB (charts shown side by side share one,
+/// so equal steps look equal).
+pub fn svg_in(st: &Stairs, palette: &mut Palette, (ymin, ymax): (f64, f64)) -> Result<String> {
+    let mut out = String::new();
+    let n = st.steps.len();
     let names: Vec<String> = st
         .steps
         .iter()
