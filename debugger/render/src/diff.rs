@@ -163,26 +163,8 @@ fn curve(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resul
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, 400)).into_drawing_area();
         let fail = failed("water-level overlay");
-        root.fill(&WHITE).map_err(&fail)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(&fail)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(RGBColor(235, 235, 235))
-            .y_desc("used heap (KiB)")
-            .x_desc("steps (allocator events and phase boundaries, in order)")
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .draw()
-            .map_err(&fail)?;
+        let mut chart =
+            crate::charts::curve::water_level_axes(&root, xmax, ymax, "water-level overlay")?;
         chart
             .draw_series(LineSeries::new(
                 [(0.0, k(capacity)), (xmax, k(capacity))],
