@@ -290,7 +290,7 @@ fn the_report_draws_every_peak_as_a_stacked_bar_of_the_json_parts() {
         scales.iter().all(|s| (s / scales[0] - 1.0).abs() < 0.01),
         "{scales:?}"
     );
-    // The default palette for the named kinds the example has (README, "The HTML report").
+    // The default palette for the named kinds the example has (README, "Reports").
     let fill = |component: &str| -> &str {
         let r = segments
             .iter()
