@@ -5,7 +5,7 @@
 //! Pure: replays the trace events between the phase's entry and the peak event, so it needs
 //! the trace method (the only one that knows which event reached the peak).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -55,18 +55,13 @@ pub fn component_of(site: &Site, components: &BTreeMap<String, String>) -> Strin
     site.to_string()
 }
 
-/// The parts of the peak reached by event `peak_seq` in a phase entered at event `seq_begin`,
-/// largest first. `events` are in sequence order.
-pub fn compose(
-    events: &[TraceEvent],
-    seq_begin: u64,
-    peak_seq: u64,
-    components: &BTreeMap<String, String>,
-) -> Vec<Part> {
+/// The blocks live after event `until` that events from `seq_begin` on allocated (each block's
+/// allocation event), in address order. `events` are in sequence order.
+pub fn live_blocks(events: &[TraceEvent], seq_begin: u64, until: u64) -> Vec<&TraceEvent> {
     let start = events.partition_point(|e| e.seq < seq_begin);
     // Block address → the event that allocated it; a free removes it, a reuse replaces it.
-    let mut live: HashMap<u64, &TraceEvent> = HashMap::new();
-    for e in events[start..].iter().take_while(|e| e.seq <= peak_seq) {
+    let mut live: BTreeMap<u64, &TraceEvent> = BTreeMap::new();
+    for e in events[start..].iter().take_while(|e| e.seq <= until) {
         match e.kind {
             EventKind::Alloc => {
                 live.insert(e.addr, e);
@@ -76,8 +71,20 @@ pub fn compose(
             }
         }
     }
+    live.into_values().collect()
+}
+
+/// The parts of the peak reached by event `peak_seq` in a phase entered at event `seq_begin`,
+/// largest first. `events` are in sequence order.
+pub fn compose(
+    events: &[TraceEvent],
+    seq_begin: u64,
+    peak_seq: u64,
+    components: &BTreeMap<String, String>,
+) -> Vec<Part> {
+    let live = live_blocks(events, seq_begin, peak_seq);
     let mut parts: BTreeMap<String, Part> = BTreeMap::new();
-    for e in live.values() {
+    for e in live {
         let name = component_of(&e.site, components);
         let p = parts.entry(name.clone()).or_insert(Part {
             name,

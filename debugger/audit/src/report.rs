@@ -83,6 +83,10 @@ pub struct AuditReport {
     /// Names of span arguments by span function (`op_init` → operator names), given by the
     /// script with `t.label_spans`.
     pub labels: BTreeMap<String, Vec<String>>,
+    /// `memlife.toml` `[components]`: a function or `file:line` site to a component name. The
+    /// HTML report colours blocks by it (`composition::component_of`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub components: BTreeMap<String, String>,
     /// The heap after the last release, block by block, leaked blocks marked.
     pub heap_map: Option<HeapMap>,
     /// Blocks allocated in one cycle and freed in a later one: late frees, not leaks.
@@ -206,6 +210,7 @@ impl AuditReport {
                 .collect(),
             phase_aliases: ctx.phase_aliases.clone(),
             labels: debugger.labels().clone(),
+            components: debugger.config().components.clone(),
             heap_map: debugger.heap_map().map(|mut map| {
                 crate::deferred::mark_heap_map(&mut map, &deferred);
                 map
@@ -242,6 +247,7 @@ impl AuditReport {
             dumps: Vec::new(),
             phase_aliases: ctx.phase_aliases.clone(),
             labels: BTreeMap::new(),
+            components: BTreeMap::new(),
             heap_map: None,
             deferred: Vec::new(),
             error: Some(ScriptError {

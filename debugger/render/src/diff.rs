@@ -163,26 +163,8 @@ fn curve(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resul
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, 400)).into_drawing_area();
         let fail = failed("water-level overlay");
-        root.fill(&WHITE).map_err(&fail)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(&fail)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(RGBColor(235, 235, 235))
-            .y_desc("used heap (KiB)")
-            .x_desc("steps (allocator events and phase boundaries, in order)")
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .draw()
-            .map_err(&fail)?;
+        let mut chart =
+            crate::charts::curve::water_level_axes(&root, xmax, ymax, "water-level overlay")?;
         chart
             .draw_series(LineSeries::new(
                 [(0.0, k(capacity)), (xmax, k(capacity))],
@@ -228,6 +210,8 @@ fn stairs_of(run: &AuditRun) -> Option<Stairs> {
             name,
             delta: s.delta,
             resident: crate::charts::delta(p.before.used, s.after_used),
+            // The diff reads runs from their JSON, which keeps no per-step composition.
+            parts: Vec::new(),
         })
         .collect();
     let largest =
@@ -240,6 +224,7 @@ fn stairs_of(run: &AuditRun) -> Option<Stairs> {
         steps,
         largest,
         total: p.delta_used,
+        total_parts: Vec::new(),
     })
 }
 
@@ -247,21 +232,29 @@ fn stairs(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resu
     h.push_str(
         "<section id=\"build\">\n<h2>Graph build, side by side</h2>\n<div class=\"pair\">\n",
     );
-    for (side, run, name) in [
-        ("BASE", base, &diff.base.name),
-        ("HEAD", head, &diff.head.name),
-    ] {
+    let (sb, sh) = (stairs_of(base), stairs_of(head));
+    // One y scale for both, so the same step is as tall on either side.
+    let range = sb
+        .iter()
+        .chain(&sh)
+        .map(crate::charts::stairs::y_range)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    for (side, st, name) in [("BASE", sb, &diff.base.name), ("HEAD", sh, &diff.head.name)] {
         let _ = writeln!(h, "<div class=\"side\">\n<h3>{side}: {}</h3>", text(name));
-        match stairs_of(run) {
-            Some(st) => {
-                h.push_str(&crate::charts::stairs::svg(&st)?);
+        match (st, range) {
+            (Some(st), Some(range)) => {
+                h.push_str(&crate::charts::stairs::svg_in(
+                    &st,
+                    &mut crate::palette::Palette::new(),
+                    range,
+                )?);
                 let _ = writeln!(
                     h,
                     "<p class=\"note\">resident after the build: {} B</p>",
                     st.total
                 );
             }
-            None => h.push_str("<p class=\"note\">no build phase with per-operator spans</p>\n"),
+            _ => h.push_str("<p class=\"note\">no build phase with per-operator spans</p>\n"),
         }
         h.push_str("</div>\n");
     }
@@ -566,5 +559,29 @@ mod tests {
             page.contains(&crate::charts::css(HEAD)) && page.contains(&crate::charts::css(BASE))
         );
         assert!(!page.contains("<script"));
+    }
+
+    /// The y axis labels (numbers) of an SVG chart, in order.
+    fn numbers(svg: &str) -> Vec<String> {
+        svg.split("</text>")
+            .filter_map(|t| t.rsplit('>').next().map(str::trim))
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_two_stair_charts_share_one_y_scale() {
+        // HEAD's second step is 9000 B taller: BASE's chart is drawn to HEAD's scale.
+        let (b, h) = (run(0), run(9000));
+        let d = memlife_diff::diff(&b, &h, ("b", "h"), &memlife_diff::Budgets::default()).unwrap();
+        let page = render_diff_html(&d, &b, &h).unwrap();
+        let build = page.split("<section id=\"build\">").nth(1).unwrap();
+        let build = build.split("</section>").next().unwrap();
+        let svgs: Vec<&str> = build.split("<svg").skip(1).collect();
+        assert_eq!(svgs.len(), 2);
+        let (yb, yh) = (numbers(svgs[0]), numbers(svgs[1]));
+        assert!(yh.iter().any(|n| n == "8"), "{yh:?}");
+        assert_eq!(yb, yh);
     }
 }

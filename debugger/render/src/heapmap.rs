@@ -1,7 +1,8 @@
 //! The heap map: the arena as one strip, drawn to scale (a block is at least one pixel wide),
-//! used blocks dark, free blocks light,
+//! used blocks dark (or in their component's colour, see [`crate::palette`]), free blocks light,
 //! leaked blocks red with a marker above them (narrow blocks would vanish otherwise). Every
-//! block has a `<title>`: its address, size, state and allocation site show on hover.
+//! block has a `<title>`: its address, size, state and allocation site show on hover; a
+//! coloured block also carries `data-component`.
 //!
 //! Drawn by hand rather than with plotters: it is rectangles on a line, and plotters has no way
 //! to give an element a title.
@@ -55,16 +56,68 @@ fn block_title(b: &MapBlock) -> String {
     t
 }
 
-/// The heap map as an SVG element.
+/// The heap map as an SVG element, used blocks in one colour.
 pub fn heap_map_svg(map: &HeapMap) -> String {
+    heap_map_svg_with(map, &mut |_| None)
+}
+
+/// What colours a used block that is not leaked: its component's name and colour, or `None`
+/// for the plain used colour.
+pub type ComponentOf<'a> = dyn FnMut(&MapBlock) -> Option<(String, &'static str)> + 'a;
+
+/// The heap map with used blocks coloured by `component` (leaked blocks stay red).
+pub fn heap_map_svg_with(map: &HeapMap, component: &mut ComponentOf<'_>) -> String {
+    let ratio = map
+        .summary
+        .largest_free_ratio
+        .map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
+    let header = format!(
+        "{} at {}: {} used in {} blocks, {} free in {} blocks; largest free / total free = {ratio}",
+        map.summary.status_word(),
+        map.at,
+        kib(map.summary.used),
+        map.summary.used_blocks,
+        kib(map.summary.free),
+        map.summary.free_blocks,
+    );
+    strip_svg(
+        &header,
+        map.heap_start,
+        map.heap_size,
+        &map.blocks,
+        component,
+        (map.leaked_blocks, map.leaked_bytes),
+    )
+}
+
+/// The blocks a trace saw live at one moment (the blocks of a [`MapBlock`] list, all used), on
+/// the arena's strip: what is between them is free or was allocated before the trace began.
+pub fn live_map_svg(
+    header: &str,
+    heap_start: u64,
+    heap_size: u64,
+    blocks: &[MapBlock],
+    component: &mut ComponentOf<'_>,
+) -> String {
+    strip_svg(header, heap_start, heap_size, blocks, component, (0, 0))
+}
+
+/// The strip: a header line, the arena to scale, its two ends, and a line on the leaks.
+fn strip_svg(
+    header: &str,
+    heap_start: u64,
+    heap_size: u64,
+    blocks: &[MapBlock],
+    component: &mut ComponentOf<'_>,
+    (leaked_blocks, leaked_bytes): (u64, u64),
+) -> String {
     let inner = WIDTH - 2.0 * LEFT;
     // heap_5's regions need not be contiguous: the strip spans from the arena's start to the
     // end of its last block when that lies past heap_start + heap_size.
-    let extent = map
-        .blocks
+    let extent = blocks
         .iter()
-        .map(|b| b.addr.saturating_add(b.size).saturating_sub(map.heap_start))
-        .fold(map.heap_size, u64::max);
+        .map(|b| b.addr.saturating_add(b.size).saturating_sub(heap_start))
+        .fold(heap_size, u64::max);
     let size = extent.max(1) as f64;
     let scale = inner / size;
     let height = STRIP_TOP + STRIP_H + 44.0;
@@ -73,31 +126,24 @@ pub fn heap_map_svg(map: &HeapMap) -> String {
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" class="heapmap" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" shape-rendering="crispEdges" role="img" aria-label="heap map">"#
     );
-    let ratio = map
-        .summary
-        .largest_free_ratio
-        .map_or_else(|| "-".to_string(), |r| format!("{r:.3}"));
     let _ = write!(
         s,
-        r##"<text x="{LEFT}" y="16" font-size="14" fill="#222">{} at {}: {} used in {} blocks, {} free in {} blocks; largest free / total free = {ratio}</text>"##,
-        text(&map.summary.status_word()),
-        text(&map.at),
-        kib(map.summary.used),
-        map.summary.used_blocks,
-        kib(map.summary.free),
-        map.summary.free_blocks,
+        r##"<text x="{LEFT}" y="16" font-size="14" fill="#222">{}</text>"##,
+        text(header)
     );
     let _ = write!(
         s,
         r##"<rect x="{LEFT}" y="{STRIP_TOP}" width="{inner}" height="{STRIP_H}" fill="#f7f7f7" stroke="#999"/>"##
     );
-    for b in &map.blocks {
-        let x = LEFT + (b.addr.saturating_sub(map.heap_start)) as f64 * scale;
+    for b in blocks {
+        let x = LEFT + (b.addr.saturating_sub(heap_start)) as f64 * scale;
         // To scale, but never thinner than a pixel: a 16-byte block on a 96 KiB strip is a
         // fifth of a pixel, and fragmentation is exactly those blocks between the free ones.
         let w = (b.size as f64 * scale).max(1.0);
         // The white separator only where the block is wide enough to keep its colour.
         let stroke = if w >= 3.0 { 0.4 } else { 0.0 };
+        let used = !b.unclaimed && !b.free && !b.leaked;
+        let named = if used { component(b) } else { None };
         let fill = if b.unclaimed {
             UNCLAIMED
         } else if b.free {
@@ -105,13 +151,21 @@ pub fn heap_map_svg(map: &HeapMap) -> String {
         } else if b.leaked {
             LEAKED
         } else {
-            USED
+            named.as_ref().map_or(USED, |(_, c)| *c)
+        };
+        let mut title = block_title(b);
+        let data = match &named {
+            Some((name, _)) => {
+                let _ = write!(title, "\ncomponent: {name}");
+                format!(r#" data-component="{}""#, text(name))
+            }
+            None => String::new(),
         };
         let _ = write!(
             s,
-            r##"<rect class="{}" x="{x:.2}" y="{STRIP_TOP}" width="{w:.2}" height="{STRIP_H}" fill="{fill}" stroke="#ffffff" stroke-width="{stroke}"><title>{}</title></rect>"##,
+            r##"<rect class="{}"{data} x="{x:.2}" y="{STRIP_TOP}" width="{w:.2}" height="{STRIP_H}" fill="{fill}" stroke="#ffffff" stroke-width="{stroke}"><title>{}</title></rect>"##,
             if b.leaked { "block leaked" } else { "block" },
-            text(&block_title(b))
+            text(&title)
         );
         if b.leaked {
             // A marker above, so a 368-byte block on a 96 KiB strip is found at a glance.
@@ -125,22 +179,22 @@ pub fn heap_map_svg(map: &HeapMap) -> String {
             );
         }
     }
-    let end = map.heap_start.saturating_add(extent);
+    let end = heap_start.saturating_add(extent);
     let y = STRIP_TOP + STRIP_H + 16.0;
     let _ = write!(
         s,
         r##"<text x="{LEFT}" y="{y}" font-size="12" fill="#444">{:#010x}</text><text x="{}" y="{y}" font-size="12" fill="#444" text-anchor="end">{end:#010x} ({})</text>"##,
-        map.heap_start,
+        heap_start,
         WIDTH - LEFT,
-        kib(map.heap_size)
+        kib(heap_size)
     );
-    if map.leaked_blocks > 0 {
+    if leaked_blocks > 0 {
         let _ = write!(
             s,
             r#"<text x="{LEFT}" y="{}" font-size="13" fill="{LEAKED}" font-weight="bold">{} leaked block(s), {} B: hover a red block for its allocation site</text>"#,
             y + 20.0,
-            map.leaked_blocks,
-            map.leaked_bytes
+            leaked_blocks,
+            leaked_bytes
         );
     }
     s.push_str("</svg>");

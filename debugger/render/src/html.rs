@@ -5,11 +5,14 @@
 use std::fmt::Write;
 
 use memlife_audit::AuditReport;
-use memlife_audit::model::Verdict;
+use memlife_audit::composition::{component_of, live_blocks};
+use memlife_audit::model::{MapBlock, Verdict};
 
 use crate::charts::{self, css, role_color};
 use crate::escape::text;
-use crate::heapmap::{self, heap_map_svg};
+use crate::heapmap::{self, heap_map_svg_with, live_map_svg};
+use crate::palette::Palette;
+use crate::peakbar;
 use crate::timeline::Timeline;
 use crate::{Result, delta, kib};
 
@@ -90,11 +93,14 @@ pub fn render_html(report: &AuditReport) -> Result<String> {
         report.exit_code
     );
 
+    // One palette for the page: a component has one colour in the bars, stairs and maps.
+    let mut palette = Palette::new();
     checks(&mut h, report);
     curve(&mut h, report, &t)?;
-    stairs(&mut h, report)?;
+    peaks(&mut h, report, &mut palette);
+    stairs(&mut h, report, &mut palette)?;
     layers(&mut h, report)?;
-    heap_map(&mut h, report);
+    heap_map(&mut h, report, &mut palette);
     trend(&mut h, report)?;
     facts(&mut h, report);
     h.push_str("</body>\n</html>\n");
@@ -212,7 +218,139 @@ fn curve(h: &mut String, report: &AuditReport, t: &Timeline<'_>) -> Result<()> {
     Ok(())
 }
 
-fn stairs(h: &mut String, report: &AuditReport) -> Result<()> {
+/// Each phase peak as a stacked bar of its components, and the heap at the highest of them
+/// with its blocks in their components' colours.
+fn peaks(h: &mut String, report: &AuditReport, palette: &mut Palette) {
+    h.push_str("<section id=\"peak-composition\">\n<h2>Peak composition: what each phase peak is made of</h2>\n");
+    let bars = peakbar::bars(report);
+    if bars.is_empty() {
+        h.push_str("<p class=\"note\">no peak was broken down: that needs the trace method (<code>[trace] method = \"trace\"</code>)</p>\n</section>\n");
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">the blocks each phase allocated and still held at its peak, {}, largest first; one scale for all bars. Hover a segment for its blocks.</p>",
+        if report.components.is_empty() {
+            "by allocation site (name them with <code>[components]</code> in memlife.toml)"
+        } else {
+            "by component (<code>[components]</code> in memlife.toml; unmapped blocks by allocation site)"
+        }
+    );
+    h.push_str(&peakbar::svg(&bars, palette));
+    // The legend: each component once, with its largest share of any peak.
+    let mut names: Vec<(&str, u64)> = Vec::new();
+    for b in &bars {
+        for p in b.parts {
+            match names.iter_mut().find(|(n, _)| *n == p.name) {
+                Some(x) => x.1 = x.1.max(p.bytes),
+                None => names.push((&p.name, p.bytes)),
+            }
+        }
+    }
+    h.push_str("<p class=\"note legend peak-legend\">");
+    legend(h, palette, names.iter().map(|(n, b)| (*n, Some(*b))));
+    h.push_str(" (the most of any peak)</p>\n");
+    peak_map(h, report, palette);
+    let _ = writeln!(
+        h,
+        "<details><summary>parts ({} peaks)</summary>\n<table>\n<tr><th>phase</th><th>component</th><th>bytes</th><th>requested</th><th>blocks</th></tr>",
+        bars.len()
+    );
+    for b in &bars {
+        for p in b.parts {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                text(&b.phase),
+                text(&p.name),
+                p.bytes,
+                p.requested,
+                p.blocks
+            );
+        }
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td><b>sum</b></td><td class=\"num\"><b>{}</b></td><td colspan=\"2\">peak above entry {} B</td></tr>",
+            text(&b.phase),
+            b.total(),
+            b.peak_above
+        );
+    }
+    h.push_str("</table>\n</details>\n</section>\n");
+}
+
+/// The traced blocks live at the highest peak that has a composition, on the arena's strip.
+fn peak_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
+    let Some((p, seq)) = report
+        .phases
+        .iter()
+        .filter(|p| !p.composition.is_empty())
+        .filter_map(|p| Some((p, p.peak_at.as_ref()?.seq?)))
+        .max_by_key(|(p, _)| p.peak_used)
+    else {
+        return;
+    };
+    let blocks: Vec<MapBlock> = live_blocks(&report.events, 0, seq)
+        .into_iter()
+        .map(|e| MapBlock {
+            addr: e.addr,
+            size: e.size,
+            free: false,
+            unclaimed: false,
+            leaked: false,
+            deferred: false,
+            site: Some(e.site.clone()),
+        })
+        .collect();
+    // The arena: the release map's when there is one, else from the lowest traced block.
+    let (start, size) = report.heap_map.as_ref().map_or_else(
+        || (blocks.first().map_or(0, |b| b.addr), report.run.heap_size),
+        |m| (m.heap_start, m.heap_size),
+    );
+    let bytes: u64 = blocks.iter().map(|b| b.size).sum();
+    let header = format!(
+        "at the peak of {}#{}: {} traced blocks live, {} B (the heap's used: {} B)",
+        p.function,
+        p.call,
+        blocks.len(),
+        bytes,
+        p.peak_used
+    );
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">the heap at the highest of these peaks, to scale, blocks in their component's colour; between them: free, or allocated before the trace began.</p>"
+    );
+    h.push_str(&live_map_svg(
+        &header,
+        start,
+        size,
+        &blocks,
+        &mut |b: &MapBlock| {
+            let name = component_of(b.site.as_ref()?, &report.components);
+            let colour = palette.colour(&name);
+            Some((name, colour))
+        },
+    ));
+}
+
+/// Legend chips: each name in its colour, with its bytes when given.
+fn legend<'a>(
+    h: &mut String,
+    palette: &mut Palette,
+    names: impl Iterator<Item = (&'a str, Option<u64>)>,
+) {
+    for (name, bytes) in names {
+        let _ = write!(
+            h,
+            "<span class=\"chip\" style=\"background:{}\"></span><span class=\"component\">{}</span>{}",
+            palette.colour(name),
+            text(name),
+            bytes.map_or_else(String::new, |b| format!(" {b} B"))
+        );
+    }
+}
+
+fn stairs(h: &mut String, report: &AuditReport, palette: &mut Palette) -> Result<()> {
     h.push_str(
         "<section id=\"build-stairs\">\n<h2>Graph build: resident memory per operator</h2>\n",
     );
@@ -220,7 +358,27 @@ fn stairs(h: &mut String, report: &AuditReport) -> Result<()> {
         h.push_str("<p class=\"note\">no build phase with spans was recorded (phase <code>build</code>, spans from <code>[spans]</code>)</p>\n</section>\n");
         return Ok(());
     };
-    h.push_str(&charts::stairs::svg(&st)?);
+    h.push_str(&charts::stairs::svg(&st, palette)?);
+    let mut names: Vec<&str> = Vec::new();
+    let parts = st
+        .steps
+        .iter()
+        .flat_map(|s| &s.parts)
+        .chain(&st.total_parts);
+    for (n, _) in parts {
+        if !names.contains(&n.as_str()) {
+            names.push(n);
+        }
+    }
+    if !names.is_empty() {
+        h.push_str("<p class=\"note legend stairs-legend\">each step by component:");
+        legend(h, palette, names.iter().map(|n| (*n, None)));
+        let _ = writeln!(
+            h,
+            "<span class=\"chip\" style=\"background:{}\"></span>not traced to a block (the step also freed older blocks, or the walk and the trace differ); red outline: the largest step</p>",
+            css(role_color("build"))
+        );
+    }
     if let Some(big) = st.steps.get(st.largest) {
         let _ = writeln!(
             h,
@@ -233,14 +391,20 @@ fn stairs(h: &mut String, report: &AuditReport) -> Result<()> {
             text(&st.phase)
         );
     }
-    h.push_str("<details><summary>steps</summary>\n<table>\n<tr><th>operator</th><th>step (B)</th><th>resident after (B)</th></tr>\n");
+    h.push_str("<details><summary>steps</summary>\n<table>\n<tr><th>operator</th><th>step (B)</th><th>resident after (B)</th><th>kept, by component (B)</th></tr>\n");
     for s in &st.steps {
+        let parts: Vec<String> = s
+            .parts
+            .iter()
+            .map(|(n, b)| format!("{} {b}", text(n)))
+            .collect();
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"num\">{:+}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"num\">{:+}</td><td class=\"num\">{}</td><td>{}</td></tr>",
             text(&s.name),
             s.delta,
-            s.resident
+            s.resident,
+            parts.join(", ")
         );
     }
     h.push_str("</table>\n</details>\n</section>\n");
@@ -275,7 +439,7 @@ fn layers(h: &mut String, report: &AuditReport) -> Result<()> {
     Ok(())
 }
 
-fn heap_map(h: &mut String, report: &AuditReport) {
+fn heap_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
     h.push_str("<section id=\"heap-map\">\n<h2>Heap map after release</h2>\n");
     let Some(map) = &report.heap_map else {
         h.push_str("<p class=\"note\">no release phase was recorded</p>\n</section>\n");
@@ -283,7 +447,7 @@ fn heap_map(h: &mut String, report: &AuditReport) {
     };
     let _ = writeln!(
         h,
-        "<p class=\"note\">the arena from {:#010x}, {} B, to scale:<span class=\"chip\" style=\"background:{}\"></span>used<span class=\"chip\" style=\"background:{}\"></span>free<span class=\"chip\" style=\"background:{}\"></span>leaked<span class=\"chip\" style=\"background:{}\"></span>never handed out. Hover a block for its address, size and allocation site.</p>",
+        "<p class=\"note\">the arena from {:#010x}, {} B, to scale:<span class=\"chip\" style=\"background:{}\"></span>used (traced blocks in their component's colour)<span class=\"chip\" style=\"background:{}\"></span>free<span class=\"chip\" style=\"background:{}\"></span>leaked<span class=\"chip\" style=\"background:{}\"></span>never handed out. Hover a block for its address, size and allocation site.</p>",
         map.heap_start,
         map.heap_size,
         heapmap::USED,
@@ -291,7 +455,11 @@ fn heap_map(h: &mut String, report: &AuditReport) {
         heapmap::LEAKED,
         heapmap::UNCLAIMED
     );
-    h.push_str(&heap_map_svg(map));
+    h.push_str(&heap_map_svg_with(map, &mut |b: &MapBlock| {
+        let name = component_of(b.site.as_ref()?, &report.components);
+        let colour = palette.colour(&name);
+        Some((name, colour))
+    }));
     let ratio = map
         .summary
         .largest_free_ratio

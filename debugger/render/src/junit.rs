@@ -130,6 +130,7 @@ mod tests {
             dumps: vec![],
             phase_aliases: BTreeMap::new(),
             labels: BTreeMap::new(),
+            components: BTreeMap::new(),
             heap_map: None,
             deferred: Vec::new(),
             error,

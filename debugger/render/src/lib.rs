@@ -22,7 +22,9 @@
 //! - [`timeline`]: one time axis for phases, spans and allocator events (there is no target
 //!   clock: a step per recorded event or boundary).
 //! - `charts`: the water-level curve, the build stair chart, per-layer deltas, the leak trend.
-//! - [`heapmap`]: the heap strip, drawn to scale.
+//! - [`heapmap`]: the heap strip, drawn to scale, blocks coloured by component.
+//! - [`peakbar`]: each phase peak as a stacked bar of its components.
+//! - [`palette`]: a component's colour, by a keyword rule on its name.
 //! - `html`: the page.
 //! - `trace`: the Perfetto / `chrome://tracing` JSON.
 //! - [`diff`]: the page of `memlife diff --report`: two runs drawn together.
@@ -37,6 +39,8 @@ mod escape;
 pub mod heapmap;
 mod html;
 mod junit;
+pub mod palette;
+pub mod peakbar;
 pub mod timeline;
 mod trace;
 

@@ -116,6 +116,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
             "op_init".to_string(),
             vec!["conv<1>".to_string(), "conv_b".to_string()],
         )]),
+        components: BTreeMap::new(),
         heap_map: None,
         deferred: Vec::new(),
         error: None,
@@ -365,4 +366,104 @@ fn an_unfinished_audit_renders_everywhere_and_says_so() {
     );
     let trace = memlife_render::trace_json(&report);
     assert!(trace["traceEvents"].is_array(), "{trace}");
+}
+
+fn alloc(seq: u64, addr: u64, size: u64, function: &str, line: u32) -> TraceEvent {
+    TraceEvent {
+        seq,
+        kind: EventKind::Alloc,
+        addr,
+        size,
+        request: Some(size - 8),
+        used_after: 0,
+        phase: Some("model_load".into()),
+        span: None,
+        site: Site {
+            function: Some(function.into()),
+            file: Some("loader.c".into()),
+            line: Some(line),
+            chain: vec![format!("{function} (loader.c:{line})")],
+        },
+    }
+}
+
+/// A traced load whose peak holds a file buffer, weights and an arena: the page draws the bar
+/// from the composition and the heap at the peak in the same colours, named kinds by the rule.
+#[test]
+fn the_peak_is_a_stacked_bar_and_the_heap_at_it_is_coloured_by_component() {
+    let events = vec![
+        alloc(0, 0x2000_0000, 16_032, "loader_load", 210),
+        alloc(1, 0x2000_4000, 31_096, "parse_model", 188),
+        alloc(2, 0x2000_c000, 4_104, "planner_plan", 110),
+    ];
+    let components = BTreeMap::from([
+        ("loader.c:210".to_string(), "file buffer".to_string()),
+        ("parse_model".to_string(), "weights".to_string()),
+        ("planner_plan".to_string(), "tensor arena".to_string()),
+    ]);
+    let mut load = phase("model_load", 1, 0, 51_232, 51_232, (0, 3));
+    load.method = PeakMethod::Trace;
+    load.composition = memlife_audit::composition::compose(&events, 0, 2, &components);
+    load.peak_at = Some(PeakSite {
+        seq: Some(2),
+        span: None,
+        span_index: None,
+        span_arg1: None,
+        span_arg: None,
+        span_label: None,
+        site: None,
+    });
+    let mut r = report(vec![load], events, "x");
+    r.components = components;
+    let page = memlife_render::render_html(&r).unwrap();
+    let section = page
+        .split("<section id=\"peak-composition\">")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    let weights = "data-phase=\"model_load#1\" data-component=\"weights\" data-bytes=\"31096\"";
+    let file = "data-phase=\"model_load#1\" data-component=\"file buffer\" data-bytes=\"16032\"";
+    let arena = "data-phase=\"model_load#1\" data-component=\"tensor arena\" data-bytes=\"4104\"";
+    let (w, f, a) = (
+        section.find(weights).unwrap(),
+        section.find(file).unwrap(),
+        section.find(arena).unwrap(),
+    );
+    assert!(w < f && f < a, "largest first");
+    assert!(section.contains("data-total=\"51232\""));
+    // The arena is orange by the rule; the map at the peak has the three blocks, each in its
+    // segment's colour.
+    assert!(section.contains(&format!("{arena} x=")));
+    let fill_of = |attrs: &str| {
+        let tag = section.split(attrs).nth(1).unwrap();
+        tag.split("fill=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+    };
+    assert_eq!(fill_of(arena), "#f28a1e");
+    for (name, colour) in [
+        ("weights", fill_of(weights)),
+        ("file buffer", fill_of(file)),
+        ("tensor arena", "#f28a1e"),
+    ] {
+        let block = format!("<rect class=\"block\" data-component=\"{name}\"");
+        let tag = section
+            .split(&block)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}"));
+        let fill = tag
+            .split("fill=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert_eq!(fill, colour, "{name}");
+    }
+    assert_ne!(fill_of(weights), fill_of(file));
 }

@@ -94,15 +94,41 @@ pub fn screenshot(
         .collect()
 }
 
-/// (pixels, non-white pixels, distinct colours) of an RGB(A) PNG.
-pub fn pixels(png: &Path) -> (usize, usize, usize) {
+/// The pixels of an RGB(A) PNG and the bytes per pixel.
+fn decode(png: &Path) -> (Vec<u8>, usize) {
     let decoder = png::Decoder::new(std::fs::File::open(png).unwrap());
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).unwrap();
     let channels = info.color_type.samples();
     assert!(channels >= 3, "{:?}", info.color_type);
-    let data = &buf[..info.buffer_size()];
+    buf.truncate(info.buffer_size());
+    (buf, channels)
+}
+
+/// How many pixels of an RGB(A) PNG `keep` (given its R, G, B) holds for.
+pub fn count_pixels(png: &Path, keep: impl Fn(u8, u8, u8) -> bool) -> usize {
+    let (data, channels) = decode(png);
+    data.chunks(channels)
+        .filter(|p| keep(p[0], p[1], p[2]))
+        .count()
+}
+
+/// How many pixels are CSS colour `hex` (`#rrggbb`), give or take `tolerance` per channel.
+pub fn count_colour(png: &Path, hex: &str, tolerance: u8) -> usize {
+    let c = u32::from_str_radix(hex.trim_start_matches('#'), 16).unwrap();
+    let want = [(c >> 16) as u8, (c >> 8) as u8, c as u8];
+    count_pixels(png, |r, g, b| {
+        [r, g, b]
+            .iter()
+            .zip(want)
+            .all(|(x, w)| x.abs_diff(w) <= tolerance)
+    })
+}
+
+/// (pixels, non-white pixels, distinct colours) of an RGB(A) PNG.
+pub fn pixels(png: &Path) -> (usize, usize, usize) {
+    let (data, channels) = decode(png);
     let mut colours = std::collections::HashSet::new();
     let mut ink = 0;
     let mut total = 0;

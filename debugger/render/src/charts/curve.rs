@@ -9,6 +9,44 @@ use super::{ALARM, FONT, INK, USED, WIDTH, failed, k, role_color};
 use crate::timeline::{Timeline, label_for};
 use crate::{Result, kib};
 
+/// The water-level chart's frame, shared by the audit page and the diff page's overlay: a white
+/// background, used heap in KiB up from 0 to `ymax`, steps along 0..`xmax`, a light y grid.
+pub(crate) fn water_level_axes<'a, DB: DrawingBackend + 'a>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    xmax: f64,
+    ymax: f64,
+    chart_name: &'static str,
+) -> Result<
+    ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+> {
+    let fail = failed(chart_name);
+    root.fill(&WHITE).map_err(&fail)?;
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .margin_right(24)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+        .map_err(&fail)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(RGBColor(235, 235, 235))
+        .y_desc("used heap (KiB)")
+        .x_desc("steps (allocator events and phase boundaries, in order)")
+        .axis_desc_style((FONT, 14))
+        .label_style((FONT, 12))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .draw()
+        .map_err(&fail)?;
+    Ok(chart)
+}
+
 /// At most this many points are drawn; more are decimated keeping extremes.
 pub const MAX_POINTS: usize = 4000;
 
@@ -107,26 +145,7 @@ pub fn svg(report: &AuditReport, t: &Timeline<'_>) -> Result<String> {
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, 420)).into_drawing_area();
         let fail = failed("water-level");
-        root.fill(&WHITE).map_err(&fail)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(&fail)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(RGBColor(235, 235, 235))
-            .y_desc("used heap (KiB)")
-            .x_desc("steps (allocator events and phase boundaries, in order)")
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .draw()
-            .map_err(&fail)?;
+        let mut chart = water_level_axes(&root, xmax, ymax, "water-level")?;
         // Phase bands, labelled when wide enough to hold their name.
         let px_per_step = (WIDTH as f64 - 100.0) / xmax;
         for s in &t.phases {
