@@ -132,6 +132,7 @@ mod tests {
             labels: BTreeMap::new(),
             heap_map: None,
             deferred: Vec::new(),
+            injected: Vec::new(),
             error,
             exit_code,
         }

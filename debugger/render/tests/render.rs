@@ -118,6 +118,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         )]),
         heap_map: None,
         deferred: Vec::new(),
+        injected: Vec::new(),
         error: None,
         exit_code: 1,
     }
