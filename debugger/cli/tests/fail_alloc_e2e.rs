@@ -329,3 +329,127 @@ print(`end ${r.end} status ${r.status} during ${r.during}: ${r.injected.request}
         "{xml}"
     );
 }
+
+/// A firmware that does not come back from a failed allocation, three ways: `app_load` trusts
+/// malloc and calls through the NULL block's function pointer (the word at address 0, the
+/// initial stack pointer, has no Thumb bit: a fault); `app_build` waits for a flag nothing sets
+/// when its table is missing (parked), and exits with status 3 when its arena is.
+const UNHANDLED_C: &str = r#"
+#include <stdint.h>
+#include <stdlib.h>
+#include "semihost.h"
+void fw_halted(void) { for (;;) {} }
+void fw_fail(const char *why, uint32_t code) { (void)why; (void)code; for (;;) {} }
+typedef struct { void (*done)(void); uint8_t data[28]; } job_t;
+static job_t *volatile job;
+static uint8_t *volatile table;
+static uint8_t *volatile arena;
+static volatile uint32_t runs, never;
+static void finished(void) { runs++; }
+__attribute__((noinline)) int app_load(void) {
+    job = malloc(sizeof(job_t));
+    job->done = finished;
+    job->done();
+    return 0;
+}
+__attribute__((noinline)) int app_build(void) {
+    table = malloc(96);
+    if (table == NULL) { while (!never) {} }
+    arena = malloc(512);
+    if (arena == NULL) sh_exit_fail(3);
+    return 0;
+}
+__attribute__((noinline)) void app_release(void) { free(arena); free(table); free(job); }
+int main(void) {
+    for (;;) { app_load(); app_build(); app_release(); }
+}
+"#;
+
+#[test]
+fn faults_hangs_and_exits_after_a_failure_name_the_site() {
+    let dir = tempdir("fail-unhandled");
+    let fw = repo().join("firmware");
+    std::fs::write(dir.join("unhandled.c"), UNHANDLED_C).unwrap();
+    let elf = dir.join("unhandled.elf");
+    let out = std::process::Command::new("arm-none-eabi-gcc")
+        .args([
+            "-mcpu=cortex-m4",
+            "-mthumb",
+            "-mfloat-abi=soft",
+            "-O2",
+            "-g",
+            "-std=c11",
+        ])
+        .arg(dir.join("unhandled.c"))
+        .arg(fw.join("src/startup.c"))
+        .arg(fw.join("src/sysmem.c"))
+        .arg(fw.join("src/semihost.c"))
+        .arg(format!("-I{}", fw.join("src").display()))
+        .args(["--specs=nano.specs", "-nostartfiles"])
+        .arg(format!("-L{}", fw.join("ld").display()))
+        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
+        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
+        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cfg = dir.join("memlife.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"app_load\"\nbuild = \"app_build\"\nrelease = \"app_release\"\n",
+            elf.display().to_string()
+        ),
+    )
+    .unwrap();
+    let junit = dir.join("j.xml");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        cfg.to_str().unwrap(),
+        repo().join("scripts/error-paths.rhai").to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        // Long: a hang is found parked, not by this timeout.
+        "--timeout",
+        "60",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    let line = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` in:\n{text}"))
+            .to_string()
+    };
+    let load = line("FAIL error-path load unhandled.c:");
+    assert!(
+        load.contains("after the allocation of 32 B at app_load (unhandled.c:")
+            && load.contains("the firmware faulted: HardFault")
+            && load.contains("during phase app_load"),
+        "{load}"
+    );
+    let build: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("FAIL error-path build unhandled.c:"))
+        .collect();
+    assert_eq!(build.len(), 2, "{text}");
+    assert!(
+        build[0].contains("after the allocation of 96 B at app_build (unhandled.c:")
+            && build[0].contains("the firmware hung: ")
+            && build[0].contains("parked at pc ")
+            && build[0].contains(" in app_build (unhandled.c:"),
+        "{}",
+        build[0]
+    );
+    assert!(
+        build[1].contains("after the allocation of 512 B at app_build (unhandled.c:")
+            && build[1].contains("the firmware exited with status 3 during app_build"),
+        "{}",
+        build[1]
+    );
+}

@@ -55,6 +55,8 @@ impl Debugger {
         if let Some(loc) = self.symbols.locate(pc).into_iter().next() {
             let _ = write!(text, " in {}", loc.function.as_deref().unwrap_or("?"));
             if let (Some(file), Some(line)) = (&loc.file, loc.line) {
+                // The base name, as sites are named.
+                let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
                 let _ = write!(text, " ({file}:{line})");
             }
         }
