@@ -419,7 +419,7 @@ check("typed", type_of(e) == "map" && e.n_ops == 0 && type_of(t.var("g_tensors")
 fn a_breakpoint_never_reached_is_exit_2() {
     let dir = tempdir("never");
     let script = dir.join("n.rhai");
-    std::fs::write(&script, "let t = target();\nt.run_to(\"fw_oom\");\n").unwrap();
+    std::fs::write(&script, "let t = target();\nt.run_to(\"fw_halted\");\n").unwrap();
     let out = run_memlife(&[
         "audit",
         "--config",
@@ -430,7 +430,7 @@ fn a_breakpoint_never_reached_is_exit_2() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("breakpoint at fw_oom not reached within 1.0 s"),
+        stderr(&out).contains("breakpoint at fw_halted not reached within 1.0 s"),
         "{}",
         stderr(&out)
     );
