@@ -17,6 +17,8 @@
 #define N_BRANCHES  3
 /* What a build step returns when one of its allocations failed (-ENOMEM). */
 #define BUILD_ENOMEM (-12)
+/* model_load's status when one of its allocations failed (it frees what it took). */
+#define LOAD_ENOMEM (-12)
 
 typedef enum {
     OP_CONV = 0, /* conv2d, NCHW, pad k/2 */

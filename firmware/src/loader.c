@@ -185,8 +185,9 @@ static int parse_model(engine_t *e, reader_t *r, uint32_t expect_len)
         const layer_rec_t *lr = &recs[i];
         uint32_t size = lr->b_len + lr->w_len;
         uint8_t pad[4];
-        uint8_t *blk = mem_alloc(size, "load:weights");
+        uint8_t *blk = mem_try_alloc(size, "load:weights");
 
+        if (blk == NULL) return LOAD_ENOMEM; /* loader_load frees the blocks so far */
         e->weight_blocks[lr->layer] = blk;
         e->weight_block_size[lr->layer] = size;
         e->layer_mult[lr->layer] = lr->mult;
@@ -207,9 +208,14 @@ int loader_load(engine_t *e, const model_desc_t *m)
     int rc;
 
     if (m->compressed) {
-        uint8_t *file = mem_alloc(m->image_len, "load:file");
+        uint8_t *file = mem_try_alloc(m->image_len, "load:file");
+        if (file == NULL) return LOAD_ENOMEM;
         flash_read(file, m->image, m->image_len);
-        uint8_t *inflated = mem_alloc(m->raw_len, "load:inflate");
+        uint8_t *inflated = mem_try_alloc(m->raw_len, "load:inflate");
+        if (inflated == NULL) {
+            mem_free(file);
+            return LOAD_ENOMEM;
+        }
         rc = rle_decode(file, m->image_len, inflated, m->raw_len) == (int32_t)m->raw_len ? 0 : -1;
         if (rc == 0) {
             r.src = inflated;
@@ -221,7 +227,8 @@ int loader_load(engine_t *e, const model_desc_t *m)
     } else {
         r.src = m->image;
         r.len = m->image_len;
-        r.chunk = mem_alloc(LOAD_CHUNK, "load:chunk");
+        r.chunk = mem_try_alloc(LOAD_CHUNK, "load:chunk");
+        if (r.chunk == NULL) return LOAD_ENOMEM;
         rc = parse_model(e, &r, m->raw_len);
         mem_free(r.chunk);
     }

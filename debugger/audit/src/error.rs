@@ -21,6 +21,21 @@ pub enum AuditError {
         /// The timeout.
         seconds: f64,
     },
+    /// While waiting, the firmware was found parked in a loop it never leaves (a halt loop, a
+    /// `while (1)`): the same few instructions at the same stack pointer, poll after poll.
+    #[error(
+        "{what} not reached: the firmware is parked at {at} ({polls} polls {interval_ms} ms apart); the target was halted"
+    )]
+    Parked {
+        /// What was waited for.
+        what: String,
+        /// Where: the pc, its function and source line, and the call chain.
+        at: String,
+        /// Polls that saw it there.
+        polls: u32,
+        /// Time between polls.
+        interval_ms: u64,
+    },
     /// The target stopped for another reason (a fault, a watchpoint of someone else).
     #[error("the target stopped unexpectedly ({0}) while waiting for {1}")]
     UnexpectedStop(String, String),

@@ -92,6 +92,8 @@ pub struct AuditReport {
     /// Blocks allocated in one cycle and freed in a later one: late frees, not leaks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deferred: Vec<crate::deferred::DeferredBlock>,
+    /// Allocations memlife made fail (`t.fail_alloc`), with what the phase returned.
+    pub injected: Vec<crate::debugger::Injected>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -216,6 +218,7 @@ impl AuditReport {
                 map
             }),
             deferred,
+            injected: debugger.injected().to_vec(),
             error: outcome.error.clone(),
             exit_code,
         }
@@ -250,6 +253,7 @@ impl AuditReport {
             components: BTreeMap::new(),
             heap_map: None,
             deferred: Vec::new(),
+            injected: Vec::new(),
             error: Some(ScriptError {
                 message,
                 line: None,

@@ -369,19 +369,64 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
                 .map_err(|e| err(&ctx, Chain(&e)))
         },
     );
+    fn fail_alloc(
+        ctx: &NativeCallContext,
+        t: &TargetHandle,
+        choice: crate::debugger::FailChoice,
+    ) -> RhaiResult<()> {
+        t.with(ctx, |d| d.fail_alloc(choice))?
+            .map_err(|e| err(ctx, Chain(&e)))
+    }
     engine.register_fn(
         "fail_alloc",
         |ctx: NativeCallContext, t: &mut TargetHandle, site: &str| -> RhaiResult<()> {
-            t.with(&ctx, |d| d.fail_alloc(site, 1))?
-                .map_err(|e| err(&ctx, Chain(&e)))
+            let choice = crate::debugger::FailChoice {
+                site: Some(site.to_string()),
+                phase: None,
+                nth: 1,
+            };
+            fail_alloc(&ctx, t, choice)
         },
     );
     engine.register_fn(
         "fail_alloc",
         |ctx: NativeCallContext, t: &mut TargetHandle, site: &str, nth: i64| -> RhaiResult<()> {
-            let nth = u64::try_from(nth).unwrap_or(0);
-            t.with(&ctx, |d| d.fail_alloc(site, nth))?
+            let choice = crate::debugger::FailChoice {
+                site: Some(site.to_string()),
+                phase: None,
+                nth: u64::try_from(nth).unwrap_or(0),
+            };
+            fail_alloc(&ctx, t, choice)
+        },
+    );
+    engine.register_fn(
+        "fail_alloc",
+        |ctx: NativeCallContext, t: &mut TargetHandle, choice: Map| -> RhaiResult<()> {
+            let choice = crate::values::fail_choice(&choice).map_err(|e| err(&ctx, e))?;
+            fail_alloc(&ctx, t, choice)
+        },
+    );
+    engine.register_fn(
+        "alloc_sites",
+        |ctx: NativeCallContext, t: &mut TargetHandle, phase: &str| -> RhaiResult<Array> {
+            t.with(&ctx, |d| d.alloc_sites(phase))?
+                .map(|sites| sites.iter().map(crate::values::alloc_site_map).collect())
                 .map_err(|e| err(&ctx, Chain(&e)))
+        },
+    );
+    engine.register_fn(
+        "after_failure",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Map> {
+            t.no_run_control_in_hooks(&ctx)?;
+            let mut wait = t
+                .with(&ctx, Debugger::failure_begin)?
+                .map_err(|e| err(&ctx, Chain(&e)))?;
+            let driven = t.drive(&ctx, |d| d.failure_step(&mut wait));
+            // Its breakpoints go, also when it failed.
+            let done = t.with(&ctx, |d| d.failure_finish(wait))?;
+            driven?;
+            let done = done.ok_or_else(|| err(&ctx, "after_failure did not end"))?;
+            Ok(crate::values::failure_map(&done))
         },
     );
     engine.register_fn(

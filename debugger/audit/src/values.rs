@@ -180,7 +180,8 @@ pub(crate) fn deferred_map(b: &crate::deferred::DeferredBlock) -> Dynamic {
 }
 
 /// An allocation memlife made fail (`t.injected()`): `site`, `file_line`, `chain`, `request`,
-/// `phase` (`()` outside phases), `seq` (the events from this number on came after it).
+/// `phase` (`()` outside phases), `seq` (the events from this number on came after it),
+/// `returned` (what the phase call returned, by its DWARF type: `"-12"`; `()` until it returned).
 pub(crate) fn injected_map(i: &crate::debugger::Injected) -> Dynamic {
     let mut m = Map::new();
     m.insert("site".into(), i.site.to_string().into());
@@ -206,7 +207,150 @@ pub(crate) fn injected_map(i: &crate::debugger::Injected) -> Dynamic {
         i.phase.clone().map_or(Dynamic::UNIT, Dynamic::from),
     );
     m.insert("seq".into(), Dynamic::from_int(int(i.seq)));
+    m.insert(
+        "returned".into(),
+        i.returned.clone().map_or(Dynamic::UNIT, Dynamic::from),
+    );
     Dynamic::from_map(m)
+}
+
+/// `t.fail_alloc(#{site: .., phase: .., nth: ..})`: the map's keys (any of site and phase, nth
+/// 1 when left out); an unknown key or a wrong type is refused, naming it.
+pub(crate) fn fail_choice(m: &Map) -> Result<crate::debugger::FailChoice, String> {
+    let mut choice = crate::debugger::FailChoice {
+        nth: 1,
+        ..Default::default()
+    };
+    for (k, v) in m {
+        match k.as_str() {
+            "site" | "phase" => {
+                let s = v
+                    .clone()
+                    .into_string()
+                    .map_err(|t| format!("fail_alloc: `{k}` must be a string (a name), not {t}"))?;
+                if k.as_str() == "site" {
+                    choice.site = Some(s);
+                } else {
+                    choice.phase = Some(s);
+                }
+            }
+            "nth" => {
+                let n = v
+                    .as_int()
+                    .map_err(|t| format!("fail_alloc: `nth` must be an integer, not {t}"))?;
+                choice.nth = u64::try_from(n).unwrap_or(0);
+            }
+            other => {
+                return Err(format!(
+                    "fail_alloc: unknown key `{other}` (the keys are site, phase and nth)"
+                ));
+            }
+        }
+    }
+    Ok(choice)
+}
+
+/// A phase's allocation site (`t.alloc_sites(phase)`): `key` (what `fail_alloc` takes:
+/// `file:line`, else the function), `site`, `function`, `file_line`, `chain`, `count`,
+/// `request` (the first allocation's size asked for).
+pub(crate) fn alloc_site_map(s: &crate::debugger::AllocSite) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("key".into(), s.key().into());
+    m.insert("site".into(), s.site.to_string().into());
+    m.insert(
+        "function".into(),
+        s.site.function.clone().map_or(Dynamic::UNIT, Dynamic::from),
+    );
+    m.insert(
+        "file_line".into(),
+        match (&s.site.file, s.site.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}").into(),
+            _ => Dynamic::UNIT,
+        },
+    );
+    m.insert(
+        "chain".into(),
+        s.site
+            .chain
+            .iter()
+            .map(|c| Dynamic::from(c.clone()))
+            .collect::<Array>()
+            .into(),
+    );
+    m.insert("count".into(), Dynamic::from_int(int(s.count)));
+    m.insert("request".into(), opt_int(s.request));
+    Dynamic::from_map(m)
+}
+
+/// What `t.after_failure()` saw: `injected` (as `t.injected()` gives it, `()` when the chosen
+/// allocation was never made), `end` (`next-cycle`, `release`, `exit`, `hang`, `fault`),
+/// `ended` (one line), `status` and `during` (an exit's), `before` (the heap at the failed
+/// call's entry) and `after` (when the handling ended; `()` when unknown), `calls` (the role
+/// calls on the way, as `t.cycle()` lists them), `leaks` (traced blocks allocated since the
+/// failed call began and still live at the end: `addr`, `size`, `site`, `file_line`, `chain`).
+pub(crate) fn failure_map(r: &crate::debugger::FailureRun) -> Map {
+    use crate::debugger::FailureEnd;
+    let mut m = Map::new();
+    m.insert(
+        "injected".into(),
+        r.injected.as_ref().map_or(Dynamic::UNIT, injected_map),
+    );
+    m.insert("end".into(), r.end.kind().into());
+    m.insert("ended".into(), r.end.describe().into());
+    let (status, during) = match &r.end {
+        FailureEnd::Exit { status, during } => (
+            Dynamic::from_int(i64::from(*status)),
+            during.clone().map_or(Dynamic::UNIT, Dynamic::from),
+        ),
+        _ => (Dynamic::UNIT, Dynamic::UNIT),
+    };
+    m.insert("status".into(), status);
+    m.insert("during".into(), during);
+    let heap = |h: &Option<Rc<HeapState>>| {
+        h.as_ref()
+            .map_or(Dynamic::UNIT, |h| Dynamic::from(HeapHandle(Rc::clone(h))))
+    };
+    m.insert("before".into(), heap(&r.before));
+    m.insert("after".into(), heap(&r.after));
+    let calls: Array = r
+        .calls
+        .iter()
+        .map(|p| {
+            let mut pm = phase_map(&p.record, Rc::clone(&p.before), Rc::clone(&p.after));
+            pm.insert("role".into(), p.role.clone().into());
+            Dynamic::from_map(pm)
+        })
+        .collect();
+    m.insert("calls".into(), calls.into());
+    let leaks: Array = r
+        .leaks
+        .iter()
+        .map(|(addr, l)| {
+            let mut lm = Map::new();
+            lm.insert("addr".into(), Dynamic::from_int(int(*addr)));
+            lm.insert("size".into(), Dynamic::from_int(int(l.size)));
+            lm.insert("site".into(), l.site.to_string().into());
+            lm.insert(
+                "file_line".into(),
+                match (&l.site.file, l.site.line) {
+                    (Some(f), Some(n)) => format!("{f}:{n}").into(),
+                    _ => Dynamic::UNIT,
+                },
+            );
+            lm.insert(
+                "chain".into(),
+                l.site
+                    .chain
+                    .iter()
+                    .map(|c| Dynamic::from(c.clone()))
+                    .collect::<Array>()
+                    .into(),
+            );
+            Dynamic::from_map(lm)
+        })
+        .collect();
+    m.insert("leaks".into(), leaks.into());
+    m
 }
 
 /// A damaged block as scripts see it: `kind`, `block`, `alloc_size`, `site` (`()` when unknown),

@@ -419,7 +419,7 @@ check("typed", type_of(e) == "map" && e.n_ops == 0 && type_of(t.var("g_tensors")
 fn a_breakpoint_never_reached_is_exit_2() {
     let dir = tempdir("never");
     let script = dir.join("n.rhai");
-    std::fs::write(&script, "let t = target();\nt.run_to(\"fw_oom\");\n").unwrap();
+    std::fs::write(&script, "let t = target();\nt.run_to(\"fw_halted\");\n").unwrap();
     let out = run_memlife(&[
         "audit",
         "--config",
@@ -430,7 +430,7 @@ fn a_breakpoint_never_reached_is_exit_2() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("breakpoint at fw_oom not reached within 1.0 s"),
+        stderr(&out).contains("breakpoint at fw_halted not reached within 1.0 s"),
         "{}",
         stderr(&out)
     );
@@ -791,8 +791,8 @@ fn every_script_runs_on_the_cpp_firmware_by_configuration_only() {
             junit.to_str().unwrap(),
             "--out",
             dir.to_str().unwrap(),
-            // This firmware halts for good when operator new fails: error-paths.rhai waits
-            // this long for each site it makes fail, then reports the hang as a finding.
+            // This firmware halts for good when operator new fails: error-paths.rhai finds it
+            // parked in its halt loop in about a second per site (this bounds any other wait).
             "--timeout",
             "4",
         ]);
@@ -812,6 +812,25 @@ fn every_script_runs_on_the_cpp_firmware_by_configuration_only() {
                 "{name}: {text}"
             );
             assert!(!xml.contains("<skipped"), "{name}: {xml}");
+        }
+        if name == "error-paths.rhai" {
+            // operator new without exceptions never returns NULL: its new_handler halts, so
+            // every site is a hang, named with the site and where the firmware is parked.
+            assert_eq!(code, Some(1), "{name}: {text}");
+            let fails: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("FAIL error-path "))
+                .collect();
+            assert!(!fails.is_empty(), "{name}: {text}");
+            for l in &fails {
+                assert!(
+                    l.contains("after the allocation of ")
+                        && l.contains("the firmware hung")
+                        && l.contains("parked at")
+                        && l.contains("board::Halt"),
+                    "{name}: {l}"
+                );
+            }
         }
         if name == "leak.rhai" || name == "lifecycle.rhai" {
             assert_eq!(code, Some(1), "{name}: {text}");

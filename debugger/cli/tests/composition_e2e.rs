@@ -35,8 +35,12 @@ fn loader_line(tag: &str) -> usize {
     let src = std::fs::read_to_string(repo().join("firmware/src/loader.c")).unwrap();
     1 + src
         .lines()
-        .position(|l| l.contains("mem_alloc(") && l.contains(&format!("\"{tag}\"")))
-        .unwrap_or_else(|| panic!("no mem_alloc tagged {tag} in loader.c"))
+        // The loader checks its allocations: mem_try_alloc (mem_alloc halts on NULL).
+        .position(|l| {
+            (l.contains("mem_alloc(") || l.contains("mem_try_alloc("))
+                && l.contains(&format!("\"{tag}\""))
+        })
+        .unwrap_or_else(|| panic!("no allocation tagged {tag} in loader.c"))
 }
 
 /// The load-peak example's settings, its `[components]` replaced by `components` when given,

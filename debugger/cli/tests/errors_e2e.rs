@@ -138,13 +138,13 @@ fn a_breakpoint_never_reached_times_out_and_leaves_no_breakpoint() {
             "--gdb",
             &server,
             "--at",
-            "fw_oom",
+            "fw_halted",
             "--timeout",
             "1",
         ],
         "not reached within 1.0 s",
     );
-    // The breakpoint is gone: the next session runs to model_release without stopping at fw_oom,
+    // The breakpoint is gone: the next session runs to model_release without stopping at fw_halted,
     // and gdb sees no breakpoints of ours.
     let out = run_memlife(&[
         "heap",
@@ -174,7 +174,7 @@ fn a_target_that_dies_mid_session() {
         "--gdb",
         &server,
         "--at",
-        "fw_oom",
+        "fw_halted",
         "--timeout",
         "60",
     ]);

@@ -49,6 +49,7 @@ pub struct Symbols {
     elf: elf::ElfImage,
     vars: Vec<Variable>,
     types: TypeTable,
+    returns: vars::Returns,
     source: Option<source::SourceIndex>,
     has_dwarf: bool,
     unwinder: Option<Unwinder>,
@@ -86,13 +87,13 @@ impl Symbols {
         let dwarf = elf::load_dwarf(&file, &bytes, elf.endian, name)?;
         let has_dwarf = dwarf.is_some();
         let unwinder = Unwinder::from_object(&file, &bytes, elf.endian, elf.address_size);
-        let (vars, types, source) = match dwarf {
+        let (vars, types, returns, source) = match dwarf {
             Some(dwarf) => {
-                let (vars, types) = vars::collect(&dwarf, name)?;
+                let (vars, types, returns) = vars::collect(&dwarf, name)?;
                 let source = source::SourceIndex::new(dwarf, name)?;
-                (vars, types, Some(source))
+                (vars, types, returns, Some(source))
             }
-            None => (Vec::new(), TypeTable::default(), None),
+            None => (Vec::new(), TypeTable::default(), Default::default(), None),
         };
         let demangled = elf
             .symbols
@@ -105,6 +106,7 @@ impl Symbols {
             elf,
             vars,
             types,
+            returns,
             source,
             has_dwarf,
             unwinder,
@@ -120,6 +122,19 @@ impl Symbols {
     /// The type table.
     pub fn types(&self) -> &TypeTable {
         &self.types
+    }
+
+    /// The return type of the function `name` from DWARF: `None` when DWARF does not describe
+    /// that function, `Some(None)` when it returns `void`.
+    pub fn return_type(&self, name: &str) -> Option<Option<TypeId>> {
+        self.returns.get(name).copied()
+    }
+
+    /// What the function `name` returned, from the registers at its return (`r0`, `r1`; see
+    /// [`value::returned`]); `None` when DWARF does not describe that function.
+    pub fn returned(&self, name: &str, r0: u64, r1: u64) -> Option<value::Returned> {
+        self.return_type(name)
+            .map(|ty| value::returned(&self.types, ty, r0, r1))
     }
 
     /// Every DWARF variable with a static address or a constant value.

@@ -54,10 +54,14 @@ struct Declaration {
     external: bool,
 }
 
+/// Functions by name and their return type (`None` = `void`): what a call left in r0 (and r1)
+/// means.
+pub(crate) type Returns = HashMap<String, Option<TypeId>>;
+
 pub(crate) fn collect(
     dwarf: &gimli::Dwarf<Reader>,
     path: &str,
-) -> Result<(Vec<Variable>, TypeTable)> {
+) -> Result<(Vec<Variable>, TypeTable, Returns)> {
     let err = |source: gimli::Error| SymbolError::Dwarf {
         path: path.to_string(),
         source,
@@ -66,6 +70,9 @@ pub(crate) fn collect(
     let mut types = TypeTable::default();
     let mut decls: HashMap<u64, Declaration> = HashMap::new();
     let mut pending_specs: Vec<(Variable, u64)> = Vec::new();
+    let mut returns = Returns::new();
+    // Subprogram DIEs by offset, for definitions that name themselves through a declaration.
+    let mut fn_decls: HashMap<u64, (Option<String>, Option<TypeId>)> = HashMap::new();
 
     let mut headers = dwarf.units();
     while let Some(header) = headers.next().map_err(err)? {
@@ -249,13 +256,34 @@ pub(crate) fn collect(
                     }
                     Open::Other
                 }
-                gimli::DW_TAG_subprogram => Open::Function(name.clone().or_else(|| {
-                    // Out-of-line definitions name themselves through DW_AT_specification.
-                    entry
+                gimli::DW_TAG_subprogram => {
+                    // Out-of-line definitions name themselves (and give their return type)
+                    // through DW_AT_specification or DW_AT_abstract_origin.
+                    let origin = entry
                         .attr_value(gimli::DW_AT_specification)
-                        .and_then(|v| type_ref(&unit, v))
-                        .and_then(|spec| decls.get(&spec).and_then(|d| d.name.clone()))
-                })),
+                        .or_else(|| entry.attr_value(gimli::DW_AT_abstract_origin))
+                        .and_then(|v| type_ref(&unit, v));
+                    let from_origin = origin.and_then(|o| fn_decls.get(&o).cloned());
+                    let fn_name = name.clone().or_else(|| {
+                        from_origin
+                            .as_ref()
+                            .and_then(|(n, _)| n.clone())
+                            .or_else(|| {
+                                origin
+                                    .and_then(|spec| decls.get(&spec).and_then(|d| d.name.clone()))
+                            })
+                    });
+                    let ret = type_id.or(from_origin.and_then(|(_, t)| t));
+                    fn_decls.insert(id, (fn_name.clone(), ret));
+                    if let Some(n) = &fn_name {
+                        // The first typed sighting wins (a declaration and its definition agree).
+                        let slot = returns.entry(n.clone()).or_insert(ret);
+                        if slot.is_none() {
+                            *slot = ret;
+                        }
+                    }
+                    Open::Function(fn_name)
+                }
                 gimli::DW_TAG_variable => {
                     let external = matches!(
                         entry.attr_value(gimli::DW_AT_external),
@@ -326,7 +354,7 @@ pub(crate) fn collect(
         vars.push(var);
     }
     vars.retain(|v| !v.name.is_empty());
-    Ok((vars, types))
+    Ok((vars, types, returns))
 }
 
 fn close(open: Open, types: &mut TypeTable) {

@@ -67,3 +67,22 @@ fn code_is_the_bytes_of_the_executable_sections() {
     assert_eq!(symbols.code(0x2000_0000, 4), None, "RAM is not code");
     assert!(symbols.unwinder().is_some(), "the CFI sections are found");
 }
+
+/// Return types come from each function's DWARF: `int` (a phase's status), `void *` (an
+/// allocation wrapper), `void`; a name DWARF does not describe has none.
+#[test]
+fn return_values_are_decoded_by_the_functions_dwarf_return_type() {
+    let symbols = Symbols::load(&fixture()).unwrap();
+    let shown = |f: &str, r0: u64, r1: u64| symbols.returned(f, r0, r1).map(|r| r.to_string());
+    assert_eq!(
+        shown("graph_build", 0xFFFF_FFF4, 0x1234).as_deref(),
+        Some("-12")
+    );
+    assert_eq!(shown("mem_alloc", 0, 0).as_deref(), Some("NULL"));
+    assert_eq!(
+        shown("mem_alloc", 0x2000_0100, 0).as_deref(),
+        Some("0x20000100")
+    );
+    assert_eq!(shown("fw_halted", 7, 7).as_deref(), Some("void"));
+    assert_eq!(symbols.return_type("no_such_function"), None);
+}

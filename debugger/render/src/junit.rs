@@ -133,6 +133,7 @@ mod tests {
             components: BTreeMap::new(),
             heap_map: None,
             deferred: Vec::new(),
+            injected: Vec::new(),
             error,
             exit_code,
         }

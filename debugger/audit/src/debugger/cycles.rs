@@ -66,6 +66,13 @@ pub(super) struct CycleStart {
     stops: u64,
 }
 
+impl CycleStart {
+    /// Halted at the entry of `function` at the `stops`-th stop.
+    pub(super) fn new(function: String, stops: u64) -> Self {
+        CycleStart { function, stops }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Waiting for the start role's call; other roles' calls are let pass.

@@ -23,7 +23,11 @@
 //! - `fault`: a stop at a fault handler, reported with the fault status registers and the
 //!   call chain from the exception frame.
 //! - `alloc_trace`: allocation tracing (events, live blocks, sites).
-//! - `fail_alloc`: allocation-failure injection (a chosen malloc returns NULL).
+//! - `fail_alloc`: allocation-failure injection (a chosen malloc returns NULL), the phase's
+//!   return value read through DWARF, a phase's allocation sites.
+//! - `after_failure`: the firmware run on through its handling of that failure, to the next
+//!   cycle, the release, an exit, a hang or a fault.
+//! - `park`: a firmware parked in a loop, told from one still working, while waiting.
 //! - `phases`: phase tracking (calls, the open phase, spans, peaks, records), pure.
 //! - `phase_run`: the script-facing "run one phase" API and the watermark method.
 //! - `cycles`: the lifecycle observed: every role's calls in the firmware's order, by cycle.
@@ -31,12 +35,14 @@
 //! The engine's unit tests (`tests`) drive it over a fake target that replays a script of
 //! calls and returns.
 
+mod after_failure;
 mod alloc_trace;
 mod breakpoints;
 mod budget;
 mod cycles;
 mod fail_alloc;
 mod fault;
+mod park;
 mod phase_run;
 mod phases;
 mod resume;
@@ -61,9 +67,10 @@ use breakpoints::{BreakRole, BreakpointSet};
 use phases::PhaseTracker;
 use resume::HostResume;
 
+pub use after_failure::{FailureEnd, FailureRun, FailureWait};
 pub use alloc_trace::LiveAlloc;
 pub use cycles::{Cycle, CycleRun, PhaseCall};
-pub use fail_alloc::Injected;
+pub use fail_alloc::{AllocSite, FailChoice, Injected};
 pub use phase_run::PhaseRun;
 pub use run::{Goal, Observer, Outcome, Progress};
 
@@ -94,6 +101,13 @@ pub struct Debugger {
     fail: fail_alloc::FailState,
     /// The program's exit status once it exited while cycles were observed.
     exited: Option<i32>,
+    /// Failures whose handling `after_failure` has seen to its end.
+    fail_waited: usize,
+    /// Runs watch for a parked firmware (a loop it never leaves) instead of waiting for the
+    /// whole timeout: set while the handling of a failed allocation is awaited.
+    park_watch: bool,
+    /// The park watch turns on as soon as an allocation is made to fail (`after_failure`).
+    park_on_failure: bool,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -156,6 +170,9 @@ impl Debugger {
             cycles_done: 0,
             cycle_start: None,
             exited: None,
+            fail_waited: 0,
+            park_watch: false,
+            park_on_failure: false,
         };
         match dbg.prepare() {
             Ok(()) => Ok(dbg),

@@ -107,6 +107,13 @@ impl PhaseTracker {
         self.open.as_ref().map(|p| p.function.as_str())
     }
 
+    /// The open phase's call number, the heap at its entry and its first event number.
+    pub fn open_call(&self) -> Option<(u64, Rc<HeapState>, u64)> {
+        self.open
+            .as_ref()
+            .map(|p| (p.call, Rc::clone(&p.before), p.seq_begin))
+    }
+
     /// Drops the open phase, which can no longer end (the target is being reset after the phase
     /// failed: a hang, a fault or an exit). Returns its function.
     pub fn abandon(&mut self) -> Option<String> {

@@ -7,6 +7,7 @@ use memlife_core::{Register, StopReason, TargetError, Wait, interrupt};
 
 use super::Debugger;
 use super::breakpoints::{BreakRole, ReturnRole, ReturnWatch};
+use super::park;
 use crate::error::AuditError;
 
 /// Registers read at every stop.
@@ -122,29 +123,13 @@ impl Debugger {
                 &self.bps,
                 &mut self.stop_cache,
             )?;
-            let timeout = deadline.left_or_max();
             let control = self
                 .target
                 .control()
                 .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?;
             control.resume()?;
             self.stop_cache.clear();
-            let stop = match interrupt::wait_for_stop_or_interrupt(control, timeout)? {
-                Wait::Stopped(stop) => stop,
-                Wait::TimedOut => {
-                    let _ = control.halt();
-                    return Err(AuditError::NotReached {
-                        what: self.goal_name(goal),
-                        seconds: self.timeout.as_secs_f64(),
-                    });
-                }
-                Wait::Interrupted => {
-                    // Halted, so the cleanup that follows (breakpoints out, then resume or
-                    // leave as asked) works on a quiet core.
-                    let _ = control.halt();
-                    return Err(AuditError::Target(TargetError::Interrupted));
-                }
-            };
+            let stop = self.wait_stop(deadline, goal)?;
             match stop {
                 StopReason::Breakpoint(_) | StopReason::Signal(5) => {}
                 StopReason::Exited(code) => {
@@ -184,6 +169,67 @@ impl Debugger {
         }
     }
 
+    /// Waits for the running core to stop, until `deadline`. With the park watch on, the core
+    /// is sampled every [`park::POLL`] and a parked firmware ends the wait early (see `park`).
+    fn wait_stop(&mut self, deadline: Deadline, goal: &Goal) -> Result<StopReason, AuditError> {
+        let mut watch = park::ParkWatch::default();
+        loop {
+            let left = deadline.left_or_max();
+            let slice = if self.park_watch {
+                left.min(park::POLL)
+            } else {
+                left
+            };
+            let control = self
+                .target
+                .control()
+                .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?;
+            match interrupt::wait_for_stop_or_interrupt(control, slice)? {
+                Wait::Stopped(stop) => return Ok(stop),
+                Wait::Interrupted => {
+                    // Halted, so the cleanup that follows (breakpoints out, then resume or
+                    // leave as asked) works on a quiet core.
+                    let _ = control.halt();
+                    return Err(AuditError::Target(TargetError::Interrupted));
+                }
+                Wait::TimedOut if !self.park_watch || deadline.passed() => {
+                    let _ = control.halt();
+                    return Err(AuditError::NotReached {
+                        what: self.goal_name(goal),
+                        seconds: self.timeout.as_secs_f64(),
+                    });
+                }
+                Wait::TimedOut => {
+                    match control.halt()? {
+                        StopReason::Halted | StopReason::Signal(2) => {}
+                        // It stopped by itself just then: a real stop.
+                        other => return Ok(other),
+                    }
+                    let pc = self.target.read_register(Register::ProgramCounter)?;
+                    let sp = self.target.read_register(Register::StackPointer)?;
+                    if !self.bps.roles_at(pc & !1).is_empty() {
+                        // Halted on one of memlife's breakpoints before it fired: handle it as
+                        // its stop, or resuming would step over it.
+                        return Ok(StopReason::Signal(5));
+                    }
+                    if watch.sample(pc, sp) {
+                        let at = self.parked_at(pc);
+                        return Err(AuditError::Parked {
+                            what: self.goal_name(goal),
+                            at,
+                            polls: park::POLLS,
+                            interval_ms: u64::try_from(park::POLL.as_millis()).unwrap_or(0),
+                        });
+                    }
+                    self.target
+                        .control()
+                        .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?
+                        .resume()?;
+                }
+            }
+        }
+    }
+
     pub(super) fn read_regs(&mut self) -> Result<Regs, AuditError> {
         let t = &mut self.target;
         let pc = t.read_register(Register::ProgramCounter)?;
@@ -212,7 +258,10 @@ impl Debugger {
             match role {
                 ReturnRole::Malloc(pending) => self.malloc_returned(regs.args[0], pending)?,
                 ReturnRole::Span => self.close_span()?,
-                ReturnRole::Phase => d.reached |= matches!(goal, Goal::PhaseReturn),
+                ReturnRole::Phase => {
+                    self.phase_returned(regs);
+                    d.reached |= matches!(goal, Goal::PhaseReturn);
+                }
             }
         }
         for role in self.bps.roles_at(regs.pc) {

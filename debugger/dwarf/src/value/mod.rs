@@ -29,11 +29,13 @@ use memlife_core::{Memory, TargetError};
 use serde::ser::{SerializeMap, SerializeSeq};
 
 mod decode;
+mod returned;
 
 use crate::Symbols;
 use crate::types::{TypeId, TypeTable};
 
 pub use decode::decode;
+pub use returned::{Returned, returned};
 
 /// Elements decoded per array dimension at most; longer arrays are truncated, and say so.
 pub const MAX_ELEMENTS: u64 = 4096;
