@@ -25,9 +25,9 @@ status=0
 code=${PIPESTATUS[0]}
 if [ "$code" = 0 ]; then verdict="every verdict as expected"; else verdict="UNEXPECTED"; status=1; fi
 echo "   exit $code: $verdict"
-echo "   the checks that failed or warned, per scenario ($OUT/NAME/stdout.txt):"
+echo "   the checks that failed, per scenario ($OUT/NAME/stdout.txt):"
 for ex in healthy load-peak reorder branch-peak leak-on-switch fragmentation overlap; do
-  grep -E '^(FAIL|WARN) ' "$OUT/$ex/stdout.txt" 2>/dev/null | cut -c1-110 | sed "s/^/   $ex: /"
+  grep -E '^FAIL ' "$OUT/$ex/stdout.txt" 2>/dev/null | cut -c1-110 | sed "s/^/   $ex: /"
 done
 echo
 echo "== memlife diff: the healthy build against leak-on-switch (budgets: examples/diff/memlife.toml)"
