@@ -299,4 +299,25 @@ mod tests {
         assert!(matrix(&file).unwrap_err().to_string().contains("elff"));
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    #[test]
+    fn config_files_are_named_after_their_folder_or_stem_and_expect_their_exit() {
+        let dir = std::env::temp_dir().join(format!("memlife-configs-{}", std::process::id()));
+        for sub in ["healthy", "other/healthy"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+            std::fs::write(dir.join(sub).join("memlife.toml"), "[expect]\nexit = 1\n").unwrap();
+        }
+        std::fs::write(dir.join("board b.toml"), "").unwrap();
+        let paths = [
+            dir.join("healthy/memlife.toml"),
+            dir.join("other/healthy/memlife.toml"),
+            dir.join("board b.toml"),
+        ];
+        let t = from_configs(&paths).unwrap();
+        let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["healthy", "healthy-2", "board_b"]);
+        assert_eq!(t[0].expect, Some(Expected::Fail));
+        assert_eq!(t[2].expect, None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
