@@ -234,6 +234,13 @@ fn check_names(targets: &[Target], path: &Path) -> Result<()> {
                 t.name
             );
         }
+        if ["junit.xml", "summary.json"].contains(&t.name.as_str()) {
+            bail!(
+                "{}: [[matrix]] name `{}` is the run's own output file: choose another",
+                path.display(),
+                t.name
+            );
+        }
         if targets[..i].iter().any(|o| o.name == t.name) {
             bail!(
                 "{}: [[matrix]] name `{}` is given twice",
@@ -295,6 +302,13 @@ mod tests {
         )
         .unwrap();
         assert!(matrix(&file).unwrap_err().to_string().contains("twice"));
+        std::fs::write(&file, "[[matrix]]\nname = \"junit.xml\"\n").unwrap();
+        assert!(
+            matrix(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("output file")
+        );
         std::fs::write(&file, "[[matrix]]\nname = \"a\"\nelff = \"x\"\n").unwrap();
         assert!(matrix(&file).unwrap_err().to_string().contains("elff"));
         let _ = std::fs::remove_dir_all(&dir);
