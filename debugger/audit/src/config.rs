@@ -229,6 +229,9 @@ pub struct AuditConfig {
     pub expect: Option<Expectation>,
     /// Budgets on the change between two builds (`memlife diff`, `memlife audit --baseline`).
     pub diff: memlife_diff::Budgets,
+    /// The targets of a wide run (`[[matrix]]`), read by `memlife audit` before any target
+    /// runs; one audit ignores them, so the file can also be an entry's own settings.
+    pub matrix: Vec<toml::Table>,
 }
 
 /// The expected verdict of an example.
@@ -294,7 +297,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
 ];
 
 /// Top-level keys that are values, not tables.
-const TOP_KEYS: &[&str] = &["elf", "allocator", "timeout"];
+const TOP_KEYS: &[&str] = &["elf", "allocator", "timeout", "matrix"];
 
 /// `; did you mean `X`?` for the candidate nearest to `name`, or nothing when none is near.
 pub fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> String {

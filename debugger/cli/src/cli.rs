@@ -36,7 +36,7 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Drive the firmware through its lifecycle with a Rhai script and report the checks
     /// (exit 0 all passed, 1 a check failed, 2 error).
-    Audit(AuditArgs),
+    Audit(Box<AuditArgs>),
     /// Be a GDB remote server for gdb-multiarch over the target, with heap `monitor` commands
     /// (`monitor help` lists them).
     Serve(ServeArgs),
@@ -94,9 +94,9 @@ pub struct ServeArgs {
 /// `memlife audit`.
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// The Rhai script (see scripts/).
+    /// The Rhai script (see scripts/); in a wide run, the script of the targets that name none.
     #[arg(value_name = "SCRIPT")]
-    pub script: PathBuf,
+    pub script: Option<PathBuf>,
     /// Firmware ELF with DWARF (or `elf` in memlife.toml).
     #[arg(long, value_name = "FILE")]
     pub elf: Option<PathBuf>,
@@ -104,9 +104,27 @@ pub struct AuditArgs {
     pub target: TargetArgs,
     #[command(flatten)]
     pub heap: HeapOptions,
-    /// Settings file; default: ./memlife.toml when it exists.
+    /// Settings file; default: ./memlife.toml when it exists. Repeatable: several files, or one
+    /// with `[[matrix]]` entries, are a wide run, one target each (outputs in OUT/NAME/, one
+    /// OUT/junit.xml and OUT/summary.json; --junit and --json name those two instead).
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub config: Vec<PathBuf>,
+    /// Wide run: audit N targets at a time, each in its own memlife process (its own QEMU).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..256))]
+    pub jobs: Option<u16>,
+    /// Wide run: audit only the I-th of N parts of the list (round robin over its order), so a
+    /// CI matrix of N machines spreads it.
+    #[arg(long, value_name = "I/N", value_parser = crate::wide::list::Shard::parse)]
+    pub shard: Option<crate::wide::list::Shard>,
+    /// Wide run: stop a target that runs longer than this many seconds (an error for it, the
+    /// other targets run on).
+    #[arg(long, value_name = "SECONDS", value_parser = memlife_core::limits::parse_timeout)]
+    pub target_timeout: Option<f64>,
+    /// Wide run: compare each target's verdict with the expected one (`expect = "pass"|"fail"`
+    /// in its [[matrix]] entry, else `[expect] exit` of its memlife.toml): exit 0 when all are
+    /// as expected.
+    #[arg(long)]
+    pub expect: bool,
     /// Peak method: trace (breakpoints on malloc/free: exact, with allocation sites), sample
     /// (phase and span boundaries only) or watermark (the allocator's low-water mark; writes
     /// target RAM and restores it).

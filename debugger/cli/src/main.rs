@@ -14,6 +14,7 @@
 //! - [`outputs`]: the audit's output files: stale ones replaced at the start, each written on
 //!   its own at the end.
 //! - [`progress`]: the audit's progress spinner or plain lines.
+//! - [`wide`]: `memlife audit` over a list of targets (`[[matrix]]`, several `--config`s).
 //! - [`commands`]: one module per subcommand (`serve` runs the GDB server of `memlife-server`).
 
 mod boards;
@@ -26,6 +27,7 @@ mod runto;
 mod session;
 #[cfg(feature = "probe")]
 mod virtual_board;
+mod wide;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -21,9 +21,10 @@ use crate::session::Session;
 const DEFAULT_TIMEOUT: f64 = 30.0;
 
 fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
-    let path = match &args.config {
-        Some(p) => Some(p.clone()),
-        None => Some(PathBuf::from("memlife.toml")).filter(|p| p.is_file()),
+    let path = match args.config.as_slice() {
+        [] => Some(PathBuf::from("memlife.toml")).filter(|p| p.is_file()),
+        [one] => Some(one.clone()),
+        _ => bail!("internal error: several --config files reached a single audit"),
     };
     let mut cfg = match path {
         Some(p) => AuditConfig::load(&p)?,
@@ -82,8 +83,15 @@ fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
     })
 }
 
-pub fn run(args: AuditArgs) -> Result<ExitCode> {
+pub fn run(args: AuditArgs, verbose: u8) -> Result<ExitCode> {
+    if let Some(targets) = crate::wide::targets(&args)? {
+        return crate::wide::run(&args, verbose, targets);
+    }
     let started = Instant::now();
+    let script = args
+        .script
+        .clone()
+        .context("no script given: memlife audit SCRIPT (e.g. scripts/lifecycle.rhai)")?;
     // What the user wrote is checked against the ELF; the bundled firmware's names fill in
     // what it does not say.
     let given = load_config(&args)?;
@@ -112,7 +120,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         elf: elf.display().to_string(),
         target: targets.describe(),
         board: targets.qemu.clone().or_else(|| targets.chip.clone()),
-        script: args.script.display().to_string(),
+        script: script.display().to_string(),
         method,
         phase_aliases: cfg.phases.clone(),
     };
@@ -121,7 +129,8 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     for failure in outputs.write(&AuditReport::unfinished(&run), false) {
         eprintln!("memlife audit: {failure}; the audit runs on and writes the other outputs");
     }
-    let (report, mut session) = match audit(&args, &given, &cfg, &elf, &targets, &mut run) {
+    let (report, mut session) = match audit(&args, &script, &given, &cfg, &elf, &targets, &mut run)
+    {
         Ok(done) => done,
         Err(e) => {
             // No results: the outputs say why rather than "not finished".
@@ -135,13 +144,13 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     // Reports first: whatever happens to the target afterwards, they are on disk.
     let failures = outputs.write(&report, true);
     let close = session.take().map_or(Ok(()), Session::close);
-    print_summary(&report, &args.script)?;
+    print_summary(&report, &script)?;
     for failure in &failures {
         eprintln!("error: {failure}");
     }
     close?;
     if let Some(e) = &report.error {
-        bail!("{}", script_error(&args.script, e));
+        bail!("{}", script_error(&script, e));
     }
     if !failures.is_empty() {
         bail!(
@@ -160,14 +169,15 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
 /// reports to be written before the target is let go.
 fn audit(
     args: &AuditArgs,
+    script: &Path,
     given: &AuditConfig,
     cfg: &AuditConfig,
     elf: &Path,
     targets: &TargetArgs,
     run: &mut RunContext,
 ) -> Result<(AuditReport, Option<Session>)> {
-    let source = std::fs::read_to_string(&args.script)
-        .with_context(|| format!("cannot read script {}", args.script.display()))?;
+    let source = std::fs::read_to_string(script)
+        .with_context(|| format!("cannot read script {}", script.display()))?;
     let symbols = Rc::new(super::load_symbols(elf)?);
     let functions = symbols
         .elf_symbols()
@@ -310,7 +320,7 @@ mod tests {
 
     fn audit_args(args: &[&str]) -> AuditArgs {
         match Cli::try_parse_from(args).unwrap().command {
-            Command::Audit(a) => a,
+            Command::Audit(a) => *a,
             _ => panic!("not audit"),
         }
     }

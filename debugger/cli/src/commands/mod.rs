@@ -26,7 +26,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Symbols(args) => symbols::run(args),
         Command::Heap(args) => heap::run(args),
         Command::Snapshot(args) => snapshot::run(args),
-        Command::Audit(args) => audit::run(args),
+        Command::Audit(args) => audit::run(*args, cli.verbose),
         Command::Serve(args) => serve::run(args),
         Command::Probes => probes::run(),
         Command::Init(args) => init::run(args),

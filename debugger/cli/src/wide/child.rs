@@ -1,0 +1,217 @@
+//! One target of a wide run: a `memlife audit` child process of its own (its own QEMU on its
+//! own free port, its own Ctrl-C clean-up), its outputs in OUT/NAME/, stopped by its pid when it
+//! runs over `--target-timeout` or the run is interrupted, and killed when dropped.
+//!
+//! A child rather than a thread: one audit owns its target, its script engine and the QEMU it
+//! started (which dies with the thread that started it), and a crash or hang of one stays in it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::list::Target;
+use crate::cli::AuditArgs;
+
+/// How often a running child is looked at.
+const POLL: Duration = Duration::from_millis(50);
+/// After SIGTERM, how long a child gets to remove its breakpoints and write its outputs.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// The files of one target under OUT/NAME/.
+pub struct Files {
+    pub dir: PathBuf,
+}
+
+impl Files {
+    pub fn json(&self) -> PathBuf {
+        self.dir.join("audit.json")
+    }
+    pub fn junit(&self) -> PathBuf {
+        self.dir.join("junit.xml")
+    }
+    pub fn stderr(&self) -> PathBuf {
+        self.dir.join("stderr.txt")
+    }
+    pub fn stdout(&self) -> PathBuf {
+        self.dir.join("stdout.txt")
+    }
+}
+
+/// How a child ended.
+#[derive(Debug, Clone)]
+pub enum Ending {
+    /// It exited with this status.
+    Exited(ExitStatus),
+    /// It ran over `--target-timeout` and was stopped.
+    TimedOut(f64),
+    /// It could not be started.
+    NotStarted(String),
+}
+
+/// A child killed and reaped when dropped, whatever path leaves its owner.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// The command line of the child that audits `target`: the shared flags of this run, then the
+/// entry's own settings, which win.
+pub fn command(
+    exe: &Path,
+    verbose: u8,
+    args: &AuditArgs,
+    target: &Target,
+    script: &Path,
+    files: &Files,
+) -> Command {
+    let mut a: Vec<OsString> = Vec::new();
+    flag(&mut a, "--config", &target.config);
+    if let Some(elf) = target.elf.as_ref().or(args.elf.as_ref()) {
+        flag(&mut a, "--elf", elf);
+    }
+    flag(&mut a, "--out", &files.dir);
+    flag(&mut a, "--json", &files.json());
+    flag(&mut a, "--junit", &files.junit());
+    flag(&mut a, "--report", &files.dir.join("report"));
+    flag(&mut a, "--trace", &files.dir.join("trace.json"));
+    let o = &target.overrides;
+    let t = &args.target;
+    if let Some(q) = o.qemu.as_ref().or(t.qemu.as_ref()) {
+        flag(&mut a, "--qemu", q);
+    }
+    if let Some(chip) = &t.chip {
+        flag(&mut a, "--chip", chip);
+    }
+    if let Some(p) = &t.probe.probe {
+        flag(&mut a, "--probe", &p.to_string());
+    }
+    if t.probe.connect_under_reset {
+        a.push("--connect-under-reset".into());
+    }
+    if let Some(s) = t.probe.speed {
+        flag(&mut a, "--speed", &s.to_string());
+    }
+    if let Some(d) = t.deadline {
+        flag(&mut a, "--deadline", &d.to_string());
+    }
+    if let Some(dir) = &t.semihosting_dir {
+        flag(&mut a, "--semihosting-dir", dir);
+    }
+    let h = &args.heap;
+    if let Some(alloc) = o.allocator.as_ref().or(h.allocator.as_ref()) {
+        flag(&mut a, "--allocator", alloc);
+    }
+    if let Some(p) = &h.poisoning {
+        flag(&mut a, "--poisoning", p);
+    }
+    for (start, len) in &h.heap_region {
+        flag(&mut a, "--heap-region", &format!("{start:#x}:{len:#x}"));
+    }
+    if let Some(b) = h.heap_break {
+        flag(&mut a, "--heap-break", &format!("{b:#x}"));
+    }
+    if let Some(l) = h.heap_limit {
+        flag(&mut a, "--heap-limit", &format!("{l:#x}"));
+    }
+    if let Some(m) = o.method.or(args.method) {
+        flag(&mut a, "--method", &format!("{m:?}").to_lowercase());
+    }
+    for (k, v) in &args.phases {
+        flag(&mut a, "--phase", &format!("{k}={v}"));
+    }
+    for (k, v) in &args.spans {
+        flag(&mut a, "--span", &format!("{k}={v}"));
+    }
+    for (k, v) in args.budgets.iter().chain(&o.budgets) {
+        flag(&mut a, "--budget", &format!("{k}={v}"));
+    }
+    if let Some(s) = o.timeout.or(args.timeout) {
+        flag(&mut a, "--timeout", &s.to_string());
+    }
+    if args.leave == crate::cli::Leave::Halted {
+        flag(&mut a, "--leave", &"halted");
+    }
+    let mut cmd = Command::new(exe);
+    if verbose > 0 {
+        cmd.arg(format!("-{}", "v".repeat(usize::from(verbose))));
+    }
+    cmd.arg("audit").arg(script).args(a).args(&o.args);
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `cmd` to its end, its stdout and stderr into the target's files; stops it (SIGTERM, then
+/// SIGKILL after a grace period) when it runs over `limit` or the user interrupts this run.
+pub fn run(mut cmd: Command, files: &Files, limit: Option<f64>) -> Ending {
+    let started = (|| -> Result<Guard> {
+        std::fs::create_dir_all(&files.dir)
+            .with_context(|| format!("cannot create {}", files.dir.display()))?;
+        let out = std::fs::File::create(files.stdout())?;
+        let err = std::fs::File::create(files.stderr())?;
+        cmd.stdout(out).stderr(err);
+        Ok(Guard(cmd.spawn().context("cannot start memlife")?))
+    })();
+    let mut child = match started {
+        Ok(c) => c,
+        Err(e) => return Ending::NotStarted(format!("{e:#}")),
+    };
+    let t0 = Instant::now();
+    // When this target was asked to stop, and whether SIGTERM was sent.
+    let mut asked: Option<Instant> = None;
+    let mut termed = false;
+    let mut timed_out = false;
+    loop {
+        match child.0.try_wait() {
+            Ok(Some(_)) if timed_out => return Ending::TimedOut(limit.unwrap_or_default()),
+            Ok(Some(status)) => return Ending::Exited(status),
+            Ok(None) => {}
+            Err(e) => return Ending::NotStarted(format!("waiting for memlife: {e}")),
+        }
+        match asked {
+            None if limit.is_some_and(|l| t0.elapsed().as_secs_f64() > l) => {
+                timed_out = true;
+                terminate(child.0.id());
+                termed = true;
+                asked = Some(Instant::now());
+            }
+            // Ctrl-C in a terminal reaches the children too (one process group): they get the
+            // grace period to clean up on their own before a SIGTERM sent to this process alone
+            // is passed on.
+            None if memlife_core::interrupt::requested() => asked = Some(Instant::now()),
+            Some(at) if !termed && at.elapsed() > GRACE => {
+                terminate(child.0.id());
+                termed = true;
+                asked = Some(Instant::now());
+            }
+            Some(at) if termed && at.elapsed() > GRACE => {
+                let _ = child.0.kill();
+            }
+            _ => {}
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+fn flag(a: &mut Vec<OsString>, name: &str, value: &dyn AsRef<std::ffi::OsStr>) {
+    a.push(name.into());
+    a.push(value.as_ref().to_os_string());
+}
+
+/// SIGTERM to one pid through kill(1) (memlife has no `unsafe` for libc): the child's own
+/// handler then removes its breakpoints, writes its outputs and stops its QEMU.
+fn terminate(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}

@@ -1,0 +1,337 @@
+//! The list a wide run audits: the `[[matrix]]` entries of one memlife.toml, or one target per
+//! `--config` file; then the part of it this machine runs (`--shard I/N`).
+//!
+//! Paths in a matrix entry are relative to the matrix file, as every path in memlife.toml is.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use memlife_audit::{AuditConfig, PeakMethod};
+use serde::Deserialize;
+
+/// What a target's audit is expected to say (`--expect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expected {
+    /// Exit 0: every check passed.
+    Pass,
+    /// Exit 1: a check failed.
+    Fail,
+}
+
+/// One `[[matrix]]` entry as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: String,
+    elf: Option<PathBuf>,
+    script: Option<PathBuf>,
+    config: Option<PathBuf>,
+    expect: Option<Expected>,
+    qemu: Option<String>,
+    method: Option<PeakMethod>,
+    timeout: Option<f64>,
+    allocator: Option<String>,
+    #[serde(default)]
+    budgets: BTreeMap<String, f64>,
+    #[serde(default)]
+    args: Vec<String>,
+}
+
+/// Only the matrix of a memlife.toml; the rest is the audit's (checked by each child).
+#[derive(Debug, Deserialize)]
+struct MatrixFile {
+    #[serde(default)]
+    matrix: Vec<Entry>,
+}
+
+/// One target of the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// Unique; the name of its output folder and of its JUnit test suite.
+    pub name: String,
+    /// The memlife.toml its audit reads.
+    pub config: PathBuf,
+    /// The firmware, when the entry names it (else the config's `elf`).
+    pub elf: Option<PathBuf>,
+    /// The script, when the entry names it (else the SCRIPT argument).
+    pub script: Option<PathBuf>,
+    /// The verdict `--expect` compares with.
+    pub expect: Option<Expected>,
+    /// Flags for this target only, after the shared ones.
+    pub overrides: Overrides,
+}
+
+/// An entry's own settings, which win over the command line's shared flags.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    pub qemu: Option<String>,
+    pub method: Option<PeakMethod>,
+    pub timeout: Option<f64>,
+    pub allocator: Option<String>,
+    pub budgets: Vec<(String, f64)>,
+    /// Further `memlife audit` flags, verbatim.
+    pub args: Vec<String>,
+}
+
+/// `--shard I/N`: the I-th of N parts, counted from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// Parses `I/N` with 1 <= I <= N.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let parsed = s
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if index >= 1 && index <= count => Ok(Shard { index, count }),
+            _ => Err(format!("`{s}` is not I/N with 1 <= I <= N (e.g. 1/2)")),
+        }
+    }
+
+    /// Round robin over the list's order, so every machine gets a mix of the list and the parts
+    /// of N machines are disjoint and cover it, whatever the list's length.
+    pub fn select<T>(self, list: Vec<T>) -> Vec<T> {
+        list.into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % self.count == self.index - 1)
+            .map(|(_, t)| t)
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// The matrix entries of `path`, or none when it has no `[[matrix]]`.
+pub fn matrix(path: &Path) -> Result<Vec<Target>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let file: MatrixFile = toml::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {}",
+            path.display(),
+            e.to_string().trim().replace('\n', " ")
+        )
+    })?;
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let near = |p: PathBuf| if p.is_relative() { dir.join(p) } else { p };
+    let targets = file
+        .matrix
+        .into_iter()
+        .map(|e| {
+            let config = e.config.map_or_else(|| path.to_path_buf(), near);
+            Target {
+                expect: e.expect.or_else(|| expected_by(&config)),
+                name: e.name,
+                config,
+                elf: e.elf.map(near),
+                script: e.script.map(near),
+                overrides: Overrides {
+                    qemu: e.qemu,
+                    method: e.method,
+                    timeout: e.timeout,
+                    allocator: e.allocator,
+                    budgets: e.budgets.into_iter().collect(),
+                    args: e.args,
+                },
+            }
+        })
+        .collect::<Vec<_>>();
+    check_names(&targets, path)?;
+    Ok(targets)
+}
+
+/// One target per file, named after its folder (`examples/healthy/memlife.toml` is `healthy`)
+/// or its stem when that is not `memlife`; a name taken twice gets `-2`, `-3`.
+pub fn from_configs(paths: &[PathBuf]) -> Result<Vec<Target>> {
+    let mut targets: Vec<Target> = Vec::new();
+    for path in paths {
+        if !matrix(path)?.is_empty() {
+            bail!(
+                "{} has a [[matrix]]: give it as the only --config (matrices do not nest)",
+                path.display()
+            );
+        }
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("target");
+        let base = if stem == "memlife" {
+            path.canonicalize()
+                .ok()
+                .and_then(|p| Some(p.parent()?.file_name()?.to_str()?.to_string()))
+                .unwrap_or_else(|| stem.to_string())
+        } else {
+            stem.to_string()
+        };
+        let base = sanitize(&base);
+        let mut name = base.clone();
+        let mut n = 1;
+        while targets.iter().any(|t| t.name == name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        targets.push(Target {
+            name,
+            config: path.clone(),
+            elf: None,
+            script: None,
+            expect: expected_by(path),
+            overrides: Overrides::default(),
+        });
+    }
+    Ok(targets)
+}
+
+/// `[expect] exit` of a config (0 pass, 1 fail). A file that cannot be read says nothing here:
+/// its own audit reports why.
+fn expected_by(config: &Path) -> Option<Expected> {
+    match AuditConfig::load(config).ok()?.expect?.exit {
+        0 => Some(Expected::Pass),
+        1 => Some(Expected::Fail),
+        _ => None,
+    }
+}
+
+/// A name is a folder name: letters, digits, `.`, `_`, `-`.
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+fn sanitize(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if is_name(&s) { s } else { format!("t{s}") }
+}
+
+fn check_names(targets: &[Target], path: &Path) -> Result<()> {
+    for (i, t) in targets.iter().enumerate() {
+        if !is_name(&t.name) {
+            bail!(
+                "{}: [[matrix]] name `{}` is not a folder name (letters, digits, `.`, `_`, `-`)",
+                path.display(),
+                t.name
+            );
+        }
+        if ["junit.xml", "summary.json"].contains(&t.name.as_str()) {
+            bail!(
+                "{}: [[matrix]] name `{}` is the run's own output file: choose another",
+                path.display(),
+                t.name
+            );
+        }
+        if targets[..i].iter().any(|o| o.name == t.name) {
+            bail!(
+                "{}: [[matrix]] name `{}` is given twice",
+                path.display(),
+                t.name
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn shards_partition_the_list_in_order() {
+        let list: Vec<usize> = (0..7).collect();
+        let parts: Vec<Vec<usize>> = (1..=3)
+            .map(|i| Shard { index: i, count: 3 }.select(list.clone()))
+            .collect();
+        assert_eq!(parts, vec![vec![0, 3, 6], vec![1, 4], vec![2, 5]]);
+        assert_eq!(Shard::parse("2/3").unwrap(), Shard { index: 2, count: 3 });
+        for bad in ["0/2", "3/2", "1", "a/b", "1/0"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn matrix_paths_are_relative_to_the_file_and_names_are_checked() {
+        let dir = std::env::temp_dir().join(format!("memlife-matrix-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.toml");
+        std::fs::write(
+            &file,
+            "[[matrix]]\nname = \"a\"\nelf = \"a.elf\"\nscript = \"/s.rhai\"\nexpect = \"fail\"\nbudgets = { cycles = 2 }\n\
+             [[matrix]]\nname = \"b\"\nconfig = \"b/memlife.toml\"\n",
+        )
+        .unwrap();
+        let t = matrix(&file).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].elf.as_deref(), Some(dir.join("a.elf").as_path()));
+        assert_eq!(t[0].script.as_deref(), Some(Path::new("/s.rhai")));
+        assert_eq!(t[0].config, file);
+        assert_eq!(t[0].expect, Some(Expected::Fail));
+        assert_eq!(t[0].overrides.budgets, vec![("cycles".to_string(), 2.0)]);
+        assert_eq!(t[1].config, dir.join("b/memlife.toml"));
+        std::fs::write(&file, "[[matrix]]\nname = \"../x\"\n").unwrap();
+        assert!(
+            matrix(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("folder name")
+        );
+        std::fs::write(
+            &file,
+            "[[matrix]]\nname = \"a\"\n[[matrix]]\nname = \"a\"\n",
+        )
+        .unwrap();
+        assert!(matrix(&file).unwrap_err().to_string().contains("twice"));
+        std::fs::write(&file, "[[matrix]]\nname = \"junit.xml\"\n").unwrap();
+        assert!(
+            matrix(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("output file")
+        );
+        std::fs::write(&file, "[[matrix]]\nname = \"a\"\nelff = \"x\"\n").unwrap();
+        assert!(matrix(&file).unwrap_err().to_string().contains("elff"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn config_files_are_named_after_their_folder_or_stem_and_expect_their_exit() {
+        let dir = std::env::temp_dir().join(format!("memlife-configs-{}", std::process::id()));
+        for sub in ["healthy", "other/healthy"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+            std::fs::write(dir.join(sub).join("memlife.toml"), "[expect]\nexit = 1\n").unwrap();
+        }
+        std::fs::write(dir.join("board b.toml"), "").unwrap();
+        let paths = [
+            dir.join("healthy/memlife.toml"),
+            dir.join("other/healthy/memlife.toml"),
+            dir.join("board b.toml"),
+        ];
+        let t = from_configs(&paths).unwrap();
+        let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["healthy", "healthy-2", "board_b"]);
+        assert_eq!(t[0].expect, Some(Expected::Fail));
+        assert_eq!(t[2].expect, None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,255 @@
+//! Wide runs: `memlife audit` over a list of targets (the `[[matrix]]` of a memlife.toml, or
+//! several `--config` files), `-j N` of them at a time, each in a memlife child process of its
+//! own ([`child`]), the part `--shard I/N` names ([`list`]), and one merged JUnit, one summary
+//! and a table at the end ([`merge`]).
+
+mod child;
+pub mod list;
+mod merge;
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::AuditArgs;
+use child::{Ending, Files};
+use list::Target;
+use merge::{Outcome, RunInfo, Verdict};
+
+/// The list to audit when the flags ask for a wide run, else `None` (one audit, as before).
+pub fn targets(args: &AuditArgs) -> Result<Option<Vec<Target>>> {
+    let wide_flags =
+        args.jobs.is_some() || args.shard.is_some() || args.target_timeout.is_some() || args.expect;
+    let configs = if args.config.is_empty() {
+        Some(PathBuf::from("memlife.toml"))
+            .filter(|p| p.is_file())
+            .into_iter()
+            .collect()
+    } else {
+        args.config.clone()
+    };
+    let targets = match configs.as_slice() {
+        [] if wide_flags => bail!(
+            "-j, --shard, --target-timeout and --expect run a list: give a memlife.toml with \
+             [[matrix]] entries or several --config files"
+        ),
+        [] => return Ok(None),
+        [one] => {
+            let entries = list::matrix(one)?;
+            if !entries.is_empty() {
+                entries
+            } else if wide_flags {
+                list::from_configs(&configs)?
+            } else {
+                return Ok(None);
+            }
+        }
+        _ => list::from_configs(&configs)?,
+    };
+    Ok(Some(targets))
+}
+
+/// Flags that name one audit's outputs or target and mean nothing for a list.
+fn refuse_single_flags(args: &AuditArgs) -> Result<()> {
+    let t = &args.target;
+    for (given, flag, instead) in [
+        (
+            t.gdb.is_some(),
+            "--gdb",
+            "name each target's GDB server in its memlife.toml",
+        ),
+        (
+            t.snapshot.is_some(),
+            "--snapshot",
+            "audit snapshots one at a time",
+        ),
+        (
+            args.report.is_some(),
+            "--report",
+            "each target's report is OUT/NAME/report/",
+        ),
+        (
+            args.trace.is_some(),
+            "--trace",
+            "each target's trace is OUT/NAME/trace.json",
+        ),
+        (
+            args.baseline.is_some(),
+            "--baseline",
+            "compare OUT/NAME/audit.json with memlife diff",
+        ),
+    ] {
+        if given {
+            bail!("{flag} is for one audit, not a list: {instead}");
+        }
+    }
+    Ok(())
+}
+
+/// Runs the list and returns the exit code (0 all passed or as expected, 1 a check failed or a
+/// verdict was not the expected one, 2 a target had a tool error).
+pub fn run(args: &AuditArgs, verbose: u8, targets: Vec<Target>) -> Result<ExitCode> {
+    let started = Instant::now();
+    refuse_single_flags(args)?;
+    let listed = targets.len();
+    let targets = match args.shard {
+        Some(shard) => shard.select(targets),
+        None => targets,
+    };
+    // Every target has a script before anything runs: a usage error is found at once.
+    let jobs: Vec<(Target, PathBuf)> = targets
+        .into_iter()
+        .map(|t| {
+            let script = t.script.clone().or_else(|| args.script.clone());
+            match script {
+                Some(s) => Ok((t, s)),
+                None => bail!(
+                    "target `{}` has no script: give SCRIPT or `script = ...` in its [[matrix]] entry",
+                    t.name
+                ),
+            }
+        })
+        .collect::<Result<_>>()?;
+    let exe = std::env::current_exe().context("cannot find the memlife executable")?;
+    let out = &args.out;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let junit_path = args.junit.clone().unwrap_or_else(|| out.join("junit.xml"));
+    let summary_path = args
+        .json
+        .clone()
+        .unwrap_or_else(|| out.join("summary.json"));
+    let parallel = usize::from(args.jobs.unwrap_or(1).max(1));
+    let mut info = RunInfo {
+        jobs: parallel,
+        shard: args.shard.map(|s| s.to_string()),
+        listed,
+        seconds: 0.0,
+        expect: args.expect,
+    };
+    write_outputs(&junit_path, &summary_path, &[], &info, false)?;
+
+    let total = jobs.len();
+    let queue = Mutex::new(jobs.into_iter().enumerate().collect::<VecDeque<_>>());
+    let done: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..parallel.min(total) {
+            s.spawn(|| {
+                loop {
+                    if memlife_core::interrupt::requested() {
+                        break;
+                    }
+                    let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                    let Some((i, (target, script))) = next else {
+                        break;
+                    };
+                    let outcome = audit_one(&exe, verbose, args, target, script);
+                    if let Ok(mut d) = done.lock() {
+                        d.push((i, outcome));
+                        let (_, o) = &d[d.len() - 1];
+                        eprintln!(
+                            "[{}/{total}] {}: {} ({:.1} s)",
+                            d.len(),
+                            o.target.name,
+                            o.verdict.word(),
+                            o.seconds
+                        );
+                    }
+                }
+            });
+        }
+    });
+    let mut outcomes = done.into_inner().unwrap_or_default();
+    outcomes.sort_by_key(|(i, _)| *i);
+    let outcomes: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
+    info.seconds = started.elapsed().as_secs_f64();
+    write_outputs(&junit_path, &summary_path, &outcomes, &info, true)?;
+    merge::print_table(&outcomes, &info, &[junit_path, summary_path])?;
+    if outcomes.len() < total {
+        bail!(
+            "interrupted: {} of {total} targets were audited (the summary lists them)",
+            outcomes.len()
+        );
+    }
+    Ok(ExitCode::from(merge::exit_code(&outcomes, args.expect)))
+}
+
+fn write_outputs(
+    junit: &Path,
+    summary: &Path,
+    outcomes: &[Outcome],
+    info: &RunInfo,
+    finished: bool,
+) -> Result<()> {
+    let xml = if finished {
+        merge::junit(outcomes, info.seconds)
+    } else {
+        merge::unfinished_junit()
+    };
+    memlife_render::write_atomic(junit, xml.as_bytes())
+        .with_context(|| format!("cannot write {}", junit.display()))?;
+    let json = serde_json::to_string_pretty(&merge::summary(outcomes, info, finished))?;
+    memlife_render::write_atomic(summary, json.as_bytes())
+        .with_context(|| format!("cannot write {}", summary.display()))?;
+    Ok(())
+}
+
+/// One target, start to end, in its child.
+fn audit_one(
+    exe: &Path,
+    verbose: u8,
+    args: &AuditArgs,
+    target: Target,
+    script: PathBuf,
+) -> Outcome {
+    let started = Instant::now();
+    let files = Files {
+        dir: args.out.join(&target.name),
+    };
+    let cmd = child::command(exe, verbose, args, &target, &script, &files);
+    let ending = child::run(cmd, &files, args.target_timeout);
+    let (verdict, exit, error, own_junit) = match ending {
+        Ending::Exited(status) => match status.code() {
+            Some(0) => (Verdict::Pass, Some(0), None, true),
+            Some(1) => (Verdict::Fail, Some(1), None, true),
+            code => {
+                let why = last_error(&files.stderr()).unwrap_or_else(|| match code {
+                    Some(c) => format!("memlife exited with {c}"),
+                    None => "memlife was killed by a signal".to_string(),
+                });
+                (Verdict::Error, code, Some(why), code.is_some())
+            }
+        },
+        Ending::TimedOut(limit) => (
+            Verdict::Error,
+            None,
+            Some(format!(
+                "ran over --target-timeout {limit} s and was stopped"
+            )),
+            false,
+        ),
+        Ending::NotStarted(why) => (Verdict::Error, None, Some(why), false),
+    };
+    Outcome {
+        target,
+        script,
+        dir: files.dir,
+        verdict,
+        exit,
+        seconds: started.elapsed().as_secs_f64(),
+        error,
+        own_junit,
+    }
+}
+
+/// The child's last `error:` line, without the prefix.
+fn last_error(stderr: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(stderr).ok()?;
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: "))
+        .map(str::to_string)
+}
