@@ -210,42 +210,81 @@ fn armed(report: &serde_json::Value) -> (u64, Option<u64>, Option<u64>) {
     )
 }
 
+/// What is left of [`findings`] once the allocations made between phases are taken out, with
+/// the event numbers they shifted: an audit armed by state does not trace them.
+fn findings_in_phases(report: &serde_json::Value) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for k in ["seq", "seq_begin", "seq_end"] {
+                    o.remove(k);
+                }
+                // A phase's or span's `events` is the range of event numbers it holds.
+                if o.get("events")
+                    .is_some_and(|e| !e.is_array() || o.contains_key("function"))
+                {
+                    o.remove("events");
+                }
+                o.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v = findings(report);
+    let events: Vec<serde_json::Value> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["phase"].is_null())
+        .cloned()
+        .collect();
+    v["events"] = serde_json::Value::Array(events);
+    strip(&mut v);
+    v
+}
+
 /// lifecycle.rhai through the 6 FPB comparators of an STM32F4 finds what it finds over the
 /// gdb-remote backend, which arms every breakpoint at once: allocations are read at their
 /// caller's return instead of at the allocator's return instructions, and only the innermost
-/// awaited returns are armed. newlib-nano is left out: its firmware allocates between phases
-/// (stdio's buffers on the first print), which lean arming does not trace, so its events and
-/// heap map lack those blocks (the phases' figures agree).
+/// awaited returns are armed. On heap4 and the ESP-IDF heap the reports are the same but for
+/// the run's facts. The newlib-nano firmware also allocates and frees its whole heap once
+/// before the first phase (`mem_init`, main.c:33), which an audit armed by state does not trace:
+/// those two events are missing, and the event numbers after them are two lower; every check,
+/// phase figure, span, event site and the heap map are the same.
 #[test]
 fn lifecycle_audits_through_six_comparators_find_what_gdb_remote_finds() {
     for (alloc, scenario, example, code) in [
         ("heap4", "healthy", "healthy", 0),
         ("tlsf", "healthy", "healthy", 0),
         ("heap4", "leak-on-switch", "leak-on-switch", 1),
+        ("nano", "healthy", "healthy", 0),
     ] {
+        let what = format!("{alloc}-{scenario}");
         let elf = elf(alloc, scenario);
-        let (gcode, gtext, gdb) = audit(
-            example,
-            &elf,
-            "lifecycle.rhai",
-            &["--qemu", "netduinoplus2"],
-        );
-        assert_eq!(gcode, code, "{alloc}-{scenario} over gdb-remote: {gtext}");
+        let gdb_flags = ["--qemu", "netduinoplus2"];
+        let (gcode, gtext, gdb) = audit(example, &elf, "lifecycle.rhai", &gdb_flags);
+        assert_eq!(gcode, code, "{what} over gdb-remote: {gtext}");
         let (pcode, ptext, probe) = audit(example, &elf, "lifecycle.rhai", CHIP);
-        assert_eq!(pcode, code, "{alloc}-{scenario} through probe-rs: {ptext}");
+        assert_eq!(pcode, code, "{what} through probe-rs: {ptext}");
         let (max, capacity, planned) = armed(&probe);
-        assert_eq!(capacity, Some(6), "{alloc}-{scenario}");
-        assert!(max <= 6, "{alloc}-{scenario}: {max} armed");
-        assert!(planned.is_some_and(|p| p >= max), "{alloc}-{scenario}");
+        assert_eq!(capacity, Some(6), "{what}");
+        assert!(max <= 6, "{what}: {max} armed");
+        assert_eq!(planned, Some(max), "{what}: the estimate is what was armed");
         // The gdbstub has no limit: everything armed, more than a board has.
         let (gmax, gcapacity, _) = armed(&gdb);
         assert_eq!(gcapacity, None);
-        assert!(gmax > 6, "{alloc}-{scenario}: {gmax}");
-        let (g, p) = (findings(&gdb), findings(&probe));
-        assert_eq!(g["checks"], p["checks"], "{alloc}-{scenario}");
-        assert_eq!(g["phases"], p["phases"], "{alloc}-{scenario}");
-        assert_eq!(g["events"], p["events"], "{alloc}-{scenario}");
-        assert_eq!(g, p, "{alloc}-{scenario}");
+        assert!(gmax > 6, "{what}: {gmax}");
+        assert!(!gdb["events"].as_array().unwrap().is_empty(), "{what}");
+        let (g, p) = if alloc == "nano" {
+            (findings_in_phases(&gdb), findings_in_phases(&probe))
+        } else {
+            (findings(&gdb), findings(&probe))
+        };
+        assert_eq!(g["checks"], p["checks"], "{what}");
+        assert_eq!(g["phases"], p["phases"], "{what}");
+        assert_eq!(g["events"], p["events"], "{what}");
+        assert_eq!(g, p, "{what}");
     }
 }
 
