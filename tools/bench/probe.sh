@@ -51,11 +51,14 @@ stop_ms() { # $1 = elf, rest = backend flags
     awk '{ printf "%.2f\n", 1000 * $2 / $1 }'
 }
 
-lifecycle_rate() { # $1 = elf, rest = backend flags
+lifecycle_rate() { # $1 = elf, rest = backend flags; events over the report's run.seconds
   local elf=$1; shift
-  "$MEMLIFE" audit --config examples/healthy/memlife.toml --elf "$elf" --out "$out" "$@" scripts/lifecycle.rhai |
-    sed -nE 's/.*phases, ([0-9]+) allocation events, ([0-9.]+) s\).*/\1 \2/p' |
-    awk '{ printf "%.1f\n", $1 / $2 }'
+  local events seconds
+  events=$("$MEMLIFE" audit --config examples/healthy/memlife.toml --elf "$elf" --out "$out" \
+    --json "$out/lifecycle.json" "$@" scripts/lifecycle.rhai |
+    sed -nE 's/.*phases, ([0-9]+) allocation events.*/\1/p')
+  seconds=$(sed -nE 's/^    "seconds": ([0-9.]+),?$/\1/p' "$out/lifecycle.json" | head -1)
+  awk -v e="$events" -v s="$seconds" 'BEGIN { printf "%.1f\n", e / s }'
 }
 
 printf '%-6s %-26s %10s %s\n' alloc measure median "each run"
