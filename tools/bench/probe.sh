@@ -3,7 +3,9 @@
 # allocation events traced per second on the churn firmware, and the time of one heap walk, each
 # with `--qemu netduinoplus2` (memlife's GDB remote client) and with
 # `--chip STM32F405RGTx --probe qemu` (probe-rs over memlife's virtual SWD probe over the same
-# gdbstub). Also the cost of one stop and resume with tracing off: STOPS entries of churn_round.
+# gdbstub). Also the cost of one stop and resume with tracing off: STOPS entries of churn_round,
+# and the events per second of a whole scripts/lifecycle.rhai audit of the healthy firmware
+# (start-up included; through probe-rs it arms at most the STM32F4's 6 comparators).
 #
 #   tools/bench/probe.sh [ROUNDS] [REPEATS] [STOPS]   default 40 rounds, 3 repeats, 200 stops
 set -euo pipefail
@@ -19,7 +21,8 @@ MEMLIFE=target/release/memlife
 cfg=$(mktemp --suffix=.toml)
 wcfg=$(mktemp --suffix=.toml)
 scfg=$(mktemp --suffix=.toml)
-trap 'rm -f "$cfg" "$wcfg" "$scfg"' EXIT
+out=$(mktemp -d)
+trap 'rm -rf "$cfg" "$wcfg" "$scfg" "$out"' EXIT
 printf '[budgets]\nrounds = %s\n[trace]\nmethod = "trace"\nskip = ["mem_alloc", "mem_free"]\n' "$ROUNDS" > "$cfg"
 printf '[budgets]\nwalks = 20\n' > "$wcfg"
 printf '[budgets]\nstops = %s\n' "$STOPS" > "$scfg"
@@ -48,19 +51,31 @@ stop_ms() { # $1 = elf, rest = backend flags
     awk '{ printf "%.2f\n", 1000 * $2 / $1 }'
 }
 
+lifecycle_rate() { # $1 = elf, rest = backend flags; events over the report's run.seconds
+  local elf=$1; shift
+  local events seconds
+  events=$("$MEMLIFE" audit --config examples/healthy/memlife.toml --elf "$elf" --out "$out" \
+    --json "$out/lifecycle.json" "$@" scripts/lifecycle.rhai |
+    sed -nE 's/.*phases, ([0-9]+) allocation events.*/\1/p')
+  seconds=$(sed -nE 's/^    "seconds": ([0-9.]+),?$/\1/p' "$out/lifecycle.json" | head -1)
+  awk -v e="$events" -v s="$seconds" 'BEGIN { printf "%.1f\n", e / s }'
+}
+
 printf '%-6s %-26s %10s %s\n' alloc measure median "each run"
 for alloc in heap4 nano; do
   churn=firmware/build/$alloc-churn.elf
   healthy=firmware/build/$alloc-healthy.elf
   for backend in gdb probe; do
     if [ $backend = gdb ]; then flags=("${GDB[@]}"); label="gdb-remote"; else flags=("${PROBE[@]}"); label="probe-rs"; fi
-    t=(); w=(); s=()
+    t=(); w=(); s=(); l=()
     for _ in $(seq "$REPEATS"); do
       t+=("$(trace_rate "$churn" "${flags[@]}")")
+      l+=("$(lifecycle_rate "$healthy" "${flags[@]}")")
       w+=("$(walk_ms "$healthy" "${flags[@]}")")
       s+=("$(stop_ms "$churn" "${flags[@]}")")
     done
     printf '%-6s %-26s %10s %s\n' "$alloc" "events/s, $label" "$(printf '%s\n' "${t[@]}" | median)" "${t[*]}"
+    printf '%-6s %-26s %10s %s\n' "$alloc" "lifecycle events/s, $label" "$(printf '%s\n' "${l[@]}" | median)" "${l[*]}"
     printf '%-6s %-26s %10s %s\n' "$alloc" "ms per walk, $label" "$(printf '%s\n' "${w[@]}" | median)" "${w[*]}"
     printf '%-6s %-26s %10s %s\n' "$alloc" "ms per stop, $label" "$(printf '%s\n' "${s[@]}" | median)" "${s[*]}"
   done

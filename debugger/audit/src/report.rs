@@ -42,6 +42,8 @@ pub struct RunFacts {
     pub emulated: u64,
     /// Resumes from a breakpoint that needed a single step.
     pub stepped: u64,
+    /// Breakpoints armed at most, the target's limit, and the estimate before the run.
+    pub breakpoints: crate::debugger::BreakpointUse,
 }
 
 /// All checks of one name, folded.
@@ -198,6 +200,7 @@ impl AuditReport {
                 stops: debugger.progress().stops,
                 emulated: debugger.emulated(),
                 stepped: debugger.stepped(),
+                breakpoints: debugger.breakpoint_use(),
                 ..ctx.facts()
             },
             method: ctx.method,

@@ -4,7 +4,7 @@
 //! Breakpoints stay inserted as long as they can: inserting or removing one costs a packet, and
 //! QEMU flushes its whole translation cache on each. Return addresses of allocator calls (a
 //! handful of call sites) stay armed once seen ("sticky"); a stop there with no call in flight
-//! is simply continued.
+//! is simply continued. A target with few hardware breakpoints arms less (`super::budget`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -203,7 +203,7 @@ impl BreakpointSet {
 
     /// The addresses that should have a breakpoint now (all of them, unless the budget
     /// says otherwise).
-    fn wanted(&self) -> BTreeSet<u64> {
+    fn wanted(&mut self) -> BTreeSet<u64> {
         self.budget
             .select(&self.entries, &self.returns, &self.sticky_malloc)
     }
@@ -219,6 +219,7 @@ impl BreakpointSet {
             bps.add_breakpoint(addr, BreakpointKind::Software)?;
             self.inserted.insert(addr);
         }
+        self.budget.max_armed = self.budget.max_armed.max(self.inserted.len());
         Ok(())
     }
 

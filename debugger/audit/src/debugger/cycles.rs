@@ -168,12 +168,11 @@ impl Debugger {
             let (addr, _) = self.function(&function)?;
             roles.push((role, function, addr));
         }
-        let addrs: Vec<u64> = roles.iter().map(|(_, _, a)| *a).collect();
-        let spans: Vec<String> = roles
+        let plan: Vec<(u64, Option<String>)> = roles
             .iter()
-            .filter_map(|(_, f, _)| self.config.span_of(f).map(str::to_string))
+            .map(|(_, f, a)| (*a, self.config.span_of(f).map(str::to_string)))
             .collect();
-        self.check_budget(&addrs, &spans)?;
+        self.check_budget(&plan)?;
         let start = roles
             .iter()
             .find(|(r, _, _)| *r == start_role)

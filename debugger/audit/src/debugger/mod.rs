@@ -16,8 +16,9 @@
 //!
 //! # Layout
 //! - `breakpoints`: what each breakpoint is for, the returns awaited, what is inserted.
-//! - `budget`: which breakpoints are armed on a target with few (an FPB's six), fault
-//!   handlers caught by vector catch instead, and the plan's count checked before a run.
+//! - `budget`: which breakpoints are armed on a target with few (an FPB's six: allocations read
+//!   at their caller's return, only the innermost awaited returns), fault handlers caught by
+//!   vector catch instead, and the plan's count checked before a run.
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
 //! - `run`: the run loop, its goals and the dispatch of a stop.
 //! - `fault`: a stop at a fault handler, reported with the fault status registers and the
@@ -69,6 +70,7 @@ use resume::HostResume;
 
 pub use after_failure::{FailureEnd, FailureRun, FailureWait};
 pub use alloc_trace::LiveAlloc;
+pub use budget::BreakpointUse;
 pub use cycles::{Cycle, CycleRun, PhaseCall};
 pub use fail_alloc::{AllocSite, FailChoice, Injected};
 pub use phase_run::PhaseRun;

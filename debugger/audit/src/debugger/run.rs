@@ -273,10 +273,18 @@ impl Debugger {
                     break;
                 }
                 BreakRole::Malloc { size_arg } => self.malloc_entered(regs, size_arg),
+                // Lean on breakpoints: the block is read at the caller's return, armed only
+                // while this call is in flight (see `budget`).
+                BreakRole::MallocRequest { size_arg } if self.bps.budget.lean => {
+                    self.malloc_entered(regs, size_arg);
+                }
                 BreakRole::MallocRequest { size_arg } => {
                     let size = regs.args.get(size_arg).copied().unwrap_or(0);
                     self.bps.push_request(regs.sp, size);
                 }
+                // Not armed when lean; a stop there anyway (another role's address) is not
+                // this allocation's: its caller's return reads it.
+                BreakRole::MallocExit if self.bps.budget.lean => {}
                 BreakRole::MallocExit => {
                     let ptr = regs.args[0];
                     if ptr != 0 {

@@ -69,6 +69,8 @@ pub struct FakeTarget {
     inserted: BTreeSet<u64>,
     pending: Option<StopReason>,
     log: Rc<RefCell<Log>>,
+    /// Hardware breakpoints, like an FPB's comparators: one more is refused.
+    pub capacity: Option<usize>,
 }
 
 impl FakeTarget {
@@ -80,6 +82,7 @@ impl FakeTarget {
             inserted: BTreeSet::new(),
             pending: None,
             log,
+            capacity: None,
         };
         t.poke(FREE, HEAP_SIZE as u32);
         t.poke(MIN, HEAP_SIZE as u32);
@@ -182,6 +185,10 @@ impl Control for FakeTarget {
     fn reset(&mut self, _: bool) -> Result<()> {
         Ok(())
     }
+    /// Like a board's debug unit with few comparators, it catches faults by vector catch.
+    fn catch_faults(&mut self, _: bool) -> Result<bool> {
+        Ok(self.capacity.is_some())
+    }
     fn is_halted(&self) -> bool {
         true
     }
@@ -189,6 +196,15 @@ impl Control for FakeTarget {
 
 impl Breakpoints for FakeTarget {
     fn add_breakpoint(&mut self, addr: u64, _: BreakpointKind) -> Result<()> {
+        if self
+            .capacity
+            .is_some_and(|c| !self.inserted.contains(&addr) && self.inserted.len() >= c)
+        {
+            return Err(TargetError::Exhausted {
+                what: "hardware breakpoints",
+                count: self.capacity.unwrap_or(0) as u32,
+            });
+        }
         self.inserted.insert(addr);
         Ok(())
     }
@@ -201,6 +217,9 @@ impl Breakpoints for FakeTarget {
             .iter()
             .map(|a| (*a, BreakpointKind::Software))
             .collect()
+    }
+    fn capacity(&self) -> Option<usize> {
+        self.capacity
     }
 }
 
@@ -382,6 +401,13 @@ impl Firmware {
             pokes: self.heap_pokes(Some((ptr - 4, size))),
             lowers: self.lower_min(),
         });
+        // Back in the caller, r0 still the block.
+        self.steps.push(Step {
+            pc: caller_ret,
+            sp,
+            args: [ptr, 0, 0, 0],
+            ..Step::default()
+        });
     }
 
     /// The allocator entry of [`NO_EXITS`] (a tail call) with its block caught at `caller_ret`.
@@ -442,8 +468,19 @@ pub fn debugger(
     entries: &'static [EntryPoint],
     method: PeakMethod,
 ) -> (Debugger, Rc<RefCell<Log>>) {
+    debugger_with(fw, entries, method, None)
+}
+
+/// [`debugger`] over a target with `capacity` hardware breakpoints.
+pub fn debugger_with(
+    fw: Firmware,
+    entries: &'static [EntryPoint],
+    method: PeakMethod,
+    capacity: Option<usize>,
+) -> (Debugger, Rc<RefCell<Log>>) {
     let log = Rc::new(RefCell::new(Log::default()));
-    let target = FakeTarget::new(fw.steps, Rc::clone(&log));
+    let mut target = FakeTarget::new(fw.steps, Rc::clone(&log));
+    target.capacity = capacity;
     let config = AuditConfig::default().with_lifecycle_defaults();
     let dbg = Debugger::new(
         Box::new(target),

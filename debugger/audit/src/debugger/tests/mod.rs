@@ -420,3 +420,125 @@ fn cycles_begin_at_the_configured_role() {
     let e = dbg.cycle_begin().unwrap_err().to_string();
     assert!(e.contains("cycle_starts = \"warmup\""), "{e}");
 }
+
+/// Two cycles of a firmware whose build phase nests spans with allocations in both, then the
+/// third load's entry.
+fn lifecycle_firmware() -> Firmware {
+    let sym = fake::symbols();
+    let mut fw = Firmware::new(&sym);
+    let init = fw.addr("op_init");
+    for k in 0..2 {
+        let base = 4 * k;
+        fw.call("model_load", STACK, MAIN_A, [0; 4]);
+        fw.malloc(STACK - 0x20, IN_BUILD_GRAPH, ptr(base + 1), 16);
+        fw.ret(MAIN_A, STACK, 0);
+        fw.call("graph_build", STACK, MAIN_B, [0; 4]);
+        // op_init(ctx, 0) { malloc 32; op_init(ctx, 1) { malloc 48 } }
+        fw.call("op_init", STACK - 0x10, IN_BUILD_GRAPH, [0; 4]);
+        fw.malloc(STACK - 0x30, IN_OP_PREPARE, ptr(base + 2), 32);
+        fw.call("op_init", STACK - 0x40, init + 4, [0, 1, 0, 0]);
+        fw.malloc(STACK - 0x60, IN_OP_PREPARE, ptr(base + 3), 48);
+        fw.ret(init + 4, STACK - 0x40, 0);
+        fw.ret(IN_BUILD_GRAPH, STACK - 0x10, 0);
+        fw.ret(MAIN_B, STACK, 0);
+        fw.call("inference_run", STACK, MAIN_A, [0; 4]);
+        fw.free(STACK - 0x20, IN_BUILD_GRAPH_2, ptr(base + 3), 48);
+        fw.ret(MAIN_A, STACK, 0);
+        fw.call("model_release", STACK, MAIN_B, [0; 4]);
+        fw.free(STACK - 0x20, IN_BUILD_GRAPH_2, ptr(base + 2), 32);
+        fw.free(STACK - 0x20, IN_BUILD_GRAPH_2, ptr(base + 1), 16);
+        fw.ret(MAIN_B, STACK, 0);
+    }
+    fw.call("model_load", STACK, MAIN_A, [0; 4]);
+    fw
+}
+
+/// What a traced run recorded, for comparing two runs.
+fn recorded(dbg: &Debugger) -> (Vec<String>, Vec<String>) {
+    let events = dbg
+        .events()
+        .iter()
+        .map(|e| {
+            format!(
+                "{:?} {:#x} {} {:?} {:?} {:?} {:?} {}",
+                e.kind, e.addr, e.size, e.request, e.used_after, e.phase, e.span, e.site
+            )
+        })
+        .collect();
+    let phases = dbg
+        .records()
+        .iter()
+        .map(|r| {
+            let spans: Vec<_> = r
+                .spans
+                .iter()
+                .map(|s| (s.call, s.before_used, s.delta, s.peak_used))
+                .collect();
+            format!(
+                "{} {} {} {} {} {:?}",
+                r.function, r.allocs, r.frees, r.peak_used, r.delta_used, spans
+            )
+        })
+        .collect();
+    (events, phases)
+}
+
+#[test]
+fn six_breakpoints_trace_a_lifecycle_like_an_unlimited_target() {
+    let (mut free, free_log) =
+        fake::debugger_with(lifecycle_firmware(), FREERTOS_LIKE, PeakMethod::Trace, None);
+    let (mut lean, lean_log) = fake::debugger_with(
+        lifecycle_firmware(),
+        FREERTOS_LIKE,
+        PeakMethod::Trace,
+        Some(6),
+    );
+    for dbg in [&mut free, &mut lean] {
+        for _ in 0..2 {
+            cycle(dbg).unwrap();
+        }
+    }
+    let (events, phases) = recorded(&free);
+    assert_eq!(events.len(), 12, "{events:#?}");
+    assert_eq!(recorded(&lean), (events, phases));
+    // Lean: the block is read at the caller's return, never at the allocator's return
+    // instruction, which the unlimited target stops at once per allocation.
+    let (addr, len) = lean.symbols().function("pvPortMalloc").unwrap();
+    let in_malloc = |pc: &&u64| (addr..addr + len).contains(*pc) && **pc != addr;
+    assert_eq!(lean_log.borrow().stops.iter().filter(in_malloc).count(), 0);
+    assert_eq!(free_log.borrow().stops.iter().filter(in_malloc).count(), 6);
+    // Inside the inner span with its allocation in flight: the allocator's two entries, the
+    // span entry, and the innermost phase, span and allocation returns. The estimate before
+    // the run is that maximum.
+    let used = lean.breakpoint_use();
+    assert_eq!(
+        (used.max_armed, used.capacity, used.planned),
+        (6, Some(6), Some(6))
+    );
+    let unlimited = free.breakpoint_use();
+    assert_eq!(unlimited.capacity, None);
+    assert!(unlimited.max_armed > 6, "{unlimited:?}");
+    // Everything armed awaits both nested spans' returns; the estimate counts one level.
+    assert_eq!(
+        unlimited.planned,
+        Some(unlimited.max_armed - 1),
+        "{unlimited:?}"
+    );
+}
+
+#[test]
+fn a_plan_that_does_not_fit_even_lean_is_refused_before_the_run_with_its_counts() {
+    let (mut dbg, log) = fake::debugger_with(
+        lifecycle_firmware(),
+        FREERTOS_LIKE,
+        PeakMethod::Trace,
+        Some(5),
+    );
+    let e = dbg.cycle_begin().unwrap_err().to_string();
+    assert!(
+        e.contains("needs 6 hardware breakpoints at once (5 between phases, 6 inside a phase"),
+        "{e}"
+    );
+    assert!(e.contains("the target has 5"), "{e}");
+    assert!(log.borrow().stops.is_empty(), "refused before running");
+}
