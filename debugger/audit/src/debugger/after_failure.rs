@@ -104,7 +104,7 @@ pub struct FailureRun {
 /// A wait in progress (kept by the caller across hooks).
 #[derive(Debug)]
 pub struct FailureWait {
-    roles: Vec<(String, String, u64)>,
+    roles: Vec<super::cycles::RoleEntry>,
     start: String,
     goal: Goal,
     /// The role of the phase open, when one is.
@@ -154,30 +154,7 @@ impl Debugger {
         }
         let made_before = if self.fail_pending() { made } else { made - 1 };
         let start_role = self.cycle_start_role()?;
-        let mut roles = Vec::new();
-        for (role, function) in self.present_roles() {
-            let (addr, _) = self.function(&function)?;
-            roles.push((role, function, addr));
-        }
-        let addrs: Vec<u64> = roles.iter().map(|(_, _, a)| *a).collect();
-        let spans: Vec<String> = roles
-            .iter()
-            .filter_map(|(_, f, _)| self.config.span_of(f).map(str::to_string))
-            .collect();
-        self.check_budget(&addrs, &spans)?;
-        let start = roles
-            .iter()
-            .find(|(r, _, _)| *r == start_role)
-            .map(|(_, f, _)| f.clone())
-            .unwrap_or_default();
-        for (_, function, addr) in &roles {
-            self.bps.add_entry(
-                *addr,
-                BreakRole::Role {
-                    function: function.clone(),
-                },
-            );
-        }
+        let (roles, start) = self.arm_roles(&start_role)?;
         let mut wait = FailureWait {
             roles,
             start: start.clone(),

@@ -83,11 +83,14 @@ enum State {
     InPhase,
 }
 
+/// A lifecycle role present in the firmware: (role, function, entry address).
+pub(super) type RoleEntry = (String, String, u64);
+
 /// A cycle being observed (kept by the caller across hooks).
 #[derive(Debug, Clone)]
 pub struct CycleRun {
     /// (role, function, entry address) of every role the firmware has.
-    roles: Vec<(String, String, u64)>,
+    roles: Vec<RoleEntry>,
     start_role: String,
     start: String,
     goal: Goal,
@@ -129,6 +132,39 @@ impl Debugger {
         out
     }
 
+    /// Resolves the present roles to (role, function, entry address), checks the plan against
+    /// the target's breakpoints and adds the roles' entries; returns them with the function of
+    /// `start_role` (the one whose calls begin a cycle).
+    pub(super) fn arm_roles(
+        &mut self,
+        start_role: &str,
+    ) -> Result<(Vec<RoleEntry>, String), AuditError> {
+        let mut roles = Vec::new();
+        for (role, function) in self.present_roles() {
+            let (addr, _) = self.function(&function)?;
+            roles.push((role, function, addr));
+        }
+        let plan: Vec<(u64, Option<String>)> = roles
+            .iter()
+            .map(|(_, f, a)| (*a, self.config.span_of(f).map(str::to_string)))
+            .collect();
+        self.check_budget(&plan)?;
+        let start = roles
+            .iter()
+            .find(|(r, _, _)| *r == start_role)
+            .map(|(_, f, _)| f.clone())
+            .unwrap_or_default();
+        for (_, function, addr) in &roles {
+            self.bps.add_entry(
+                *addr,
+                BreakRole::Role {
+                    function: function.clone(),
+                },
+            );
+        }
+        Ok((roles, start))
+    }
+
     /// The role whose calls begin cycles: `[lifecycle] cycle_starts`, else the first present.
     pub fn cycle_start_role(&self) -> Result<String, AuditError> {
         let present = self.present_roles();
@@ -163,29 +199,7 @@ impl Debugger {
             return Err(self.exited_error(status));
         }
         let start_role = self.cycle_start_role()?;
-        let mut roles = Vec::new();
-        for (role, function) in self.present_roles() {
-            let (addr, _) = self.function(&function)?;
-            roles.push((role, function, addr));
-        }
-        let plan: Vec<(u64, Option<String>)> = roles
-            .iter()
-            .map(|(_, f, a)| (*a, self.config.span_of(f).map(str::to_string)))
-            .collect();
-        self.check_budget(&plan)?;
-        let start = roles
-            .iter()
-            .find(|(r, _, _)| *r == start_role)
-            .map(|(_, f, _)| f.clone())
-            .unwrap_or_default();
-        for (_, function, addr) in &roles {
-            self.bps.add_entry(
-                *addr,
-                BreakRole::Role {
-                    function: function.clone(),
-                },
-            );
-        }
+        let (roles, start) = self.arm_roles(&start_role)?;
         let mut run = CycleRun {
             roles,
             start_role,
