@@ -944,41 +944,12 @@ int main(void) {
 #[test]
 fn every_script_runs_on_a_third_firmware_with_names_of_its_own() {
     let dir = tempdir("mlp");
-    let fw = repo().join("firmware");
-    std::fs::write(dir.join("mlp.c"), MLP_C).unwrap();
-    let elf = dir.join("mlp.elf");
-    let out = std::process::Command::new("arm-none-eabi-gcc")
-        .args([
-            "-mcpu=cortex-m4",
-            "-mthumb",
-            "-mfloat-abi=soft",
-            "-O2",
-            "-g",
-            "-std=c11",
-        ])
-        .arg(format!("-I{}", fw.join("src").display()))
-        .arg(dir.join("mlp.c"))
-        .arg(fw.join("src/startup.c"))
-        .arg(fw.join("src/sysmem.c"))
-        .args(["--specs=nano.specs", "-nostartfiles"])
-        .arg(format!("-L{}", fw.join("ld").display()))
-        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
-        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
-        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
-        .arg("-o")
-        .arg(&elf)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let cfg = dir.join("memlife.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"mlp_open\"\nbuild = \"mlp_prepare\"\nrun = \"mlp_execute\"\nrelease = \"mlp_close\"\n[spans]\nrun = \"layer_forward\"\n[budgets]\ncycles = 3\nmore_cycles = 5\n",
-            elf.display().to_string()
-        ),
-    )
-    .unwrap();
+    let elf = build_test_firmware(&dir, "mlp", MLP_C, false);
+    let cfg = write_test_config(
+        &dir,
+        &elf,
+        "[phases]\nload = \"mlp_open\"\nbuild = \"mlp_prepare\"\nrun = \"mlp_execute\"\nrelease = \"mlp_close\"\n[spans]\nrun = \"layer_forward\"\n[budgets]\ncycles = 3\nmore_cycles = 5\n",
+    );
     let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -368,42 +368,12 @@ int main(void) {
 #[test]
 fn faults_hangs_and_exits_after_a_failure_name_the_site() {
     let dir = tempdir("fail-unhandled");
-    let fw = repo().join("firmware");
-    std::fs::write(dir.join("unhandled.c"), UNHANDLED_C).unwrap();
-    let elf = dir.join("unhandled.elf");
-    let out = std::process::Command::new("arm-none-eabi-gcc")
-        .args([
-            "-mcpu=cortex-m4",
-            "-mthumb",
-            "-mfloat-abi=soft",
-            "-O2",
-            "-g",
-            "-std=c11",
-        ])
-        .arg(dir.join("unhandled.c"))
-        .arg(fw.join("src/startup.c"))
-        .arg(fw.join("src/sysmem.c"))
-        .arg(fw.join("src/semihost.c"))
-        .arg(format!("-I{}", fw.join("src").display()))
-        .args(["--specs=nano.specs", "-nostartfiles"])
-        .arg(format!("-L{}", fw.join("ld").display()))
-        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
-        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
-        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
-        .arg("-o")
-        .arg(&elf)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let cfg = dir.join("memlife.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"app_load\"\nbuild = \"app_build\"\nrelease = \"app_release\"\n",
-            elf.display().to_string()
-        ),
-    )
-    .unwrap();
+    let elf = build_test_firmware(&dir, "unhandled", UNHANDLED_C, true);
+    let cfg = write_test_config(
+        &dir,
+        &elf,
+        "[phases]\nload = \"app_load\"\nbuild = \"app_build\"\nrelease = \"app_release\"\n",
+    );
     let junit = dir.join("j.xml");
     let out = run_memlife(&[
         "audit",

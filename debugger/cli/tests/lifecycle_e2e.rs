@@ -192,33 +192,7 @@ int main(void) {
 
 /// Builds [`NET_C`] for QEMU netduinoplus2 with newlib-nano.
 fn build_net(dir: &Path) -> PathBuf {
-    let fw = repo().join("firmware");
-    std::fs::write(dir.join("net.c"), NET_C).unwrap();
-    let elf = dir.join("net.elf");
-    let out = std::process::Command::new("arm-none-eabi-gcc")
-        .args([
-            "-mcpu=cortex-m4",
-            "-mthumb",
-            "-mfloat-abi=soft",
-            "-O2",
-            "-g",
-            "-std=c11",
-        ])
-        .arg(dir.join("net.c"))
-        .arg(fw.join("src/startup.c"))
-        .arg(fw.join("src/sysmem.c"))
-        .arg(format!("-I{}", fw.join("src").display()))
-        .args(["--specs=nano.specs", "-nostartfiles"])
-        .arg(format!("-L{}", fw.join("ld").display()))
-        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
-        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
-        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
-        .arg("-o")
-        .arg(&elf)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    elf
+    build_test_firmware(dir, "net", NET_C, false)
 }
 
 const NET_PHASES: &str = "[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"net_open\"\nbuild = \"net_plan\"\nrun = \"net_run\"\nrelease = \"net_close\"\n[spans]\nbuild = \"prepare_layer\"\nrun = \"layer_forward\"\n[budgets]\ncycles = 2\nmore_cycles = 3\n";
@@ -473,41 +447,12 @@ int main(void) {
 #[test]
 fn traced_allocations_show_a_block_handed_out_over_one_in_use() {
     let dir = tempdir("stale");
-    let fw = repo().join("firmware");
-    std::fs::write(dir.join("stale.c"), STALE_C).unwrap();
-    let elf = dir.join("stale.elf");
-    let out = std::process::Command::new("arm-none-eabi-gcc")
-        .args([
-            "-mcpu=cortex-m4",
-            "-mthumb",
-            "-mfloat-abi=soft",
-            "-O2",
-            "-g",
-            "-std=c11",
-        ])
-        .arg(dir.join("stale.c"))
-        .arg(fw.join("src/startup.c"))
-        .arg(fw.join("src/sysmem.c"))
-        .arg(format!("-I{}", fw.join("src").display()))
-        .args(["--specs=nano.specs", "-nostartfiles"])
-        .arg(format!("-L{}", fw.join("ld").display()))
-        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
-        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
-        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
-        .arg("-o")
-        .arg(&elf)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let cfg = dir.join("memlife.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"app_start\"\nrun = \"app_run\"\nrelease = \"app_stop\"\n[spans]\nrun = \"step\"\n",
-            elf.display().to_string()
-        ),
-    )
-    .unwrap();
+    let elf = build_test_firmware(&dir, "stale", STALE_C, false);
+    let cfg = write_test_config(
+        &dir,
+        &elf,
+        "[phases]\nload = \"app_start\"\nrun = \"app_run\"\nrelease = \"app_stop\"\n[spans]\nrun = \"step\"\n",
+    );
     for name in ["overlap.rhai", "lifecycle.rhai"] {
         let (text, code, _) = audit(&dir, &cfg, &script(name), None);
         assert_eq!(code, 1, "{name}: {text}");
@@ -552,43 +497,12 @@ int main(void) {
 
 /// Builds [`EXITS_C`] for QEMU netduinoplus2 with newlib-nano; its memlife.toml.
 fn build_exits(dir: &Path) -> PathBuf {
-    let fw = repo().join("firmware");
-    std::fs::write(dir.join("exits.c"), EXITS_C).unwrap();
-    let elf = dir.join("exits.elf");
-    let out = std::process::Command::new("arm-none-eabi-gcc")
-        .args([
-            "-mcpu=cortex-m4",
-            "-mthumb",
-            "-mfloat-abi=soft",
-            "-O2",
-            "-g",
-            "-std=c11",
-        ])
-        .arg(dir.join("exits.c"))
-        .arg(fw.join("src/startup.c"))
-        .arg(fw.join("src/sysmem.c"))
-        .arg(fw.join("src/semihost.c"))
-        .arg(format!("-I{}", fw.join("src").display()))
-        .args(["--specs=nano.specs", "-nostartfiles"])
-        .arg(format!("-L{}", fw.join("ld").display()))
-        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
-        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
-        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
-        .arg("-o")
-        .arg(&elf)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let cfg = dir.join("memlife.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n[phases]\nload = \"app_start\"\nrun = \"app_run\"\nrelease = \"app_stop\"\n[budgets]\ncycles = 3\n",
-            elf.display().to_string()
-        ),
+    let elf = build_test_firmware(dir, "exits", EXITS_C, true);
+    write_test_config(
+        dir,
+        &elf,
+        "[phases]\nload = \"app_start\"\nrun = \"app_run\"\nrelease = \"app_stop\"\n[budgets]\ncycles = 3\n",
     )
-    .unwrap();
-    cfg
 }
 
 #[test]

@@ -27,12 +27,14 @@ pub fn elf(alloc: &str, scenario: &str) -> PathBuf {
 }
 
 /// `firmware/build/iterN/ALLOC-SCENARIO.elf`, the build that runs N lifecycles and exits through
-/// semihosting, built first when missing (`make -C firmware ITERATIONS=N` builds only this
+/// semihosting, brought up to date by make (`make -C firmware ITERATIONS=N` builds only this
 /// file, under the build lock).
 pub fn exiting_elf(alloc: &str, scenario: &str, iterations: u32) -> PathBuf {
     let rel = format!("build/iter{iterations}/{alloc}-{scenario}.elf");
     let path = repo().join("firmware").join(&rel);
-    if !path.is_file() {
+    // Always through make, unlike `elf`: `make -C firmware` (what `make test` runs first) does
+    // not build these, so a present one may predate the sources; make's own check is cheap.
+    {
         let _lock = build_lock();
         let out = std::process::Command::new("make")
             .arg("-C")

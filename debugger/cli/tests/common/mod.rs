@@ -101,3 +101,56 @@ pub fn memlife_json(args: &[&str]) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// Builds a test-written firmware for QEMU netduinoplus2 with newlib-nano: `source` is written
+/// to DIR/NAME.c and linked with the bundled start-up code, `_sbrk` and, when `semihosting`,
+/// the semihosting exit; returns DIR/NAME.elf.
+pub fn build_test_firmware(dir: &Path, name: &str, source: &str, semihosting: bool) -> PathBuf {
+    let fw = repo().join("firmware");
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, source).unwrap();
+    let elf = dir.join(format!("{name}.elf"));
+    let mut gcc = Command::new("arm-none-eabi-gcc");
+    gcc.args([
+        "-mcpu=cortex-m4",
+        "-mthumb",
+        "-mfloat-abi=soft",
+        "-O2",
+        "-g",
+        "-std=c11",
+    ])
+    .arg(&c)
+    .arg(fw.join("src/startup.c"))
+    .arg(fw.join("src/sysmem.c"));
+    if semihosting {
+        gcc.arg(fw.join("src/semihost.c"));
+    }
+    let out = gcc
+        .arg(format!("-I{}", fw.join("src").display()))
+        .args(["--specs=nano.specs", "-nostartfiles"])
+        .arg(format!("-L{}", fw.join("ld").display()))
+        .arg(format!("-T{}", fw.join("ld/netduinoplus2.ld").display()))
+        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"])
+        .arg("-Wl,--defsym=_Min_Heap_Size=98304")
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    elf
+}
+
+/// Writes DIR/memlife.toml for `elf` on QEMU netduinoplus2 with the given sections
+/// (`[phases]` and the rest) and returns its path.
+pub fn write_test_config(dir: &Path, elf: &Path, sections: &str) -> PathBuf {
+    let cfg = dir.join("memlife.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "elf = {:?}\n[target]\nqemu = \"netduinoplus2\"\n{sections}",
+            elf.display().to_string()
+        ),
+    )
+    .unwrap();
+    cfg
+}
