@@ -394,6 +394,7 @@ mod tests {
                 reads: 3,
                 bytes: 256,
                 max_read: 2046,
+                ..LinkStats::default()
             },
         };
         let placed = json(&s, Some(&ctx));
