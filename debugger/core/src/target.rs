@@ -30,6 +30,9 @@ pub struct LinkStats {
     /// Bytes of target memory read (the same as `bytes`, under the name the walk's cost uses).
     #[serde(default)]
     pub bytes_read: u64,
+    /// Wall time of the walk in microseconds (reads and parsing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk_us: Option<u64>,
 }
 
 /// How a heap walk read target memory: what the `strategy` of the `link` object says.

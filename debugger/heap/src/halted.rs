@@ -74,8 +74,10 @@ pub fn walk_halted(
         model: link_model::known_model(),
         max_read: before.max_read,
     };
+    let started = std::time::Instant::now();
     let mut counted = CountingMemory::new(target.as_memory(), before.max_read);
     let state = walk_at(walker, symbols, &mut counted, pc, plan)?;
+    let walk_us = u64::try_from(started.elapsed().as_micros()).ok();
     let round_trips = counted.round_trips;
     let after = target.link_stats();
     let bytes = after.bytes.saturating_sub(before.bytes);
@@ -89,6 +91,7 @@ pub fn walk_halted(
         bytes_per_s: model.map(|m| m.bytes_per_s.round() as u64),
         round_trips,
         bytes_read: bytes,
+        walk_us,
     };
     Ok(HaltedWalk { state, link })
 }

@@ -15,6 +15,9 @@ use crate::sparse::{Budget, MAX_SPARSE_ROUND_TRIPS, SparseReader};
 /// Ranges closer than this are read as one.
 pub const MERGE_GAP: u64 = 256;
 
+/// `auto` reads in bulk when that costs at most this many round trips' time.
+const CHEAP_BULK_RTTS: f64 = 8.0;
+
 /// Bytes the first `auto` walk reads after the first chunk to time the link's bandwidth.
 const MEASURE_BYTES: u64 = 4096;
 
@@ -107,6 +110,13 @@ impl<'m> MemImage<'m> {
             }),
             // Too small to be worth a gamble: one bulk round trip is what sparse starts with.
             WalkStrategy::Auto if total <= MEASURE_BYTES + sparse_start(ranges) => None,
+            WalkStrategy::Auto
+                if model.is_some_and(|m| {
+                    m.cost_us(bulk_trips, total) <= CHEAP_BULK_RTTS * m.rtt_us
+                }) =>
+            {
+                None
+            }
             WalkStrategy::Auto => Some(Budget {
                 max_round_trips: MAX_SPARSE_ROUND_TRIPS,
                 // Filled in below, once the model is known.
@@ -141,9 +151,16 @@ impl<'m> MemImage<'m> {
             };
             model = Some(m);
             let bulk_cost = m.cost_us(bulk_trips, total);
+            // A bulk read worth a few round trips is not worth a gamble: the next miss reads
+            // the spans whole.
+            let limit = if bulk_cost <= CHEAP_BULK_RTTS * m.rtt_us {
+                0.0
+            } else {
+                bulk_cost
+            };
             reader.set_budget(Budget {
                 max_round_trips: MAX_SPARSE_ROUND_TRIPS,
-                max_cost_us: Some((bulk_cost, m)),
+                max_cost_us: Some((limit, m)),
             });
         }
         let image = MemImage {

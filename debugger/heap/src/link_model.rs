@@ -188,10 +188,11 @@ pub fn walk_strategy() -> WalkStrategy {
     STRATEGY.lock().map_or(WalkStrategy::Auto, |s| *s)
 }
 
-/// The model from [`LINK_MODEL_ENV`], when set; an error naming the variable when it is set to
+/// The model from [`LINK_MODEL_ENV`], when set and not empty; an error naming the variable when it is set to
 /// something that is not a model.
 pub fn model_from_env() -> std::result::Result<Option<LinkModel>, String> {
     match std::env::var(LINK_MODEL_ENV) {
+        Ok(v) if v.trim().is_empty() => Ok(None),
         Ok(v) => v.parse().map(Some),
         Err(std::env::VarError::NotPresent) => Ok(None),
         Err(std::env::VarError::NotUnicode(_)) => {
