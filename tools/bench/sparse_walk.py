@@ -90,6 +90,7 @@ def walk(memlife, elf, port, strategy, model=None, at=False):
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(args)}: {out.stderr.decode()}")
     v = json.loads(out.stdout)
+    v.pop("at", None)  # said by the walk that stopped there only
     link = v.pop("link")
     return v, link
 
@@ -123,7 +124,9 @@ def main():
                     for _ in range(a.repeats):
                         v, link = walk(a.memlife, elf, q.port, strategy, model)
                         if v != base:
-                            raise RuntimeError(f"{size}/{blocks}: --walk {name} differs from bulk")
+                            keys = [k for k in base if base[k] != v.get(k)]
+                            raise RuntimeError(
+                                f"{size}/{blocks}: --walk {name} differs from bulk in {keys}")
                         links.append(link)
                     res[name] = links
             finally:

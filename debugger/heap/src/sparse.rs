@@ -57,7 +57,26 @@ pub struct SparseReader<'m> {
     max_read: u64,
     round_trips: u64,
     bytes: u64,
+    /// The current run of misses moving forward: where it began, how far it got, how many
+    /// misses and what had been spent when it began (see [`SparseReader::projected_over`]).
+    run: Run,
 }
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    start: u64,
+    frontier: u64,
+    span_end: u64,
+    misses: u64,
+    trips_before: u64,
+    bytes_before: u64,
+}
+
+/// Timed one-chunk reads when measuring the link.
+const SMALL_READS: u64 = 3;
+
+/// Misses a forward run needs before its pace is trusted for a projection.
+const RUN_MIN_MISSES: u64 = 32;
 
 impl std::fmt::Debug for SparseReader<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -92,6 +111,7 @@ impl<'m> SparseReader<'m> {
             max_read,
             round_trips: 0,
             bytes: 0,
+            run: Run::default(),
         };
         let mut first: Vec<u64> = Vec::new();
         for &(addr, len) in ranges.iter().filter(|r| r.1 > 0) {
@@ -125,10 +145,19 @@ impl<'m> SparseReader<'m> {
             });
         };
         let base = chunk_of(start);
-        let t = Instant::now();
-        self.fetch_chunks(&[base]);
-        let small = t.elapsed();
-        let more: Vec<u64> = (1..=extra / CHUNK)
+        // The quickest of three one-chunk reads: one slow answer must not make the link look
+        // slow for the whole process.
+        let mut small = std::time::Duration::MAX;
+        for i in 0..SMALL_READS {
+            let c = base + i * CHUNK;
+            if c >= end {
+                break;
+            }
+            let t = Instant::now();
+            self.fetch_chunks(&[c]);
+            small = small.min(t.elapsed());
+        }
+        let more: Vec<u64> = (SMALL_READS..SMALL_READS + extra / CHUNK)
             .map(|i| base + i * CHUNK)
             .take_while(|c| *c < end)
             .collect();
@@ -247,6 +276,7 @@ impl<'m> SparseReader<'m> {
         }
         let trips = round_trips_for(&ranges, self.max_read);
         let bytes: u64 = ranges.iter().map(|r| r.1 as u64).sum();
+        self.follow_run(wanted, &pieces);
         if self.over_budget(trips, bytes) {
             return self.read_whole();
         }
@@ -278,16 +308,58 @@ impl<'m> SparseReader<'m> {
         true
     }
 
+    /// Extends the current forward run of misses with this fetch, or starts a new one when the
+    /// walk jumped back (a second pass, a list in another order).
+    fn follow_run(&mut self, wanted: &[u64], pieces: &[(u64, u64, u64)]) {
+        let (Some(&first), Some(&last)) = (wanted.first(), wanted.last()) else {
+            return;
+        };
+        let span_end = pieces.last().map_or(0, |p| {
+            self.spans
+                .iter()
+                .find(|(s, e)| p.1 >= *s && p.1 < *e)
+                .map_or(0, |s| s.1)
+        });
+        if first < self.run.frontier || span_end != self.run.span_end {
+            self.run = Run {
+                start: first,
+                frontier: first,
+                span_end,
+                misses: 0,
+                trips_before: self.round_trips,
+                bytes_before: self.bytes,
+            };
+        }
+        self.run.misses += 1;
+        self.run.frontier = self.run.frontier.max(last + CHUNK);
+    }
+
     fn over_budget(&self, trips: u64, bytes: u64) -> bool {
         if self.round_trips + trips > self.budget.max_round_trips {
             return true;
         }
         match self.budget.max_cost_us {
             Some((limit, model)) => {
-                model.cost_us(self.round_trips + trips, self.bytes + bytes) > limit
+                let spent = model.cost_us(self.round_trips + trips, self.bytes + bytes);
+                spent > limit || self.projected_over(limit, model, spent)
             }
             None => false,
         }
+    }
+
+    /// Whether the current forward run, at its pace so far, will cost more than `limit` by the
+    /// end of its span: a walk through thousands of small blocks then goes on in bulk early
+    /// instead of after spending a bulk read's worth of round trips.
+    fn projected_over(&self, limit: f64, model: LinkModel, spent: f64) -> bool {
+        let run = &self.run;
+        let covered = run.frontier.saturating_sub(run.start);
+        let ahead = run.span_end.saturating_sub(run.start);
+        if run.misses < RUN_MIN_MISSES || covered == 0 || ahead <= covered {
+            return false;
+        }
+        let before = model.cost_us(run.trips_before, run.bytes_before);
+        let pace = (spent - before) / covered as f64;
+        before + pace * ahead as f64 > limit
     }
 
     /// Reads every span whole and answers from that from now on.
