@@ -69,8 +69,14 @@ pub fn walk_halted(
 ) -> Result<HaltedWalk, HeapError> {
     let pc = target.read_register(Register::ProgramCounter).ok();
     let before = target.link_stats();
+    // Offline memory (a snapshot) costs nothing to read whole: no strategy to choose.
+    let strategy = if target.control().is_some() {
+        link_model::walk_strategy()
+    } else {
+        link_model::WalkStrategy::Bulk
+    };
     let plan = ReadPlan {
-        strategy: link_model::walk_strategy(),
+        strategy,
         model: link_model::known_model(),
         max_read: before.max_read,
     };

@@ -203,7 +203,10 @@ impl<'m> SparseReader<'m> {
         if self.error.is_some() {
             return None;
         }
-        if self.bulk.is_none() && len > 0 {
+        if len == 0 {
+            return Some(Cow::Owned(Vec::new()));
+        }
+        if self.bulk.is_none() {
             let missing: Vec<u64> = chunks(addr, end)
                 .filter(|c| !self.cache.contains_key(c))
                 .collect();
@@ -449,6 +452,7 @@ mod tests {
             }
         }
         assert_eq!(r.bytes(0x8ffe, 4), None);
+        assert_eq!(r.bytes(0x9000 - 8, 0).map(|b| b.len()), Some(0));
         assert_eq!(r.bytes(0x9000, 1), None);
         assert_eq!(r.strategy(), ReadStrategy::Sparse);
         let (trips, bytes) = r.cost();
