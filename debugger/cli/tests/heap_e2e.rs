@@ -479,3 +479,35 @@ fn sparse_bulk_and_auto_walks_give_the_same_heap() {
         }
     }
 }
+
+/// A walk strategy or link model that is not one is refused with exit 2 and says what it wants.
+#[test]
+fn a_bad_walk_strategy_or_link_model_is_refused() {
+    let elf = elf("heap4", "healthy");
+    let elf_s = elf.to_str().unwrap();
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf_s,
+        "--qemu",
+        "netduinoplus2",
+        "--walk",
+        "fast",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("expected bulk, sparse or auto"),
+        "{}",
+        stderr(&out)
+    );
+    let mut cmd = memlife();
+    cmd.args(["heap", "--elf", elf_s, "--qemu", "netduinoplus2"])
+        .env("MEMLIFE_LINK_MODEL", "1ms:fast");
+    let out = run_with_timeout(cmd, std::time::Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("MEMLIFE_LINK_MODEL=`1ms:fast`: expected RTT_US:BYTES_PER_S"),
+        "{}",
+        stderr(&out)
+    );
+}
