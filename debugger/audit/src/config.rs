@@ -4,6 +4,7 @@
 //! elf = "firmware/build/heap4-healthy.elf"
 //! # allocator = "tlsf"             # when detection picks the wrong one
 //! # poisoning = "light"            # ESP-IDF heap poisoning, when DWARF does not show it
+//! # walk = "auto"                  # heap walks: bulk, sparse or auto (the link's cost decides)
 //! [target]
 //! qemu = "netduinoplus2"          # or gdb = "127.0.0.1:3333", or chip = "STM32F405RGTx"
 //! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
@@ -207,6 +208,8 @@ pub struct AuditConfig {
     pub allocator: Option<String>,
     /// ESP-IDF heap-poisoning override (`none`, `light`, `comprehensive`).
     pub poisoning: Option<String>,
+    /// How heap walks read the arena: `bulk`, `sparse` or `auto` (`--walk` wins).
+    pub walk: Option<String>,
     /// Phase aliases (`load` → `model_load`).
     pub phases: BTreeMap<String, String>,
     /// Spans per phase function (`graph_build` → `op_init`).
@@ -603,6 +606,7 @@ mod tests {
             elf = "fw.elf"
             allocator = "heap4"
             poisoning = "light"
+            walk = "sparse"
             [target]
             qemu = "netduinoplus2"
             [phases]
@@ -620,6 +624,7 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.phase_function("load"), "model_load");
         assert_eq!(cfg.poisoning.as_deref(), Some("light"));
+        assert_eq!(cfg.walk.as_deref(), Some("sparse"));
         assert_eq!(cfg.phase_function("graph_build"), "graph_build");
         assert_eq!(cfg.budgets["build_step"], 4096.0);
         assert_eq!(cfg.trace.method, Some(PeakMethod::Sample));

@@ -89,6 +89,10 @@ pub struct ServeArgs {
     /// the working directory).
     #[arg(long, value_name = "DIR")]
     pub script_dir: Vec<PathBuf>,
+    /// How `monitor heap` walks read the arena: bulk, sparse or auto (default), as for
+    /// `memlife heap --walk`.
+    #[arg(long, value_name = "STRATEGY", value_parser = parse_walk)]
+    pub walk: Option<memlife_heap::WalkStrategy>,
 }
 
 /// `memlife audit`.
@@ -313,6 +317,15 @@ pub struct HeapOptions {
     /// newlib: the heap limit, when no linker symbol gives it.
     #[arg(long, value_name = "ADDR", value_parser = parse_u64)]
     pub heap_limit: Option<u64>,
+    /// How a heap walk reads the arena: bulk (whole), sparse (the headers it follows, in 64-byte
+    /// chunks) or auto (the link's round-trip time and bandwidth decide; `walk` in
+    /// memlife.toml, `MEMLIFE_LINK_MODEL=RTT_US:BYTES_PER_S` models a link). Default: auto.
+    #[arg(long, value_name = "STRATEGY", value_parser = parse_walk)]
+    pub walk: Option<memlife_heap::WalkStrategy>,
+}
+
+fn parse_walk(s: &str) -> Result<memlife_heap::WalkStrategy, String> {
+    s.parse()
 }
 
 /// `memlife heap`.

@@ -126,7 +126,7 @@ fn heap_at_model_release_matches_gdb_for_every_firmware() {
     }
 }
 
-/// A snapshot costs the arena split into the server's largest packets plus a handful of reads.
+/// A bulk walk costs the arena split into the server's largest packets plus a handful of reads.
 #[test]
 fn a_walk_is_cheap_on_the_link() {
     for alloc in ALLOCS {
@@ -140,8 +140,11 @@ fn a_walk_is_cheap_on_the_link() {
             "--at",
             "model_release",
             "--json",
+            "--walk",
+            "bulk",
         ]);
         let link = &v["link"];
+        assert_eq!(link["strategy"], "bulk", "{alloc}");
         let (reads, max) = (
             link["reads"].as_u64().unwrap(),
             link["max_read"].as_u64().unwrap(),
@@ -397,4 +400,114 @@ fn allocator_help_lists_every_allocator() {
     for name in ["heap4", "heap5", "nano", "dlmalloc", "tlsf", "llff", "rlsf"] {
         assert!(line.contains(name), "{name} missing from: {line}");
     }
+}
+
+/// `--walk sparse`, `--walk bulk` and `--walk auto` (on a modeled slow probe and on the link
+/// as measured) walk the same halted QEMU at the 2nd model_release to the same heap, for
+/// heap_4, newlib nano and ESP-IDF TLSF; the sparse walk reads less than the bulk one, and the
+/// `link` object says which strategy ran and what it cost.
+#[test]
+fn sparse_bulk_and_auto_walks_give_the_same_heap() {
+    for alloc in ALLOCS {
+        let elf = elf(alloc, "fragmentation");
+        let elf_s = elf.to_str().unwrap();
+        let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+        let server = qemu.addr().to_string();
+        let walk = |strategy: &str, model: Option<&str>, at: bool| {
+            let mut args = vec![
+                "heap", "--elf", elf_s, "--gdb", &server, "--json", "--leave", "halted", "--walk",
+                strategy,
+            ];
+            if at {
+                args.extend(["--at", "model_release", "--hit", "2"]);
+            }
+            let mut cmd = memlife();
+            cmd.args(&args);
+            match model {
+                Some(m) => cmd.env("MEMLIFE_LINK_MODEL", m),
+                None => cmd.env_remove("MEMLIFE_LINK_MODEL"),
+            };
+            let out = run_with_timeout(cmd, std::time::Duration::from_secs(120));
+            assert!(
+                out.status.success(),
+                "{alloc} --walk {strategy}: {}",
+                stderr(&out)
+            );
+            let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let obj = v.as_object_mut().unwrap();
+            // Where it stopped is said by the first walk only (the one with --at).
+            obj.remove("at");
+            let link = obj.remove("link").unwrap();
+            (v, link)
+        };
+        let (bulk, bulk_link) = walk("bulk", None, true);
+        let (sparse, sparse_link) = walk("sparse", None, false);
+        let (slow, slow_link) = walk("auto", Some("1000:500000"), false);
+        let (measured, measured_link) = walk("auto", None, false);
+        drop(qemu);
+        assert_eq!(bulk["status"], "ok", "{alloc}: {}", bulk["anomalies"]);
+        assert!(bulk["blocks"].as_array().unwrap().len() > 3, "{alloc}");
+        for (label, v) in [
+            ("sparse", &sparse),
+            ("auto slow", &slow),
+            ("auto", &measured),
+        ] {
+            assert_eq!(
+                v, &bulk,
+                "{alloc}: the {label} walk differs from the bulk walk"
+            );
+        }
+        assert_eq!(bulk_link["strategy"], "bulk", "{alloc}");
+        assert_eq!(sparse_link["strategy"], "sparse", "{alloc}: {sparse_link}");
+        // On a 1 ms, 500 KB/s probe the heap's few dozen blocks are cheaper one by one.
+        assert_eq!(slow_link["strategy"], "sparse", "{alloc}: {slow_link}");
+        assert_eq!(slow_link["rtt_us"], 1000, "{alloc}");
+        assert_eq!(slow_link["bytes_per_s"], 500_000, "{alloc}");
+        assert!(
+            measured_link["rtt_us"].as_u64().unwrap() > 0,
+            "{measured_link}"
+        );
+        let bytes = |l: &Value| l["bytes_read"].as_u64().unwrap();
+        assert!(
+            bytes(&sparse_link) * 2 < bytes(&bulk_link),
+            "{alloc}: sparse read {} bytes, bulk {}",
+            bytes(&sparse_link),
+            bytes(&bulk_link)
+        );
+        for l in [&bulk_link, &sparse_link, &slow_link, &measured_link] {
+            assert!(l["round_trips"].as_u64().unwrap() >= 1, "{alloc}: {l}");
+        }
+    }
+}
+
+/// A walk strategy or link model that is not one is refused with exit 2 and says what it wants.
+#[test]
+fn a_bad_walk_strategy_or_link_model_is_refused() {
+    let elf = elf("heap4", "healthy");
+    let elf_s = elf.to_str().unwrap();
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf_s,
+        "--qemu",
+        "netduinoplus2",
+        "--walk",
+        "fast",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("expected bulk, sparse or auto"),
+        "{}",
+        stderr(&out)
+    );
+    let mut cmd = memlife();
+    cmd.args(["heap", "--elf", elf_s, "--qemu", "netduinoplus2"])
+        .env("MEMLIFE_LINK_MODEL", "1ms:fast");
+    let out = run_with_timeout(cmd, std::time::Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("MEMLIFE_LINK_MODEL=`1ms:fast`: expected RTT_US:BYTES_PER_S"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -41,4 +41,4 @@ pub use interrupt::Wait;
 pub use memory::{Memory, MemoryWrite};
 pub use registers::{Register, Registers};
 pub use snapshot::{Snapshot, SnapshotRegion};
-pub use target::{LinkStats, Target};
+pub use target::{LinkStats, ReadStrategy, Target};

@@ -1,8 +1,10 @@
 //! Reading and writing target memory.
 //!
 //! Only [`Memory::read`] is required; the typed helpers are provided. Implementations should make
-//! one `read` as few link transactions as the link allows: heap walkers read whole arenas at once
-//! because on a real probe every round trip costs about half a millisecond.
+//! one `read` as few link transactions as the link allows, and [`Memory::read_ranges`] one round
+//! trip where the link pipelines: heap walkers read whole arenas at once (bulk) or many small
+//! chunks per request (sparse), because on a real probe every round trip costs about half a
+//! millisecond.
 
 use crate::{ErrorKind, Result};
 

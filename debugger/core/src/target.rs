@@ -15,6 +15,47 @@ pub struct LinkStats {
     pub bytes: u64,
     /// Largest single memory transaction the link allows, in bytes of memory.
     pub max_read: u64,
+    /// How a heap walk read the arena (absent for other reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<ReadStrategy>,
+    /// The link's round-trip time in microseconds, as the walk's cost model took it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<u64>,
+    /// The link's bandwidth in bytes of memory per second, as the walk's cost model took it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_s: Option<u64>,
+    /// Round trips the reads took (pipelined requests answered together count once).
+    #[serde(default)]
+    pub round_trips: u64,
+    /// Bytes of target memory read (the same as `bytes`, under the name the walk's cost uses).
+    #[serde(default)]
+    pub bytes_read: u64,
+    /// Wall time of the walk in microseconds (reads and parsing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk_us: Option<u64>,
+}
+
+/// How a heap walk read target memory: what the `strategy` of the `link` object says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadStrategy {
+    /// The arena whole, in as few large reads as the link allows.
+    Bulk,
+    /// Small aligned chunks where the walk looked, cached across the walk.
+    Sparse,
+    /// Sparse until the walk had cost what a bulk read would, then the rest in bulk.
+    SparseThenBulk,
+}
+
+impl ReadStrategy {
+    /// The name the JSON and the text table use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadStrategy::Bulk => "bulk",
+            ReadStrategy::Sparse => "sparse",
+            ReadStrategy::SparseThenBulk => "sparse-then-bulk",
+        }
+    }
 }
 
 /// A debuggable target: memory and registers always, the rest when live.

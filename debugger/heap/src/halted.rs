@@ -9,6 +9,7 @@
 use memlife_core::{LinkStats, Memory, Register, Target};
 use memlife_dwarf::Symbols;
 
+use crate::link_model::{self, CountingMemory, ReadPlan};
 use crate::{HeapError, HeapState, HeapWalker, WalkContext};
 
 /// A walk of a halted target and what it cost on the link.
@@ -36,20 +37,31 @@ pub fn allocator_function_at(
         .find(|name| *name == function.name || demangled.as_deref() == Some(*name))
 }
 
-/// Walks the heap in `mem` with the core's `pc` (when known) for busy detection.
+/// Walks the heap in `mem` with the core's `pc` (when known) for busy detection, reading the
+/// arena as `read` says.
 pub fn walk_at(
     walker: &dyn HeapWalker,
     symbols: &Symbols,
     mem: &mut dyn Memory,
     pc: Option<u64>,
+    read: ReadPlan,
 ) -> Result<HeapState, HeapError> {
     let inside_allocator = pc.and_then(|pc| allocator_function_at(walker, symbols, pc));
-    walker.walk(mem, WalkContext { inside_allocator })
+    walker.walk(
+        mem,
+        WalkContext {
+            inside_allocator,
+            read,
+        },
+    )
 }
 
 /// Walks the heap of a halted target: its pc decides busy, its link counters give the cost.
 /// A target whose pc cannot be read (an offline snapshot without registers) is walked without
 /// busy detection from the pc; the allocator's own locks still count.
+///
+/// The arena is read with the process's walk strategy ([`link_model::set_walk_strategy`]) and
+/// the link's model (`MEMLIFE_LINK_MODEL`, or measured at the first `auto` walk).
 pub fn walk_halted(
     walker: &dyn HeapWalker,
     symbols: &Symbols,
@@ -57,12 +69,35 @@ pub fn walk_halted(
 ) -> Result<HaltedWalk, HeapError> {
     let pc = target.read_register(Register::ProgramCounter).ok();
     let before = target.link_stats();
-    let state = walk_at(walker, symbols, target.as_memory(), pc)?;
+    // Offline memory (a snapshot) costs nothing to read whole: no strategy to choose.
+    let strategy = if target.control().is_some() {
+        link_model::walk_strategy()
+    } else {
+        link_model::WalkStrategy::Bulk
+    };
+    let plan = ReadPlan {
+        strategy,
+        model: link_model::known_model(),
+        max_read: before.max_read,
+    };
+    let started = std::time::Instant::now();
+    let mut counted = CountingMemory::new(target.as_memory(), before.max_read);
+    let state = walk_at(walker, symbols, &mut counted, pc, plan)?;
+    let walk_us = u64::try_from(started.elapsed().as_micros()).ok();
+    let round_trips = counted.round_trips;
     let after = target.link_stats();
+    let bytes = after.bytes.saturating_sub(before.bytes);
+    let model = state.read.model;
     let link = LinkStats {
         reads: after.reads.saturating_sub(before.reads),
-        bytes: after.bytes.saturating_sub(before.bytes),
+        bytes,
         max_read: after.max_read,
+        strategy: state.read.strategy,
+        rtt_us: model.map(|m| m.rtt_us.round() as u64),
+        bytes_per_s: model.map(|m| m.bytes_per_s.round() as u64),
+        round_trips,
+        bytes_read: bytes,
+        walk_us,
     };
     Ok(HaltedWalk { state, link })
 }

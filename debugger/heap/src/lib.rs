@@ -2,8 +2,9 @@
 //! relies on, with the upstream versions they hold for, are in docs/allocators/.
 //!
 //! A walker is built once from the ELF's symbols ([`detect()`]), which resolves every address,
-//! member offset and constant it needs; [`HeapWalker::walk`] then bulk-reads the allocator's
-//! globals and its arena (a handful of large reads, see [`image`]) and parses on the host.
+//! member offset and constant it needs; [`HeapWalker::walk`] then reads the allocator's
+//! globals and its arena (a handful of large reads, or chunks as the walk follows the headers:
+//! see [`image`] and [`sparse`]) and parses on the host.
 //!
 //! Corruption is data, not an error: every pointer is bounds-checked and every loop is bounded,
 //! so a damaged heap yields a [`HeapState`] with [`Anomaly`]s (cycle, out of range, overlap, size
@@ -15,7 +16,9 @@
 //!   [`LowWaterMark`], [`ResolvedSymbol`].
 //! - [`state`]: [`HeapState`], [`Block`], [`Anomaly`] and the metrics of docs/heap-json.md.
 //! - [`firmware_view`]: what the firmware's own heap API would return, computed from a walk.
-//! - [`image`]: [`image::MemImage`], the bulk-read snapshot of a few address ranges.
+//! - [`image`]: [`image::MemImage`], the memory a walker parses: a few address ranges read
+//!   whole (bulk) or on demand ([`sparse`], small chunks cached across the walk).
+//! - [`link_model`]: `--walk bulk|sparse|auto` and the link's cost model that decides `auto`.
 //! - [`halted`]: [`walk_halted`], the walk of a halted core with busy detection from its pc.
 //! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
 //! - [`render`]: a heap state as the text table, block list, summary line and JSON every
@@ -29,8 +32,12 @@ pub mod error;
 pub mod firmware_view;
 pub mod halted;
 pub mod image;
+pub mod link_model;
 pub mod render;
+pub mod sparse;
 pub mod state;
+#[cfg(test)]
+mod testing;
 mod walkers;
 
 pub use api::{BlockRef, EntryPoint, EntryRole, LowWaterMark, ResolvedSymbol};
@@ -38,6 +45,9 @@ pub use detect::{AllocatorKind, WalkerOptions, detect};
 pub use error::HeapError;
 pub use firmware_view::{FirmwareView, parse_caps};
 pub use halted::{HaltedWalk, allocator_function_at, walk_at, walk_halted};
+pub use link_model::{
+    LinkModel, ReadPlan, ReadReport, WalkStrategy, model_from_env, set_walk_strategy, walk_strategy,
+};
 pub use state::{Anomaly, AnomalyKind, Block, HeapRegion, HeapState, HeapStatus};
 pub use walkers::tlsf::Poisoning;
 
@@ -48,6 +58,8 @@ use memlife_core::Memory;
 pub struct WalkContext {
     /// The core was halted inside an allocator function (pc lookup done by the caller).
     pub inside_allocator: Option<&'static str>,
+    /// How to read the arena (bulk by default: offline memory costs nothing to read whole).
+    pub read: ReadPlan,
 }
 
 /// One allocator's walker, with every symbol already resolved.

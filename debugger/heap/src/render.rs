@@ -162,11 +162,20 @@ pub fn text(state: &HeapState, ctx: &Context<'_>) -> String {
     if let Some(v) = &state.firmware_view {
         out.push_str(&firmware_view(v));
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
         "link       {} reads, {} bytes",
         ctx.link.reads, ctx.link.bytes
     );
+    if let Some(s) = ctx.link.strategy {
+        let _ = write!(
+            out,
+            ", {} round trips ({} walk)",
+            ctx.link.round_trips,
+            s.name()
+        );
+    }
+    let _ = writeln!(out);
     let _ = writeln!(out);
     out.push_str(&blocks(state));
     if !state.anomalies.is_empty() {
@@ -394,6 +403,7 @@ mod tests {
                 reads: 3,
                 bytes: 256,
                 max_read: 2046,
+                ..LinkStats::default()
             },
         };
         let placed = json(&s, Some(&ctx));

@@ -153,6 +153,10 @@ pub struct HeapState {
     /// allocators without the option.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub poisoning: Option<&'static str>,
+    /// How the walk read the arena (for the `link` object; equal in every state, so a bulk and
+    /// a sparse walk of the same memory compare equal).
+    #[serde(skip)]
+    pub read: crate::ReadReport,
 }
 
 /// One heap of a multi-heap allocator (an ESP-IDF `registered_heaps` entry), with its own
@@ -272,6 +276,7 @@ impl HeapState {
             regions: Vec::new(),
             firmware_view: None,
             poisoning: None,
+            read: crate::ReadReport::default(),
         }
     }
 

@@ -4,10 +4,12 @@
 
 use std::path::Path;
 
+use memlife_core::Memory;
 use memlife_core::Snapshot;
 use memlife_dwarf::Symbols;
 use memlife_heap::{
-    AnomalyKind, HeapState, HeapStatus, HeapWalker, WalkContext, WalkerOptions, detect,
+    AnomalyKind, HeapError, HeapState, HeapStatus, HeapWalker, LinkModel, ReadPlan, WalkContext,
+    WalkStrategy, WalkerOptions, detect,
 };
 
 /// A way to damage a snapshot.
@@ -22,7 +24,39 @@ fn fixture(name: &str) -> (Box<dyn HeapWalker>, Snapshot) {
 }
 
 fn walk(walker: &dyn HeapWalker, snap: &mut Snapshot) -> HeapState {
-    walker.walk(snap, WalkContext::default()).unwrap()
+    walk_every_way(walker, snap).unwrap()
+}
+
+/// Walks in bulk, sparse, and auto on a modeled 1 ms, 500 KB/s probe: the three must give the
+/// same heap (damaged or not), or bulk fail where sparse read less; the bulk result.
+fn walk_every_way(walker: &dyn HeapWalker, mem: &mut dyn Memory) -> Result<HeapState, HeapError> {
+    let ctx = |strategy, model| WalkContext {
+        read: ReadPlan {
+            strategy,
+            model,
+            max_read: 2046,
+        },
+        ..WalkContext::default()
+    };
+    let probe = LinkModel {
+        rtt_us: 1000.0,
+        bytes_per_s: 500_000.0,
+    };
+    let bulk = walker.walk(mem, ctx(WalkStrategy::Bulk, None));
+    for (strategy, model) in [
+        (WalkStrategy::Sparse, None),
+        (WalkStrategy::Auto, Some(probe)),
+    ] {
+        match (&bulk, walker.walk(mem, ctx(strategy, model))) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, &b, "{strategy}");
+                assert_eq!(format!("{:?}", a.anomalies), format!("{:?}", b.anomalies));
+            }
+            (Ok(_), Err(e)) => panic!("{strategy} failed where bulk did not: {e}"),
+            (Err(_), _) => {}
+        }
+    }
+    bulk
 }
 
 fn poke(snap: &mut Snapshot, addr: u64, value: u32) {
@@ -221,7 +255,7 @@ fn random_damage_to_real_heaps_never_panics_or_hangs() {
             }
             // Ends with a state or a read error, and lists no more than the memory can hold
             // (8 bytes is the smallest block of the three allocators).
-            match w.walk(&mut s, WalkContext::default()) {
+            match walk_every_way(w.as_ref(), &mut s) {
                 Ok(st) => {
                     assert!(st.blocks.len() as u64 <= bytes / 8, "{name}");
                     assert!(st.free_list.len() as u64 <= bytes / 8, "{name}");
@@ -460,5 +494,36 @@ fn user_pointers_map_back_to_their_blocks_through_the_declared_header() {
             .filter(|r| matches!(r, memlife_heap::EntryRole::Free { .. }))
             .count();
         assert_eq!((mallocs, frees), (1, 1), "{name}");
+    }
+}
+
+/// On the real heaps a sparse walk reads a fraction of the arena, and says it walked sparse.
+#[test]
+fn a_sparse_walk_of_a_real_heap_reads_a_fraction_of_it() {
+    for name in [
+        "heap4-fragmentation",
+        "nano-fragmentation",
+        "tlsf-fragmentation",
+    ] {
+        let (w, snap) = fixture(name);
+        let bulk = walk(w.as_ref(), &mut snap.clone());
+        let mut mem = memlife_testkit::ram::Counted::new(snap);
+        let ctx = WalkContext {
+            read: ReadPlan::new(WalkStrategy::Sparse),
+            ..WalkContext::default()
+        };
+        let st = w.walk(&mut mem, ctx).unwrap();
+        assert_eq!(st, bulk, "{name}");
+        assert_eq!(
+            st.read.strategy,
+            Some(memlife_core::ReadStrategy::Sparse),
+            "{name}"
+        );
+        assert!(
+            mem.bytes * 3 < bulk.heap_size,
+            "{name}: {} bytes of a {}-byte heap",
+            mem.bytes,
+            bulk.heap_size
+        );
     }
 }

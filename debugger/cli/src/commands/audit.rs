@@ -200,6 +200,14 @@ fn audit(
     if heap_opts.poisoning.is_none() {
         heap_opts.poisoning = cfg.poisoning.clone();
     }
+    if heap_opts.walk.is_none() {
+        heap_opts.walk = cfg
+            .walk
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: String| anyhow::anyhow!("memlife.toml: {e}"))?;
+    }
     let walker = {
         let target = session.target()?;
         ensure_halted(target)?;

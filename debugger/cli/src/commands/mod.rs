@@ -52,6 +52,7 @@ pub fn walker(
     opts: &HeapOptions,
     target: Option<&mut dyn Target>,
 ) -> Result<Box<dyn HeapWalker>> {
+    set_walk(opts.walk)?;
     let forced = opts
         .allocator
         .as_deref()
@@ -71,6 +72,14 @@ pub fn walker(
     };
     let mem = target.map(|t| t.as_memory());
     Ok(memlife_heap::detect(symbols, forced, &walker_opts, mem)?)
+}
+
+/// Sets how every later heap walk reads the arena (`--walk`, default auto), after checking
+/// `MEMLIFE_LINK_MODEL` so that a bad model is refused before anything runs.
+pub fn set_walk(walk: Option<memlife_heap::WalkStrategy>) -> Result<()> {
+    memlife_heap::model_from_env().map_err(anyhow::Error::msg)?;
+    memlife_heap::set_walk_strategy(walk.unwrap_or(memlife_heap::WalkStrategy::Auto));
+    Ok(())
 }
 
 /// Walks the heap of a halted target (busy detection from its pc) and what it cost on the link.

@@ -24,6 +24,7 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
         crate::boards::require_cortex_m(chip)?;
     }
     let symbols = super::load_symbols(&args.elf)?;
+    super::set_walk(args.walk)?;
     let (listener, bound, socket) = match args.listen.strip_prefix("unix:") {
         Some(path) => {
             let path = PathBuf::from(path);

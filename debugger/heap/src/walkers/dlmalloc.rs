@@ -198,7 +198,7 @@ impl HeapWalker for DlmallocWalker {
             st.finish(ctx, None);
             return Ok(st);
         }
-        let img = MemImage::read(mem, &[(start, brk - start)])?;
+        let (img, mut read) = MemImage::for_walk(mem, &[(start, brk - start)], &ctx.read)?;
         let size_at = |p: u64| w(&img, p + 4);
 
         // Physical walk up to top; a chunk is in use when the next one has PREV_INUSE.
@@ -306,6 +306,8 @@ impl HeapWalker for DlmallocWalker {
             st.total_free += tail;
             st.largest_free = st.largest_free.max(tail + top_size);
         }
+        img.finish(&mut read)?;
+        st.read = read;
         st.finish(ctx, None);
         Ok(st)
     }
@@ -317,6 +319,7 @@ mod tests {
     use memlife_core::Snapshot;
 
     use super::*;
+    use crate::testing::WalkModes;
 
     const BASE: u64 = 0x2000_0000;
     const AV: u64 = BASE;
@@ -363,7 +366,7 @@ mod tests {
         };
         let mut snap = Snapshot::default();
         snap.add_region(BASE, ram).unwrap();
-        let st = w.walk(&mut snap, WalkContext::default()).unwrap();
+        let st = w.walk_modes(&mut snap, WalkContext::default()).unwrap();
         assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
         assert_eq!(st.blocks.len(), 4);
         assert_eq!(st.free_list, vec![c2]);

@@ -216,7 +216,7 @@ impl HeapWalker for NanoWalker {
             st.finish(ctx, None);
             return Ok(st);
         }
-        let img = MemImage::read(mem, &[(start, brk - start)])?;
+        let (img, mut read) = MemImage::for_walk(mem, &[(start, brk - start)], &ctx.read)?;
 
         // Free list first: it is what marks chunks free.
         let mut free_set: Vec<(u64, u64)> = Vec::new();
@@ -353,6 +353,8 @@ impl HeapWalker for NanoWalker {
                 st.largest_free = largest_chunk;
             }
         }
+        img.finish(&mut read)?;
+        st.read = read;
         st.finish(ctx, None);
         Ok(st)
     }
@@ -379,6 +381,7 @@ mod tests {
 
     use super::*;
     use crate::AnomalyKind as K;
+    use crate::testing::WalkModes;
 
     const BASE: u64 = 0x2000_0000;
     const FREE_LIST: u64 = BASE;
@@ -425,7 +428,9 @@ mod tests {
     fn walk(ram: Vec<u8>) -> HeapState {
         let mut snap = Snapshot::default();
         snap.add_region(BASE, ram).unwrap();
-        walker().walk(&mut snap, WalkContext::default()).unwrap()
+        walker()
+            .walk_modes(&mut snap, WalkContext::default())
+            .unwrap()
     }
 
     #[test]
@@ -519,7 +524,7 @@ mod tests {
             // The work is bounded too: a few bulk reads, a few times the RAM at most.
             let mut mem = memlife_testkit::ram::Counted::new(snap);
             crate::state::assert_walk_bounded(
-                walker().walk(&mut mem, WalkContext::default()),
+                walker().walk_modes(&mut mem, WalkContext::default()),
                 0x800,
                 8,
             );

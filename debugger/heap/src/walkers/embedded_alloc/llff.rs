@@ -256,7 +256,7 @@ impl HeapWalker for LlffWalker {
                 format!("the hole list's dummy head has size {first_size}, not 0"),
             );
         }
-        let img = MemImage::read(mem, &[(bottom, size)])?;
+        let (img, mut read) = MemImage::for_walk(mem, &[(bottom, size)], &ctx.read)?;
         self.walk_holes(&img, &mut st, bottom, top, self.word(&g, l.first_next));
 
         let free: u64 = st.blocks.iter().filter(|b| b.free).map(|b| b.size).sum();
@@ -280,6 +280,8 @@ impl HeapWalker for LlffWalker {
                 format!("the holes hold {free} B but size - used = {size} - {used} = {counted} B"),
             );
         }
+        img.finish(&mut read)?;
+        st.read = read;
         st.finish(ctx, busy);
         Ok(st)
     }

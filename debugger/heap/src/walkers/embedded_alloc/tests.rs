@@ -2,6 +2,7 @@
 //! linked_list_allocator and rlsf leave them, and damage of every kind the walks check.
 #![allow(clippy::unwrap_used)]
 
+use crate::testing::WalkModes;
 use memlife_core::Snapshot;
 
 use super::llff::{LlffLayout, LlffWalker};
@@ -24,7 +25,7 @@ fn put(ram: &mut [u8], addr: u64, v: u32) {
 fn walk(w: &dyn HeapWalker, ram: Vec<u8>) -> HeapState {
     let mut snap = Snapshot::default();
     snap.add_region(BASE, ram).unwrap();
-    w.walk(&mut snap, WalkContext::default()).unwrap()
+    crate::testing::walk_modes(w, &mut snap, WalkContext::default()).unwrap()
 }
 
 fn kinds(st: &HeapState) -> Vec<K> {
@@ -191,7 +192,11 @@ fn llff_random_garbage_never_panics_or_hangs() {
         let mut snap = Snapshot::default();
         snap.add_region(BASE, r).unwrap();
         let mut mem = memlife_testkit::ram::Counted::new(snap);
-        crate::state::assert_walk_bounded(llff().walk(&mut mem, WalkContext::default()), 0x1000, 8);
+        crate::state::assert_walk_bounded(
+            llff().walk_modes(&mut mem, WalkContext::default()),
+            0x1000,
+            8,
+        );
     });
 }
 
@@ -428,7 +433,7 @@ fn tlsf_random_garbage_never_panics_or_hangs() {
         snap.add_region(BASE, r).unwrap();
         let mut mem = memlife_testkit::ram::Counted::new(snap);
         crate::state::assert_walk_bounded(
-            tlsf().walk(&mut mem, WalkContext::default()),
+            tlsf().walk_modes(&mut mem, WalkContext::default()),
             0x1000,
             16,
         );

@@ -289,7 +289,7 @@ impl HeapWalker for TlsfWalker {
             return Ok(st);
         }
         let end = start + len;
-        let img = MemImage::read(mem, &[(start, len)])?;
+        let (img, mut read) = MemImage::for_walk(mem, &[(start, len)], &ctx.read)?;
         let free = self.walk_blocks(&img, &mut st, start, end);
         self.check_lists(&gimg, &img, &mut st, start, end, &free);
 
@@ -308,6 +308,8 @@ impl HeapWalker for TlsfWalker {
         // block's header (two words).
         let fw_free: u64 = free.values().map(|s| s.saturating_sub(2 * w)).sum();
         st.firmware_view = Some(view(raw_size.saturating_sub(fw_free), fw_free));
+        img.finish(&mut read)?;
+        st.read = read;
         st.finish(ctx, busy);
         Ok(st)
     }

@@ -13,7 +13,7 @@ pub(super) const ALLOCATED: u64 = 1 << 31;
 /// An arena image with the header layout to read it.
 pub(super) struct Arena<'a> {
     /// The globals and every region, read.
-    pub img: &'a MemImage,
+    pub img: &'a MemImage<'a>,
     /// `BlockLink_t.pxNextFreeBlock` offset.
     pub off_next: u64,
     /// `BlockLink_t.xBlockSize` offset.

@@ -283,7 +283,7 @@ impl HeapWalker for FreeRtosWalker {
             ranges.push((a, 4));
         }
         ranges.extend(self.variant.arena_ranges());
-        let img = MemImage::read(mem, &ranges)?;
+        let (img, mut read) = MemImage::for_walk(mem, &ranges, &ctx.read)?;
         let protector = Protector::read(&img, self.canary);
         let px_end = protector.end_marker(img.u32(self.px_end).map_or(0, u64::from));
         let counters = Counters::read(self, &img);
@@ -298,6 +298,8 @@ impl HeapWalker for FreeRtosWalker {
         if px_end == 0 {
             st.firmware_view = Some(counters.firmware_view(&arena::FreeListWalk::default()));
             uninitialised(&mut st, &regions);
+            img.finish(&mut read)?;
+            st.read = read;
             st.finish(ctx, busy_lock);
             return Ok(st);
         }
@@ -324,6 +326,8 @@ impl HeapWalker for FreeRtosWalker {
         st.free_blocks = st.free_list.len() as u64;
         checks::counters(&mut st, &counters, list.sum);
         st.firmware_view = Some(counters.firmware_view(&list));
+        img.finish(&mut read)?;
+        st.read = read;
         st.finish(ctx, busy_lock);
         Ok(st)
     }

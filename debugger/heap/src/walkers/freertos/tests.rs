@@ -6,6 +6,7 @@ use memlife_core::Snapshot;
 use super::*;
 use crate::AnomalyKind as K;
 use crate::firmware_view::{FreeRtosView, HeapStats};
+use crate::testing::WalkModes;
 
 const X_START: u64 = 0x2000_0000;
 const PX_END: u64 = 0x2000_0008;
@@ -88,7 +89,7 @@ impl Fake {
         }
         let mut snap = Snapshot::default();
         snap.add_region(X_START, self.ram.clone()).unwrap();
-        w.walk(&mut snap, WalkContext::default()).unwrap()
+        w.walk_modes(&mut snap, WalkContext::default()).unwrap()
     }
 }
 
@@ -285,10 +286,11 @@ fn inside_the_allocator_is_busy_not_corrupt() {
     f.put(FREE, 8);
     snap.add_region(X_START, f.ram.clone()).unwrap();
     let st = walker()
-        .walk(
+        .walk_modes(
             &mut snap,
             WalkContext {
                 inside_allocator: Some("pvPortMalloc"),
+                ..WalkContext::default()
             },
         )
         .unwrap();
@@ -336,7 +338,7 @@ fn a_truncated_arena_is_a_read_error_not_a_panic() {
     let mut snap = Snapshot::default();
     snap.add_region(X_START, f.ram[..0x300].to_vec()).unwrap();
     assert!(matches!(
-        walker().walk(&mut snap, WalkContext::default()),
+        walker().walk_modes(&mut snap, WalkContext::default()),
         Err(HeapError::Target(_))
     ));
 }
@@ -370,7 +372,11 @@ fn random_garbage_never_panics_or_hangs() {
         // heap_4 blocks are at least 8 bytes (one header). The work is bounded too: a few bulk
         // reads, never more bytes than a few times the RAM.
         let mut mem = memlife_testkit::ram::Counted::new(snap);
-        crate::state::assert_walk_bounded(w.walk(&mut mem, WalkContext::default()), HEAP_SIZE, 8);
+        crate::state::assert_walk_bounded(
+            w.walk_modes(&mut mem, WalkContext::default()),
+            HEAP_SIZE,
+            8,
+        );
         mem.assert_within(
             WORK_READS,
             WORK_BYTES_PER_RAM_BYTE * 0x600,
@@ -453,7 +459,7 @@ fn walk5(f: &Fake, regions: Vec<(u64, u64)>, with_canary: bool) -> HeapState {
     }
     let mut snap = Snapshot::default();
     snap.add_region(X_START, f.ram.clone()).unwrap();
-    w.walk(&mut snap, WalkContext::default()).unwrap()
+    w.walk_modes(&mut snap, WalkContext::default()).unwrap()
 }
 
 const THREE_REGIONS: [Region; 3] = [

@@ -270,7 +270,7 @@ impl HeapWalker for TlsfWalker {
                 ranges.push((n.info, self.layouts.info.size));
             }
         }
-        let img = MemImage::read(mem, &ranges)?;
+        let (img, mut read) = MemImage::for_walk(mem, &ranges, &ctx.read)?;
         let mut by_addr = nodes.clone();
         by_addr.sort_by_key(|n| n.start);
         for pair in by_addr.windows(2) {
@@ -368,6 +368,8 @@ impl HeapWalker for TlsfWalker {
             heaps,
         )));
         st.poisoning = Some(self.poisoning.name());
+        img.finish(&mut read)?;
+        st.read = read;
         st.finish(ctx, busy);
         Ok(st)
     }

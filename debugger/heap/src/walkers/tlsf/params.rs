@@ -155,7 +155,7 @@ pub(super) fn params_of(
                 );
                 return None;
             };
-            let get = |f: &super::layout::BitField| f.get(bytes).unwrap_or(0);
+            let get = |f: &super::layout::BitField| f.get(&bytes).unwrap_or(0);
             let read = Params {
                 fl_count: get(&bits.fl_index_count),
                 sl_count: get(&bits.sl_index_count),

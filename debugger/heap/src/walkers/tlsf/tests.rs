@@ -9,6 +9,7 @@ use super::params::Params;
 use super::*;
 use crate::AnomalyKind as K;
 use crate::FirmwareView;
+use crate::testing::WalkModes;
 
 const BASE: u64 = 0x2000_0000;
 const RH: u64 = BASE;
@@ -192,7 +193,7 @@ fn walker(control: Option<ControlLayout>) -> TlsfWalker {
 
 fn walk_with(ram: &Ram, control: Option<ControlLayout>) -> HeapState {
     walker(control)
-        .walk(&mut ram.snapshot(), WalkContext::default())
+        .walk_modes(&mut ram.snapshot(), WalkContext::default())
         .unwrap()
 }
 
@@ -401,7 +402,7 @@ fn a_truncated_region_is_an_error_or_an_anomaly_never_a_panic() {
     let mut snap = Snapshot::default();
     snap.add_region(BASE, r.ram[..0x2000].to_vec()).unwrap();
     assert!(matches!(
-        walker(dynamic()).walk(&mut snap, WalkContext::default()),
+        walker(dynamic()).walk_modes(&mut snap, WalkContext::default()),
         Err(HeapError::Target(_))
     ));
     // The region's end was overwritten smaller than its pool: an anomaly.
@@ -422,10 +423,11 @@ fn a_held_lock_is_busy_not_corrupt() {
     assert!(st.regions[1].busy_reason.is_some() && st.regions[0].busy_reason.is_none());
     let (r, _, _) = two_heaps(Gen::Dynamic);
     let st = walker(dynamic())
-        .walk(
+        .walk_modes(
             &mut r.snapshot(),
             WalkContext {
                 inside_allocator: Some("heap_caps_malloc"),
+                ..WalkContext::default()
             },
         )
         .unwrap();
@@ -511,7 +513,7 @@ fn random_garbage_never_panics_or_hangs() {
         // The work is bounded too: a few bulk reads, a few times the RAM at most.
         let ram_len = r.ram.len() as u64;
         let mut mem = memlife_testkit::ram::Counted::new(r.snapshot());
-        let result = walker(control).walk(&mut mem, WalkContext::default());
+        let result = walker(control).walk_modes(&mut mem, WalkContext::default());
         mem.assert_within(256, 4 * ram_len, "tlsf garbage walk");
         let walked: u64 = result.as_ref().map_or(0, |st| {
             st.regions
@@ -562,7 +564,8 @@ impl Ram {
 fn walk_poisoned(ram: &Ram, mode: Poisoning) -> HeapState {
     let mut w = walker(dynamic());
     w.poisoning = mode;
-    w.walk(&mut ram.snapshot(), WalkContext::default()).unwrap()
+    w.walk_modes(&mut ram.snapshot(), WalkContext::default())
+        .unwrap()
 }
 
 fn esp_view(st: &HeapState) -> &crate::firmware_view::EspIdfView {
