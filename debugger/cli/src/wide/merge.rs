@@ -158,7 +158,8 @@ pub fn junit(outcomes: &[Outcome], seconds: f64) -> String {
         let (suite, counts) = own.unwrap_or_else(|| error_suite(o));
         suites.push_str(&suite);
         for (t, c) in total.iter_mut().zip(counts) {
-            *t += c;
+            // Counts parsed from the children's files: a huge one must not overflow the sum.
+            *t = t.saturating_add(c);
         }
     }
     format!(
@@ -338,6 +339,33 @@ mod tests {
         assert!(merged.contains("timed out &lt;here&gt;"));
         assert!(
             merged.contains("<testsuites name=\"memlife\" tests=\"1\" failures=\"0\" errors=\"1\"")
+        );
+    }
+
+    #[test]
+    fn huge_counts_in_child_junits_saturate_instead_of_overflowing() {
+        let dir = std::env::temp_dir().join(format!("memlife-merge-{}", std::process::id()));
+        let mut outcomes = Vec::new();
+        for name in ["a", "b"] {
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+            std::fs::write(
+                dir.join(name).join("junit.xml"),
+                format!(
+                    "<testsuite name=\"x\" tests=\"{max}\" failures=\"{max}\" errors=\"0\"></testsuite>",
+                    max = u64::MAX
+                ),
+            )
+            .unwrap();
+            let mut o = outcome(name, Verdict::Fail, None);
+            o.dir = dir.join(name);
+            o.own_junit = true;
+            outcomes.push(o);
+        }
+        let merged = junit(&outcomes, 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            merged.contains(&format!("tests=\"{}\" failures", u64::MAX)),
+            "{merged}"
         );
     }
 
