@@ -176,7 +176,8 @@ pub fn from_configs(paths: &[PathBuf]) -> Result<Vec<Target>> {
         let base = sanitize(&base);
         let mut name = base.clone();
         let mut n = 1;
-        while targets.iter().any(|t| t.name == name) {
+        // The run's own output files are taken too: OUT/NAME/ must not be one of them.
+        while targets.iter().any(|t| t.name == name) || RESERVED.contains(&name.as_str()) {
             n += 1;
             name = format!("{base}-{n}");
         }
@@ -201,6 +202,9 @@ fn expected_by(config: &Path) -> Option<Expected> {
         _ => None,
     }
 }
+
+/// Names of the run's own files in OUT, which no target's folder may take.
+const RESERVED: [&str; 2] = ["junit.xml", "summary.json"];
 
 /// A name is a folder name: letters, digits, `.`, `_`, `-`.
 fn is_name(name: &str) -> bool {
@@ -234,7 +238,7 @@ fn check_names(targets: &[Target], path: &Path) -> Result<()> {
                 t.name
             );
         }
-        if ["junit.xml", "summary.json"].contains(&t.name.as_str()) {
+        if RESERVED.contains(&t.name.as_str()) {
             bail!(
                 "{}: [[matrix]] name `{}` is the run's own output file: choose another",
                 path.display(),
@@ -332,6 +336,10 @@ mod tests {
         assert_eq!(names, ["healthy", "healthy-2", "board_b"]);
         assert_eq!(t[0].expect, Some(Expected::Fail));
         assert_eq!(t[2].expect, None);
+        // A config named like the run's own output file does not get that folder name.
+        std::fs::write(dir.join("summary.json.toml"), "").unwrap();
+        let t = from_configs(&[dir.join("summary.json.toml")]).unwrap();
+        assert_eq!(t[0].name, "summary.json-2");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
