@@ -122,6 +122,13 @@ pub fn matrix(path: &Path) -> Result<Vec<Target>> {
             e.to_string().trim().replace('\n', " ")
         )
     })?;
+    // Checked here, before anything runs, naming the entry (a child would only name its flag).
+    for e in &file.matrix {
+        if let Some(t) = e.timeout {
+            memlife_core::limits::timeout_secs(t)
+                .map_err(|m| anyhow::anyhow!("{}: [[matrix]] `{}`: {m}", path.display(), e.name))?;
+        }
+    }
     let dir = path.parent().unwrap_or(Path::new(""));
     let near = |p: PathBuf| if p.is_relative() { dir.join(p) } else { p };
     let targets = file
@@ -313,6 +320,9 @@ mod tests {
                 .to_string()
                 .contains("output file")
         );
+        std::fs::write(&file, "[[matrix]]\nname = \"a\"\ntimeout = -1.0\n").unwrap();
+        let e = matrix(&file).unwrap_err().to_string();
+        assert!(e.contains("`a`") && e.contains("timeout -1"), "{e}");
         std::fs::write(&file, "[[matrix]]\nname = \"a\"\nelff = \"x\"\n").unwrap();
         assert!(matrix(&file).unwrap_err().to_string().contains("elff"));
         let _ = std::fs::remove_dir_all(&dir);
