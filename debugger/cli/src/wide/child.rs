@@ -73,7 +73,8 @@ pub fn command(
     script: &Path,
     files: &Files,
 ) -> Command {
-    let mut a: Vec<OsString> = Vec::new();
+    // The child audits this one target, whatever its --config lists.
+    let mut a: Vec<OsString> = vec!["--one-target".into()];
     flag(&mut a, "--config", &target.config);
     if let Some(elf) = target.elf.as_ref().or(args.elf.as_ref()) {
         flag(&mut a, "--elf", elf);

@@ -22,6 +22,9 @@ use merge::{Outcome, RunInfo, Verdict};
 
 /// The list to audit when the flags ask for a wide run, else `None` (one audit, as before).
 pub fn targets(args: &AuditArgs) -> Result<Option<Vec<Target>>> {
+    if args.one_target {
+        return Ok(None);
+    }
     let wide_flags =
         args.jobs.is_some() || args.shard.is_some() || args.target_timeout.is_some() || args.expect;
     let configs = if args.config.is_empty() {
@@ -252,4 +255,57 @@ fn last_error(stderr: &Path) -> Option<String> {
         .rev()
         .find_map(|l| l.strip_prefix("error: "))
         .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn audit_args<S: Into<std::ffi::OsString> + Clone>(args: &[S]) -> AuditArgs {
+        match Cli::try_parse_from(args.iter().cloned()).unwrap().command {
+            Command::Audit(a) => *a,
+            _ => panic!("not audit"),
+        }
+    }
+
+    #[test]
+    fn a_child_of_an_entry_without_config_audits_its_one_target() {
+        // An entry without `config` takes its settings from the matrix file itself (README):
+        // its child gets that file as --config and must not read its [[matrix]] as a list.
+        let dir = std::env::temp_dir().join(format!("memlife-wide-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.toml");
+        std::fs::write(&file, "[[matrix]]\nname = \"a\"\nelf = \"a.elf\"\n").unwrap();
+        let args = audit_args(&[
+            "memlife",
+            "audit",
+            "s.rhai",
+            "--config",
+            file.to_str().unwrap(),
+        ]);
+        let mut list = targets(&args).unwrap().unwrap();
+        let target = list.pop().unwrap();
+        assert_eq!(target.config, file);
+        let files = child::Files {
+            dir: dir.join("out").join(&target.name),
+        };
+        let cmd = child::command(
+            Path::new("memlife"),
+            0,
+            &args,
+            &target,
+            Path::new("s.rhai"),
+            &files,
+        );
+        let argv: Vec<std::ffi::OsString> = std::iter::once("memlife".into())
+            .chain(cmd.get_args().map(|a| a.to_os_string()))
+            .collect();
+        let child = audit_args(&argv);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(targets(&child).unwrap().is_none());
+    }
 }
