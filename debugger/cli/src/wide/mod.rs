@@ -248,9 +248,20 @@ fn audit_one(
     }
 }
 
-/// The child's last `error:` line, without the prefix.
+/// How much of a child's stderr is searched for its error: its end, where the error is printed.
+const STDERR_TAIL: u64 = 64 * 1024;
+
+/// The child's last `error:` line, without the prefix. Only the file's end is read (a `-vvv`
+/// log grows with the target's events), lossily (one stray byte must not hide the message).
 fn last_error(stderr: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(stderr).ok()?;
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(stderr).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(STDERR_TAIL)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.take(STDERR_TAIL).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     text.lines()
         .rev()
         .find_map(|l| l.strip_prefix("error: "))
@@ -307,5 +318,17 @@ mod tests {
         let child = audit_args(&argv);
         let _ = std::fs::remove_dir_all(&dir);
         assert!(targets(&child).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_childs_error_is_found_after_a_long_log_with_stray_bytes() {
+        let file = std::env::temp_dir().join(format!("memlife-stderr-{}", std::process::id()));
+        let mut log = vec![0xffu8, b'\n'];
+        log.extend(b"DEBUG polled\n".repeat(20_000));
+        log.extend(b"error: the firmware hung\nmemlife: done\n");
+        std::fs::write(&file, &log).unwrap();
+        let found = last_error(&file);
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(found.as_deref(), Some("the firmware hung"));
     }
 }
