@@ -172,6 +172,10 @@ pub struct AuditArgs {
     /// budget.
     #[arg(long, value_name = "BASE.json")]
     pub baseline: Option<PathBuf>,
+    /// Set by a wide run on its children: audit this one target, also when its --config is the
+    /// matrix file itself (an entry without `config`), whose [[matrix]] is then not a list.
+    #[arg(long, hide = true)]
+    pub one_target: bool,
 }
 
 /// `memlife symbols`.

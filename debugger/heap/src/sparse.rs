@@ -149,17 +149,15 @@ impl<'m> SparseReader<'m> {
         // slow for the whole process.
         let mut small = std::time::Duration::MAX;
         for i in 0..SMALL_READS {
-            let c = base + i * CHUNK;
-            if c >= end {
+            let Some(c) = base.checked_add(i * CHUNK).filter(|c| *c < end) else {
                 break;
-            }
+            };
             let t = Instant::now();
             self.fetch_chunks(&[c]);
             small = small.min(t.elapsed());
         }
         let more: Vec<u64> = (SMALL_READS..SMALL_READS + extra / CHUNK)
-            .map(|i| base + i * CHUNK)
-            .take_while(|c| *c < end)
+            .map_while(|i| base.checked_add(i * CHUNK).filter(|c| *c < end))
             .collect();
         let extra_bytes = more.len() as u64 * CHUNK;
         let t = Instant::now();
@@ -228,7 +226,7 @@ impl<'m> SparseReader<'m> {
             // A chunk's bytes start at max(c, span start) and are clipped to the span.
             let from = c.max(s_start);
             let lo = addr.max(from) - from;
-            let hi = end.min(from + data.len() as u64) - from;
+            let hi = end.min(from.saturating_add(data.len() as u64)) - from;
             out.extend_from_slice(data.get(lo as usize..hi as usize)?);
         }
         (out.len() == ulen).then_some(Cow::Owned(out))
@@ -264,10 +262,12 @@ impl<'m> SparseReader<'m> {
         let mut ranges: Vec<(u64, usize)> = Vec::new();
         let mut pieces: Vec<(u64, u64, u64)> = Vec::new(); // chunk, from, to
         for &c in wanted {
-            let Some(&(s, e)) = self.spans.iter().find(|(s, e)| c < *e && c + CHUNK > *s) else {
+            // Saturating: a span may end at the top of the address space (as in a bulk image).
+            let c_end = c.saturating_add(CHUNK);
+            let Some(&(s, e)) = self.spans.iter().find(|(s, e)| c < *e && c_end > *s) else {
                 continue;
             };
-            let (from, to) = (c.max(s), (c + CHUNK).min(e));
+            let (from, to) = (c.max(s), c_end.min(e));
             pieces.push((c, from, to));
             match ranges.last_mut() {
                 Some((a, n)) if *a + *n as u64 == from => *n += (to - from) as usize,
@@ -307,7 +307,7 @@ impl<'m> SparseReader<'m> {
             };
             self.cache.insert(c, bytes.to_vec());
         }
-        self.next_seq = wanted.last().map_or(u64::MAX, |c| c + CHUNK);
+        self.next_seq = wanted.last().map_or(u64::MAX, |c| c.saturating_add(CHUNK));
         true
     }
 
@@ -334,7 +334,7 @@ impl<'m> SparseReader<'m> {
             };
         }
         self.run.misses += 1;
-        self.run.frontier = self.run.frontier.max(last + CHUNK);
+        self.run.frontier = self.run.frontier.max(last.saturating_add(CHUNK));
     }
 
     fn over_budget(&self, trips: u64, bytes: u64) -> bool {
@@ -493,5 +493,44 @@ mod tests {
         .unwrap();
         assert!(r.bytes(0x9100, 4).is_none());
         assert!(matches!(r.take_error(), Some(TargetError::Unmapped { .. })));
+    }
+
+    /// Memory everywhere: a byte is its address's low byte.
+    struct Everywhere;
+    impl Memory for Everywhere {
+        fn read(&mut self, addr: u64, buf: &mut [u8]) -> memlife_core::Result<()> {
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = addr.wrapping_add(i as u64) as u8;
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_span_ending_at_the_top_of_the_address_space_is_read_without_overflow() {
+        // Ranges come from target values; a bulk image takes a span that ends at 2^64
+        // (`a_span_ending_past_the_top_is_read_without_overflow`), and so must the sparse one.
+        let start = u64::MAX - 0x3ff;
+        let budget = Budget {
+            max_round_trips: 100,
+            max_cost_us: None,
+        };
+        let mut mem = Everywhere;
+        let mut r = SparseReader::new(
+            &mut mem,
+            vec![(start, u64::MAX)],
+            &[(start, 0x400)],
+            budget,
+            0,
+        )
+        .unwrap();
+        r.measure(4096).unwrap();
+        assert_eq!(&*r.bytes(u64::MAX - 3, 3).unwrap(), &[0xfc, 0xfd, 0xfe]);
+        assert_eq!(&*r.bytes(start, 2).unwrap(), &[0x00, 0x01]);
+        assert!(r.bytes(u64::MAX - 3, 4).is_none());
+        for a in (start..u64::MAX - 4).step_by(0x40) {
+            assert_eq!(r.bytes(a, 4).unwrap()[0], a as u8, "{a:#x}");
+        }
+        assert!(r.take_error().is_none());
     }
 }

@@ -73,7 +73,8 @@ pub fn command(
     script: &Path,
     files: &Files,
 ) -> Command {
-    let mut a: Vec<OsString> = Vec::new();
+    // The child audits this one target, whatever its --config lists.
+    let mut a: Vec<OsString> = vec!["--one-target".into()];
     flag(&mut a, "--config", &target.config);
     if let Some(elf) = target.elf.as_ref().or(args.elf.as_ref()) {
         flag(&mut a, "--elf", elf);
@@ -155,6 +156,16 @@ pub fn run(mut cmd: Command, files: &Files, limit: Option<f64>) -> Ending {
     let started = (|| -> Result<Guard> {
         std::fs::create_dir_all(&files.dir)
             .with_context(|| format!("cannot create {}", files.dir.display()))?;
+        // A previous run's outputs must not be merged as this run's when the child ends before
+        // writing its own (a usage error exits 2 with none).
+        for old in [files.junit(), files.json()] {
+            match std::fs::remove_file(&old) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("cannot remove {}", old.display()));
+                }
+                _ => {}
+            }
+        }
         let out = std::fs::File::create(files.stdout())?;
         let err = std::fs::File::create(files.stderr())?;
         cmd.stdout(out).stderr(err);
@@ -214,4 +225,29 @@ fn terminate(pid: u32) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_previous_runs_outputs_are_removed_before_the_child_starts() {
+        let dir = std::env::temp_dir().join(format!("memlife-child-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = Files { dir: dir.clone() };
+        std::fs::write(files.junit(), "<testsuite/>").unwrap();
+        std::fs::write(files.json(), "{}").unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "exit 2"]);
+        let ending = run(cmd, &files, None);
+        let stale = (files.junit().exists(), files.json().exists());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            matches!(ending, Ending::Exited(s) if s.code() == Some(2)),
+            "{ending:?}"
+        );
+        assert_eq!(stale, (false, false));
+    }
 }

@@ -122,6 +122,13 @@ pub fn matrix(path: &Path) -> Result<Vec<Target>> {
             e.to_string().trim().replace('\n', " ")
         )
     })?;
+    // Checked here, before anything runs, naming the entry (a child would only name its flag).
+    for e in &file.matrix {
+        if let Some(t) = e.timeout {
+            memlife_core::limits::timeout_secs(t)
+                .map_err(|m| anyhow::anyhow!("{}: [[matrix]] `{}`: {m}", path.display(), e.name))?;
+        }
+    }
     let dir = path.parent().unwrap_or(Path::new(""));
     let near = |p: PathBuf| if p.is_relative() { dir.join(p) } else { p };
     let targets = file
@@ -176,7 +183,8 @@ pub fn from_configs(paths: &[PathBuf]) -> Result<Vec<Target>> {
         let base = sanitize(&base);
         let mut name = base.clone();
         let mut n = 1;
-        while targets.iter().any(|t| t.name == name) {
+        // The run's own output files are taken too: OUT/NAME/ must not be one of them.
+        while targets.iter().any(|t| t.name == name) || RESERVED.contains(&name.as_str()) {
             n += 1;
             name = format!("{base}-{n}");
         }
@@ -201,6 +209,9 @@ fn expected_by(config: &Path) -> Option<Expected> {
         _ => None,
     }
 }
+
+/// Names of the run's own files in OUT, which no target's folder may take.
+const RESERVED: [&str; 2] = ["junit.xml", "summary.json"];
 
 /// A name is a folder name: letters, digits, `.`, `_`, `-`.
 fn is_name(name: &str) -> bool {
@@ -234,7 +245,7 @@ fn check_names(targets: &[Target], path: &Path) -> Result<()> {
                 t.name
             );
         }
-        if ["junit.xml", "summary.json"].contains(&t.name.as_str()) {
+        if RESERVED.contains(&t.name.as_str()) {
             bail!(
                 "{}: [[matrix]] name `{}` is the run's own output file: choose another",
                 path.display(),
@@ -309,6 +320,9 @@ mod tests {
                 .to_string()
                 .contains("output file")
         );
+        std::fs::write(&file, "[[matrix]]\nname = \"a\"\ntimeout = -1.0\n").unwrap();
+        let e = matrix(&file).unwrap_err().to_string();
+        assert!(e.contains("`a`") && e.contains("timeout -1"), "{e}");
         std::fs::write(&file, "[[matrix]]\nname = \"a\"\nelff = \"x\"\n").unwrap();
         assert!(matrix(&file).unwrap_err().to_string().contains("elff"));
         let _ = std::fs::remove_dir_all(&dir);
@@ -332,6 +346,10 @@ mod tests {
         assert_eq!(names, ["healthy", "healthy-2", "board_b"]);
         assert_eq!(t[0].expect, Some(Expected::Fail));
         assert_eq!(t[2].expect, None);
+        // A config named like the run's own output file does not get that folder name.
+        std::fs::write(dir.join("summary.json.toml"), "").unwrap();
+        let t = from_configs(&[dir.join("summary.json.toml")]).unwrap();
+        assert_eq!(t[0].name, "summary.json-2");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

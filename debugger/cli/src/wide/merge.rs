@@ -110,7 +110,8 @@ fn attr(tag: &str, attr: &str) -> Option<u64> {
 fn own_suite(junit: &str, name: &str) -> Option<(String, [u64; 3])> {
     let start = junit.find("<testsuite ")?;
     let end = junit.rfind("</testsuite>")? + "</testsuite>".len();
-    let suite = &junit[start..end];
+    // The file is read back from disk: a close before the open is no suite, not a panic.
+    let suite = junit.get(start..end)?;
     let open_end = suite.find('>')?;
     let (open, rest) = suite.split_at(open_end);
     let counts = [
@@ -157,7 +158,8 @@ pub fn junit(outcomes: &[Outcome], seconds: f64) -> String {
         let (suite, counts) = own.unwrap_or_else(|| error_suite(o));
         suites.push_str(&suite);
         for (t, c) in total.iter_mut().zip(counts) {
-            *t += c;
+            // Counts parsed from the children's files: a huge one must not overflow the sum.
+            *t = t.saturating_add(c);
         }
     }
     format!(
@@ -338,5 +340,38 @@ mod tests {
         assert!(
             merged.contains("<testsuites name=\"memlife\" tests=\"1\" failures=\"0\" errors=\"1\"")
         );
+    }
+
+    #[test]
+    fn huge_counts_in_child_junits_saturate_instead_of_overflowing() {
+        let dir = std::env::temp_dir().join(format!("memlife-merge-{}", std::process::id()));
+        let mut outcomes = Vec::new();
+        for name in ["a", "b"] {
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+            std::fs::write(
+                dir.join(name).join("junit.xml"),
+                format!(
+                    "<testsuite name=\"x\" tests=\"{max}\" failures=\"{max}\" errors=\"0\"></testsuite>",
+                    max = u64::MAX
+                ),
+            )
+            .unwrap();
+            let mut o = outcome(name, Verdict::Fail, None);
+            o.dir = dir.join(name);
+            o.own_junit = true;
+            outcomes.push(o);
+        }
+        let merged = junit(&outcomes, 1.0);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            merged.contains(&format!("tests=\"{}\" failures", u64::MAX)),
+            "{merged}"
+        );
+    }
+
+    #[test]
+    fn a_child_junit_with_the_close_before_the_open_is_no_suite() {
+        let bad = "</testsuite>\n<testsuite name=\"x\" tests=\"1\" failures=\"0\" errors=\"0\">";
+        assert!(own_suite(bad, "t").is_none());
     }
 }

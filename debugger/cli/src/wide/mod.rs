@@ -22,6 +22,9 @@ use merge::{Outcome, RunInfo, Verdict};
 
 /// The list to audit when the flags ask for a wide run, else `None` (one audit, as before).
 pub fn targets(args: &AuditArgs) -> Result<Option<Vec<Target>>> {
+    if args.one_target {
+        return Ok(None);
+    }
     let wide_flags =
         args.jobs.is_some() || args.shard.is_some() || args.target_timeout.is_some() || args.expect;
     let configs = if args.config.is_empty() {
@@ -245,11 +248,87 @@ fn audit_one(
     }
 }
 
-/// The child's last `error:` line, without the prefix.
+/// How much of a child's stderr is searched for its error: its end, where the error is printed.
+const STDERR_TAIL: u64 = 64 * 1024;
+
+/// The child's last `error:` line, without the prefix. Only the file's end is read (a `-vvv`
+/// log grows with the target's events), lossily (one stray byte must not hide the message).
 fn last_error(stderr: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(stderr).ok()?;
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(stderr).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(STDERR_TAIL)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.take(STDERR_TAIL).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     text.lines()
         .rev()
         .find_map(|l| l.strip_prefix("error: "))
         .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn audit_args<S: Into<std::ffi::OsString> + Clone>(args: &[S]) -> AuditArgs {
+        match Cli::try_parse_from(args.iter().cloned()).unwrap().command {
+            Command::Audit(a) => *a,
+            _ => panic!("not audit"),
+        }
+    }
+
+    #[test]
+    fn a_child_of_an_entry_without_config_audits_its_one_target() {
+        // An entry without `config` takes its settings from the matrix file itself (README):
+        // its child gets that file as --config and must not read its [[matrix]] as a list.
+        let dir = std::env::temp_dir().join(format!("memlife-wide-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.toml");
+        std::fs::write(&file, "[[matrix]]\nname = \"a\"\nelf = \"a.elf\"\n").unwrap();
+        let args = audit_args(&[
+            "memlife",
+            "audit",
+            "s.rhai",
+            "--config",
+            file.to_str().unwrap(),
+        ]);
+        let mut list = targets(&args).unwrap().unwrap();
+        let target = list.pop().unwrap();
+        assert_eq!(target.config, file);
+        let files = child::Files {
+            dir: dir.join("out").join(&target.name),
+        };
+        let cmd = child::command(
+            Path::new("memlife"),
+            0,
+            &args,
+            &target,
+            Path::new("s.rhai"),
+            &files,
+        );
+        let argv: Vec<std::ffi::OsString> = std::iter::once("memlife".into())
+            .chain(cmd.get_args().map(|a| a.to_os_string()))
+            .collect();
+        let child = audit_args(&argv);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(targets(&child).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_childs_error_is_found_after_a_long_log_with_stray_bytes() {
+        let file = std::env::temp_dir().join(format!("memlife-stderr-{}", std::process::id()));
+        let mut log = vec![0xffu8, b'\n'];
+        log.extend(b"DEBUG polled\n".repeat(20_000));
+        log.extend(b"error: the firmware hung\nmemlife: done\n");
+        std::fs::write(&file, &log).unwrap();
+        let found = last_error(&file);
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(found.as_deref(), Some("the firmware hung"));
+    }
 }
