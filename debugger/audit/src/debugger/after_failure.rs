@@ -104,7 +104,7 @@ pub struct FailureRun {
 /// A wait in progress (kept by the caller across hooks).
 #[derive(Debug)]
 pub struct FailureWait {
-    roles: Vec<super::cycles::RoleEntry>,
+    roles: super::cycles::PresentRoles,
     start: String,
     goal: Goal,
     /// The role of the phase open, when one is.
@@ -116,22 +116,6 @@ pub struct FailureWait {
     calls: Vec<PhaseCall>,
     end: Option<FailureEnd>,
     after: Option<Rc<HeapState>>,
-}
-
-impl FailureWait {
-    fn role_goal(&self) -> Goal {
-        Goal::Role {
-            functions: self.roles.iter().map(|(_, f, _)| f.clone()).collect(),
-            hit: None,
-        }
-    }
-
-    fn role_of(&self, function: &str) -> String {
-        self.roles
-            .iter()
-            .find(|(_, f, _)| f == function)
-            .map_or_else(|| function.to_string(), |(r, _, _)| r.clone())
-    }
 }
 
 impl Debugger {
@@ -166,7 +150,7 @@ impl Debugger {
             end: None,
             after: None,
         };
-        wait.goal = wait.role_goal();
+        wait.goal = wait.roles.goal();
         if self.take_cycle_start(&start) {
             // Halted at the entry a cycle ended on: that call is the first to observe.
             wait.goal = Goal::Role {
@@ -233,14 +217,14 @@ impl Debugger {
                     wait.end = Some(FailureEnd::Release(function));
                     return Ok(None);
                 }
-                wait.goal = wait.role_goal();
+                wait.goal = wait.roles.goal();
                 continue;
             }
             let function = match &mut wait.goal {
                 Goal::Role { hit, .. } => hit.take().unwrap_or_default(),
                 _ => String::new(),
             };
-            wait.goal = wait.role_goal();
+            wait.goal = wait.roles.goal();
             if function == wait.start {
                 if self.failure_made(wait) {
                     wait.after = Some(Rc::new(self.walk()?));
@@ -259,7 +243,7 @@ impl Debugger {
                     )));
                 }
             }
-            let role = wait.role_of(&function);
+            let role = wait.roles.role_of(&function);
             self.phase_entered(&function, Some(role.clone()), None)?;
             wait.open = Some(role);
             wait.goal = Goal::PhaseReturn;
@@ -269,7 +253,7 @@ impl Debugger {
     /// Removes the wait's breakpoints; what it saw when it ended.
     pub fn failure_finish(&mut self, wait: FailureWait) -> Option<FailureRun> {
         self.park_watch = false;
-        for (_, function, addr) in &wait.roles {
+        for (_, function, addr) in &wait.roles.0 {
             self.bps.remove_entry(
                 *addr,
                 &BreakRole::Role {

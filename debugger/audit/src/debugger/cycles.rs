@@ -83,14 +83,34 @@ enum State {
     InPhase,
 }
 
-/// A lifecycle role present in the firmware: (role, function, entry address).
-pub(super) type RoleEntry = (String, String, u64);
+/// The lifecycle roles present in the firmware: (role, function, entry address) each, in
+/// lifecycle order. What an observed cycle and a wait after a failure both stop at.
+#[derive(Debug, Clone)]
+pub(super) struct PresentRoles(pub(super) Vec<(String, String, u64)>);
+
+impl PresentRoles {
+    /// Stop at the entry of any of them.
+    pub(super) fn goal(&self) -> Goal {
+        Goal::Role {
+            functions: self.0.iter().map(|(_, f, _)| f.clone()).collect(),
+            hit: None,
+        }
+    }
+
+    /// The role `function` plays (itself when none).
+    pub(super) fn role_of(&self, function: &str) -> String {
+        self.0
+            .iter()
+            .find(|(_, f, _)| f == function)
+            .map_or_else(|| function.to_string(), |(r, _, _)| r.clone())
+    }
+}
 
 /// A cycle being observed (kept by the caller across hooks).
 #[derive(Debug, Clone)]
 pub struct CycleRun {
     /// (role, function, entry address) of every role the firmware has.
-    roles: Vec<RoleEntry>,
+    roles: PresentRoles,
     start_role: String,
     start: String,
     goal: Goal,
@@ -100,22 +120,6 @@ pub struct CycleRun {
     calls: Vec<PhaseCall>,
     after: Option<Rc<HeapState>>,
     exit: Option<i32>,
-}
-
-impl CycleRun {
-    fn role_goal(&self) -> Goal {
-        Goal::Role {
-            functions: self.roles.iter().map(|(_, f, _)| f.clone()).collect(),
-            hit: None,
-        }
-    }
-
-    fn role_of(&self, function: &str) -> String {
-        self.roles
-            .iter()
-            .find(|(_, f, _)| f == function)
-            .map_or_else(|| function.to_string(), |(r, _, _)| r.clone())
-    }
 }
 
 impl Debugger {
@@ -138,7 +142,7 @@ impl Debugger {
     pub(super) fn arm_roles(
         &mut self,
         start_role: &str,
-    ) -> Result<(Vec<RoleEntry>, String), AuditError> {
+    ) -> Result<(PresentRoles, String), AuditError> {
         let mut roles = Vec::new();
         for (role, function) in self.present_roles() {
             let (addr, _) = self.function(&function)?;
@@ -162,7 +166,7 @@ impl Debugger {
                 },
             );
         }
-        Ok((roles, start))
+        Ok((PresentRoles(roles), start))
     }
 
     /// The role whose calls begin cycles: `[lifecycle] cycle_starts`, else the first present.
@@ -212,7 +216,7 @@ impl Debugger {
             after: None,
             exit: None,
         };
-        run.goal = run.role_goal();
+        run.goal = run.roles.goal();
         if self.take_cycle_start(&run.start.clone()) {
             // Halted where the last cycle ended: this call begins the new one.
             run.goal = Goal::Role {
@@ -248,14 +252,14 @@ impl Debugger {
                     tensors,
                 });
                 run.state = State::Between;
-                run.goal = run.role_goal();
+                run.goal = run.roles.goal();
                 continue;
             }
             let function = match &mut run.goal {
                 Goal::Role { hit, .. } => hit.take().unwrap_or_default(),
                 _ => String::new(),
             };
-            run.goal = run.role_goal();
+            run.goal = run.roles.goal();
             if function == run.start {
                 if run.state == State::Between {
                     run.after = Some(Rc::new(self.walk()?));
@@ -268,7 +272,7 @@ impl Debugger {
             } else if run.state == State::WaitStart {
                 continue;
             }
-            let role = run.role_of(&function);
+            let role = run.roles.role_of(&function);
             self.phase_entered(&function, Some(role.clone()), Some(run.index))?;
             run.role_open = role;
             run.state = State::InPhase;
@@ -300,7 +304,7 @@ impl Debugger {
 
     /// Removes the cycle's breakpoints; the cycle when it completed.
     pub fn cycle_finish(&mut self, run: CycleRun) -> Option<Cycle> {
-        for (_, function, addr) in &run.roles {
+        for (_, function, addr) in &run.roles.0 {
             self.bps.remove_entry(
                 *addr,
                 &BreakRole::Role {

@@ -134,20 +134,25 @@ impl Debugger {
         let _ = write!(text, "; {}", describe_status(cfsr, hfsr, mmfar, bfar));
         if let Some(interrupted) = frame.as_ref().and_then(|f| f.interrupted(&handler)) {
             let frames = self.symbols.backtrace(target.as_memory(), &interrupted, 16);
-            let chain: Vec<String> = frames
-                .iter()
-                .map(|f| {
-                    f.function
-                        .clone()
-                        .unwrap_or_else(|| format!("{:#010x}", f.pc))
-                })
-                .collect();
+            let chain = frame_names(&frames);
             if !chain.is_empty() {
                 let _ = write!(text, "; call chain: {}", chain.join(" <- "));
             }
         }
         AuditError::Faulted(text)
     }
+}
+
+/// A call chain's function names, innermost first (the pc where a frame has no name).
+pub(super) fn frame_names(frames: &[memlife_dwarf::Frame]) -> Vec<String> {
+    frames
+        .iter()
+        .map(|f| {
+            f.function
+                .clone()
+                .unwrap_or_else(|| format!("{:#010x}", f.pc))
+        })
+        .collect()
 }
 
 #[cfg(test)]

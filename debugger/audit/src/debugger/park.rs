@@ -63,14 +63,7 @@ impl Debugger {
         let target = self.target.as_mut();
         if let Ok(regs) = CoreRegisters::read(target) {
             let frames = self.symbols.backtrace(target.as_memory(), &regs, 16);
-            let chain: Vec<String> = frames
-                .iter()
-                .map(|f| {
-                    f.function
-                        .clone()
-                        .unwrap_or_else(|| format!("{:#010x}", f.pc))
-                })
-                .collect();
+            let chain = super::fault::frame_names(&frames);
             if chain.len() > 1 {
                 let _ = write!(text, ", call chain: {}", chain.join(" <- "));
             }
