@@ -418,6 +418,12 @@ impl AuditConfig {
         {
             return Err(invalid(message));
         }
+        // TOML has nan and inf; a budget compared with either is never exceeded.
+        if let Some((k, v)) = cfg.budgets.iter().find(|(_, v)| !v.is_finite()) {
+            return Err(invalid(format!(
+                "[budgets] {k} = {v}: a budget must be a finite number"
+            )));
+        }
         if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent())
             && elf.is_relative()
         {
@@ -787,6 +793,24 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("line 2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_budget_of_nan_or_inf_is_refused() {
+        let dir = std::env::temp_dir().join(format!("memlife-cfg-nan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("memlife.toml");
+        for v in ["nan", "inf", "-inf"] {
+            std::fs::write(&path, format!("[budgets]\nbuild_step = {v}\n")).unwrap();
+            let e = AuditConfig::load(&path).unwrap_err().to_string();
+            assert!(
+                e.contains("[budgets] build_step") && e.contains("finite"),
+                "{e}"
+            );
+        }
+        std::fs::write(&path, "[budgets]\nbuild_step = 4096\n").unwrap();
+        assert!(AuditConfig::load(&path).is_ok());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -404,6 +404,10 @@ pub fn parse_budget(s: &str) -> Result<(String, f64), String> {
     let n: f64 = v
         .parse()
         .map_err(|_| format!("budget `{k}`: `{v}` is not a number"))?;
+    // "nan" and "inf" parse, but a check against either can never fail.
+    if !n.is_finite() {
+        return Err(format!("budget `{k}`: `{v}` is not a finite number"));
+    }
     Ok((k, n))
 }
 
@@ -487,6 +491,9 @@ mod tests {
             ("build_step".into(), 4096.0)
         );
         assert!(parse_budget("build_step=lots").is_err());
+        for v in ["nan", "NaN", "inf", "-infinity"] {
+            assert!(parse_budget(&format!("build_step={v}")).is_err(), "{v}");
+        }
     }
 
     #[test]
