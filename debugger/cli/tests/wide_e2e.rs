@@ -292,3 +292,85 @@ fn a_target_that_hangs_or_has_a_broken_elf_is_an_error_for_itself_only() {
     assert!(!merged[0].1.is_empty() && !merged[1].1.is_empty() && merged[2].1.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The pids whose parent is `pid` (from /proc).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) {
+            // "PID (COMM) STATE PPID ...": COMM may hold spaces, so split after its ')'.
+            let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let ppid = after.split_whitespace().nth(1);
+            if ppid == Some(pid.to_string().as_str()) {
+                out.push(child);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `pid` is still a running process (a zombie waiting for its reaper is not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_string()))
+        .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
+}
+
+/// A wide run killed with SIGKILL (a CI runner's timeout) runs no destructor: its children get
+/// SIGTERM from the kernel (parent-death signal) and stop their QEMUs.
+#[test]
+fn children_and_their_qemus_die_with_a_killed_wide_run() {
+    let dir = tempdir("wide-killed");
+    let hang = dir.join("hang.rhai");
+    std::fs::write(&hang, "let t = target();\nt.run_to(\"main\", 2);\n").unwrap();
+    let file = dir.join("matrix.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[matrix]]\nname = \"hang\"\nconfig = {}\nelf = {}\nscript = {}\ntimeout = 600\n",
+            toml_path(&example("healthy")),
+            toml_path(&elf("heap4", "healthy")),
+            toml_path(&hang)
+        ),
+    )
+    .unwrap();
+    let mut cmd = memlife();
+    cmd.args(["audit", "--config"])
+        .arg(&file)
+        .args(["--target-timeout", "600", "--out"])
+        .arg(dir.join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut run = ChildGuard(cmd.spawn().unwrap());
+    let parent = run.0.id();
+    // The child memlife and, under it, its QEMU.
+    let started = std::time::Instant::now();
+    let (child, qemu) = loop {
+        let found = children_of(parent)
+            .into_iter()
+            .find_map(|c| children_of(c).first().map(|q| (c, *q)));
+        if let Some(pair) = found {
+            break pair;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the wide run started no child with a QEMU"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    run.0.kill().unwrap();
+    let _ = run.0.wait();
+    let killed = std::time::Instant::now();
+    while (alive(child) || alive(qemu)) && killed.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !alive(child),
+        "the child memlife {child} outlived its killed parent"
+    );
+    assert!(!alive(qemu), "the QEMU {qemu} outlived the killed wide run");
+}

@@ -52,6 +52,6 @@ mod target;
 mod tdesc;
 
 pub use client::{ConnectOptions, Features, GdbRemote, Server};
-pub use qemu::QemuProcess;
+pub use qemu::{QemuProcess, dies_with_parent};
 pub use semihosting_dir::{DEFAULT_MAX_WRITE, SemihostingDir};
 pub use tdesc::{RegisterInfo, RegisterLayout};

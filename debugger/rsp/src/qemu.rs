@@ -89,22 +89,29 @@ fn qemu_command() -> Result<Command> {
             "not found on PATH",
         ))
     })?;
-    Ok(match find_in_path("setpriv") {
+    if find_in_path("setpriv").is_none() {
+        // Without it (and without `unsafe`, which memlife forbids) there is no way to set
+        // the parent-death signal: say so rather than promise it.
+        tracing::warn!(
+            "setpriv (util-linux) is not on PATH: QEMU ends with memlife on errors, Ctrl-C \
+             and SIGTERM, but not if memlife itself is killed with SIGKILL"
+        );
+    }
+    Ok(dies_with_parent(&qemu, "KILL"))
+}
+
+/// A command for `program` that the kernel sends `signal` (`KILL`, `TERM`) when the thread
+/// that started it ends, however it ends: through util-linux's `setpriv --pdeathsig` where it
+/// is on `PATH` (it execs `program`, so the child's pid is the program's), else `program` alone.
+pub fn dies_with_parent(program: &Path, signal: &str) -> Command {
+    match find_in_path("setpriv") {
         Some(setpriv) => {
             let mut cmd = Command::new(setpriv);
-            cmd.args(["--pdeathsig", "KILL", "--"]).arg(qemu);
+            cmd.args(["--pdeathsig", signal, "--"]).arg(program);
             cmd
         }
-        None => {
-            // Without it (and without `unsafe`, which memlife forbids) there is no way to set
-            // the parent-death signal: say so rather than promise it.
-            tracing::warn!(
-                "setpriv (util-linux) is not on PATH: QEMU ends with memlife on errors, Ctrl-C \
-                 and SIGTERM, but not if memlife itself is killed with SIGKILL"
-            );
-            Command::new(qemu)
-        }
-    })
+        None => Command::new(program),
+    }
 }
 
 enum Attempt {

@@ -312,9 +312,14 @@ mod tests {
             Path::new("s.rhai"),
             &files,
         );
-        let argv: Vec<std::ffi::OsString> = std::iter::once("memlife".into())
-            .chain(cmd.get_args().map(|a| a.to_os_string()))
-            .collect();
+        let mut rest: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_os_string()).collect();
+        if Path::new(cmd.get_program()).ends_with("setpriv") {
+            // `setpriv --pdeathsig TERM -- memlife ARGS...`
+            assert_eq!(rest[..3], ["--pdeathsig", "TERM", "--"]);
+            assert_eq!(rest[3], "memlife");
+            rest.drain(..4);
+        }
+        let argv: Vec<std::ffi::OsString> = std::iter::once("memlife".into()).chain(rest).collect();
         let child = audit_args(&argv);
         let _ = std::fs::remove_dir_all(&dir);
         assert!(targets(&child).unwrap().is_none());
