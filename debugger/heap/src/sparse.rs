@@ -303,7 +303,13 @@ impl<'m> SparseReader<'m> {
                 .get(ri)
                 .and_then(|d| d.get(off..off + (to - from) as usize))
             else {
-                continue;
+                // A reader that answers short breaks the contract of read_ranges: say so, as a
+                // bulk read would, rather than walk on with a hole.
+                self.error.get_or_insert(TargetError::Protocol(format!(
+                    "a read of {:#x}..{to:#x} returned fewer bytes than asked",
+                    from
+                )));
+                return false;
             };
             self.cache.insert(c, bytes.to_vec());
         }
@@ -435,6 +441,44 @@ mod tests {
             max_cost_us: None,
         };
         SparseReader::new(ram, vec![(0x1000, 0x9000)], &ranges, budget, 2046).unwrap()
+    }
+
+    /// A link that answers every pipelined read with half of what was asked.
+    struct Short(Ram);
+    impl Memory for Short {
+        fn read(&mut self, addr: u64, buf: &mut [u8]) -> memlife_core::Result<()> {
+            self.0.read(addr, buf)
+        }
+        fn read_ranges(&mut self, ranges: &[(u64, usize)]) -> memlife_core::Result<Vec<Vec<u8>>> {
+            let mut out = Vec::new();
+            for &(a, n) in ranges {
+                let mut v = vec![0; n / 2];
+                self.0.read(a, &mut v)?;
+                out.push(v);
+            }
+            Ok(out)
+        }
+    }
+
+    #[test]
+    fn a_short_answer_is_a_read_error_not_a_hole() {
+        let mut short = Short(Ram { reads: 0, bytes: 0 });
+        let budget = Budget {
+            max_round_trips: 1000,
+            max_cost_us: None,
+        };
+        // The first round trip (the allocator's globals and the arena's first chunk) already
+        // comes back short.
+        let Err(e) = SparseReader::new(
+            &mut short,
+            vec![(0x1000, 0x9000)],
+            &[(0x1100, 0x7f00)],
+            budget,
+            2046,
+        ) else {
+            panic!("a short answer is an error");
+        };
+        assert!(e.to_string().contains("fewer bytes than asked"), "{e}");
     }
 
     #[test]
