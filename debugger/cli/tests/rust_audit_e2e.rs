@@ -41,6 +41,11 @@ fn audit(
     elf: &std::path::Path,
     script: &std::path::Path,
 ) -> (Option<i32>, Vec<String>, String) {
+    // Outputs (the scripts' dumps) into a folder of this audit's, not memlife-out/ in the
+    // crate; audits run two at a time, so each has its own.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = tempdir(&format!("rust-audit-{n}"));
     let out = run_memlife(&[
         "audit",
         "--config",
@@ -48,7 +53,10 @@ fn audit(
         "--elf",
         elf.to_str().unwrap(),
         script.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
     ]);
+    let _ = std::fs::remove_dir_all(&dir);
     let text = stdout(&out);
     let fails = text
         .lines()
