@@ -764,6 +764,11 @@ pub fn run_script(
                 let message = match *e {
                     EvalAltResult::ErrorRuntime(ref v, _)
                     | EvalAltResult::ErrorTerminated(ref v, _) => v.to_string(),
+                    // A value past the sandbox's size limits: say which limit, and the usual
+                    // cause in an audit (every cycle held at once).
+                    EvalAltResult::ErrorDataTooLarge(ref what, _) => format!(
+                        "{what} is larger than a script may hold (arrays {MAX_ARRAY} elements, maps {MAX_MAP} entries, strings {MAX_STRING} bytes, counted with everything nested in them): keep less, e.g. observe cycles one at a time with t.cycle() in a loop rather than t.cycles(n)"
+                    ),
                     ref other => other.to_string(),
                 };
                 // Rhai appends the position to some messages; ours carries it separately.
@@ -836,6 +841,20 @@ mod tests {
         assert_eq!(dbg.records().len(), 1);
         assert_eq!(outcome.checks.len(), 1);
         assert_eq!(outcome.checks[0].verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn a_value_past_the_size_limits_names_the_limit_and_what_to_do() {
+        let (_, outcome, _) = run(r#"
+            let a = [];
+            a.pad(100000, 0);
+        "#);
+        let e = outcome.error.expect("the array is too large");
+        assert!(
+            e.message.contains("larger than a script may hold") && e.message.contains("t.cycle()"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
