@@ -59,9 +59,21 @@ pub fn component_of(site: &Site, components: &BTreeMap<String, String>) -> Strin
 /// allocation event), in address order. `events` are in sequence order.
 pub fn live_blocks(events: &[TraceEvent], seq_begin: u64, until: u64) -> Vec<&TraceEvent> {
     let start = events.partition_point(|e| e.seq < seq_begin);
-    // Block address → the event that allocated it; a free removes it, a reuse replaces it.
     let mut live: BTreeMap<u64, &TraceEvent> = BTreeMap::new();
-    for e in events[start..].iter().take_while(|e| e.seq <= until) {
+    replay(
+        &mut live,
+        events[start..].iter().take_while(|e| e.seq <= until),
+    );
+    live.into_values().collect()
+}
+
+/// Plays `events` onto `live` (block address → the event that allocated it): a free removes
+/// its block, an allocation adds or replaces one.
+pub fn replay<'a>(
+    live: &mut BTreeMap<u64, &'a TraceEvent>,
+    events: impl Iterator<Item = &'a TraceEvent>,
+) {
+    for e in events {
         match e.kind {
             EventKind::Alloc => {
                 live.insert(e.addr, e);
@@ -71,7 +83,6 @@ pub fn live_blocks(events: &[TraceEvent], seq_begin: u64, until: u64) -> Vec<&Tr
             }
         }
     }
-    live.into_values().collect()
 }
 
 /// The parts of the peak reached by event `peak_seq` in a phase entered at event `seq_begin`,

@@ -21,6 +21,7 @@
 //! [trace]
 //! method = "trace"                # trace | sample | watermark
 //! skip = ["mem_alloc", "mem_free"]   # wrappers skipped when naming an allocation site
+//! keep_cycles = 10                # cycles kept in full at each end of a long run ("all")
 //! [diff]                          # budgets on the change between two builds (memlife diff)
 //! bytes = 256
 //! percent = 5
@@ -93,6 +94,9 @@ pub struct TraceConfig {
     pub skip: Vec<String>,
     /// Frames kept per allocation backtrace.
     pub backtrace: usize,
+    /// Observed cycles kept in full at each end of a long run (`--keep-cycles` wins); the
+    /// cycles between are folded into exact totals (`crate::history`).
+    pub keep_cycles: Option<crate::history::KeepCycles>,
 }
 
 impl Default for TraceConfig {
@@ -101,6 +105,7 @@ impl Default for TraceConfig {
             method: None,
             skip: Vec::new(),
             backtrace: 8,
+            keep_cycles: None,
         }
     }
 }
@@ -288,7 +293,10 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
     ("labels", None),
     ("components", None),
     ("budgets", None),
-    ("trace", Some(&["method", "skip", "backtrace"])),
+    (
+        "trace",
+        Some(&["method", "skip", "backtrace", "keep_cycles"]),
+    ),
     ("lifecycle", Some(&["cycle_starts"])),
     (
         "tensors",
@@ -417,6 +425,9 @@ impl AuditConfig {
             && let Err(message) = memlife_core::limits::timeout_secs(secs)
         {
             return Err(invalid(message));
+        }
+        if let Some(Err(message)) = cfg.trace.keep_cycles.map(|k| k.count()) {
+            return Err(invalid(format!("[trace] {message}")));
         }
         // TOML has nan and inf; a budget compared with either is never exceeded.
         if let Some((k, v)) = cfg.budgets.iter().find(|(_, v)| !v.is_finite()) {
@@ -811,6 +822,36 @@ mod tests {
         }
         std::fs::write(&path, "[budgets]\nbuild_step = 4096\n").unwrap();
         assert!(AuditConfig::load(&path).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn keep_cycles_is_a_positive_count_or_all() {
+        use crate::history::KeepCycles;
+        let dir = std::env::temp_dir().join(format!("memlife-cfg-keep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("memlife.toml");
+        for (text, want) in [("25", Some(25)), ("\"all\"", None)] {
+            std::fs::write(&path, format!("[trace]\nkeep_cycles = {text}\n")).unwrap();
+            let keep = AuditConfig::load(&path).unwrap().trace.keep_cycles.unwrap();
+            assert_eq!(keep.count(), Ok(want), "{text}");
+        }
+        for text in ["0", "\"some\"", "-3"] {
+            std::fs::write(&path, format!("[trace]\nkeep_cycles = {text}\n")).unwrap();
+            let e = AuditConfig::load(&path).unwrap_err().to_string();
+            assert!(e.contains("keep_cycles"), "{text}: {e}");
+        }
+        assert_eq!(
+            KeepCycles::parse("ALL"),
+            Ok(KeepCycles::Word(crate::history::AllCycles::All))
+        );
+        assert_eq!(KeepCycles::parse("3"), Ok(KeepCycles::Count(3)));
+        assert!(
+            KeepCycles::parse("0")
+                .unwrap_err()
+                .contains("0 keeps no cycle")
+        );
+        assert!(KeepCycles::parse("x").is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

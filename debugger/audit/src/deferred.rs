@@ -71,35 +71,61 @@ fn cycle_of(starts: &[u64], seq: u64) -> u64 {
 /// frees.
 pub fn classify(events: &[TraceEvent], phases: &[PhaseRecord]) -> Vec<DeferredBlock> {
     let starts = cycle_starts(phases);
-    let mut allocated: BTreeMap<u64, &TraceEvent> = BTreeMap::new();
-    let mut out = Vec::new();
+    let mut scan = DeferredScan::default();
     for e in events {
+        scan.feed(e, &starts);
+    }
+    scan.found
+}
+
+/// The classification as a scan over events in sequence order, so that a long run can feed it
+/// the events it folds away (`crate::history`) and still classify the whole run: what it keeps
+/// is the blocks allocated and not yet freed (bounded by the heap) and the late frees found.
+#[derive(Debug, Clone, Default)]
+pub struct DeferredScan {
+    /// Block address → the event that allocated it.
+    allocated: BTreeMap<u64, TraceEvent>,
+    /// Late frees found so far, in the order of their frees.
+    pub found: Vec<DeferredBlock>,
+    /// One past the last event fed.
+    pub next_seq: u64,
+}
+
+impl DeferredScan {
+    /// Feeds one event; `starts` must hold every cycle start at or before `e.seq`.
+    pub fn feed(&mut self, e: &TraceEvent, starts: &[u64]) {
+        self.next_seq = e.seq + 1;
         match e.kind {
             EventKind::Alloc => {
-                allocated.insert(e.addr, e);
+                self.allocated.insert(e.addr, e.clone());
             }
             EventKind::Free => {
-                let Some(a) = allocated.remove(&e.addr) else {
-                    continue;
+                let Some(a) = self.allocated.remove(&e.addr) else {
+                    return;
                 };
-                let (from, to) = (cycle_of(&starts, a.seq), cycle_of(&starts, e.seq));
+                let (from, to) = (cycle_of(starts, a.seq), cycle_of(starts, e.seq));
                 if from >= 1 && to > from {
-                    out.push(DeferredBlock {
+                    self.found.push(DeferredBlock {
                         addr: a.addr,
                         size: a.size,
                         request: a.request,
-                        site: a.site.clone(),
+                        site: a.site,
                         allocated_cycle: from,
                         freed_cycle: to,
                         cycles: to - from,
-                        allocated_in: a.phase.clone(),
+                        allocated_in: a.phase,
                         freed_in: e.phase.clone(),
                     });
                 }
             }
         }
     }
-    out
+
+    /// The blocks allocated and not freed among the events fed, in address order: what a
+    /// replay must start from after a gap.
+    pub fn live(&self) -> impl Iterator<Item = &TraceEvent> {
+        self.allocated.values()
+    }
 }
 
 /// Marks the heap map's blocks allocated at a deferred block's site as deferred, not leaked:

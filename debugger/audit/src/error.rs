@@ -14,12 +14,15 @@ pub enum AuditError {
     #[error("function `{0}` is not in the ELF's symbol table{1}")]
     NoSuchFunction(String, String),
     /// A breakpoint the audit waited for never came.
-    #[error("{what} not reached within {seconds:.1} s; the target was halted")]
+    #[error("{what} not reached within {seconds:.1} s; the target was halted{at}")]
     NotReached {
         /// What was waited for.
         what: String,
         /// The timeout.
         seconds: f64,
+        /// Where it was halted (` at pc 0x… in fw_fail (main.c:12), call chain: …`), empty when
+        /// the pc could not be read.
+        at: String,
     },
     /// While waiting, the firmware was found parked in a loop it never leaves (a halt loop, a
     /// `while (1)`): the same few instructions at the same stack pointer, poll after poll.

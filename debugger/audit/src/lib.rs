@@ -13,6 +13,8 @@
 //! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
 //! - [`composition`]: what each phase's peak is made of, by component or allocation site.
 //! - [`deferred`]: late frees, blocks one cycle allocates and a later one frees (not leaks).
+//! - [`history`]: what a long run keeps: the first and last cycles in full, the middle folded
+//!   into exact totals.
 //! - [`model`]: the records (phases, spans, events, checks), serialisable.
 //! - [`script`]: the Rhai API and its sandbox.
 //! - `values`: heaps, phase records, typed variables, leak lists and diffs as script values.
@@ -28,6 +30,7 @@ pub mod config;
 pub mod debugger;
 pub mod deferred;
 pub mod error;
+pub mod history;
 pub mod labels;
 pub mod model;
 pub mod report;

@@ -76,8 +76,17 @@ pub struct AuditReport {
     pub check_calls: Vec<CheckResult>,
     /// Phases in order.
     pub phases: Vec<PhaseRecord>,
-    /// Trace events (allocations and frees).
+    /// Trace events (allocations and frees), but for those of folded cycles.
     pub events: Vec<TraceEvent>,
+    /// Totals over the whole run, folded cycles included: phase calls, events, allocations and
+    /// frees and their bytes.
+    pub totals: crate::history::Totals,
+    /// Observed cycles completed.
+    pub cycles: u64,
+    /// The cycles folded out of the middle of a long run (`--keep-cycles`): their exact totals,
+    /// per-function figures and a decimated per-cycle series. Absent when every cycle is kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folded: Option<crate::history::Folded>,
     /// Heap dumps written.
     pub dumps: Vec<String>,
     /// Phase aliases to functions (`load` → `model_load`), to tell a phase's role.
@@ -192,7 +201,7 @@ impl AuditReport {
     pub fn assemble(ctx: &RunContext, debugger: &Debugger, outcome: &ScriptOutcome) -> Self {
         let checks = summarize(&outcome.checks);
         let exit_code = Self::exit_code_for(&checks, outcome.error.as_ref());
-        let deferred = crate::deferred::classify(debugger.events(), debugger.records());
+        let deferred = debugger.deferred();
         AuditReport {
             run: RunFacts {
                 allocator: debugger.allocator().to_string(),
@@ -208,6 +217,9 @@ impl AuditReport {
             check_calls: outcome.checks.clone(),
             phases: debugger.records().to_vec(),
             events: debugger.events().to_vec(),
+            totals: debugger.totals(),
+            cycles: debugger.cycles_done(),
+            folded: debugger.folded().cloned(),
             dumps: outcome
                 .dumps
                 .iter()
@@ -250,6 +262,9 @@ impl AuditReport {
             check_calls: Vec::new(),
             phases: Vec::new(),
             events: Vec::new(),
+            totals: crate::history::Totals::default(),
+            cycles: 0,
+            folded: None,
             dumps: Vec::new(),
             phase_aliases: ctx.phase_aliases.clone(),
             labels: BTreeMap::new(),
@@ -275,6 +290,22 @@ impl AuditReport {
         } else {
             0
         }
+    }
+
+    /// The traced blocks allocated and not freed up to event `until` (inclusive), replayed from
+    /// the first kept event, or across the folded cycles from the blocks live at their end.
+    pub fn live_at(&self, until: u64) -> Vec<&TraceEvent> {
+        let Some(f) = self.folded.as_ref().filter(|f| until >= f.seq_end) else {
+            return crate::composition::live_blocks(&self.events, 0, until);
+        };
+        let mut live: BTreeMap<u64, &TraceEvent> =
+            f.live_after.iter().map(|e| (e.addr, e)).collect();
+        let after = self.events.partition_point(|e| e.seq < f.seq_end);
+        crate::composition::replay(
+            &mut live,
+            self.events[after..].iter().take_while(|e| e.seq <= until),
+        );
+        live.into_values().collect()
     }
 
     /// Writes the JSON report atomically.

@@ -532,7 +532,7 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         },
     );
     engine.register_fn("events", |ctx: NativeCallContext, t: &mut TargetHandle| {
-        t.with(&ctx, |d| d.events().len() as i64)
+        t.with(&ctx, |d| int(d.totals().events))
     });
     engine.register_fn(
         "calls",
@@ -583,7 +583,7 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         "deferred",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
             t.with(&ctx, |d| {
-                crate::deferred::classify(d.events(), d.records())
+                d.deferred()
                     .iter()
                     .map(crate::values::deferred_map)
                     .collect()

@@ -161,6 +161,11 @@ pub struct AuditArgs {
     /// Directory for the files scripts write (heap dumps).
     #[arg(long, value_name = "DIR", default_value = "memlife-out")]
     pub out: PathBuf,
+    /// Observed cycles kept in full at each end of a long run (default 10, or `keep_cycles` in
+    /// memlife.toml's [trace]); the cycles between are folded into exact totals, per-function
+    /// figures and a per-cycle series, so memory and outputs stay bounded. `all` keeps every one.
+    #[arg(long, value_name = "N|all", value_parser = memlife_audit::history::KeepCycles::parse)]
+    pub keep_cycles: Option<memlife_audit::history::KeepCycles>,
     /// Seconds to wait for any one breakpoint (more than 0, at most a week).
     #[arg(long, value_name = "SECONDS", value_parser = memlife_core::limits::parse_timeout)]
     pub timeout: Option<f64>,

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use memlife_audit::AuditReport;
-use memlife_audit::composition::{component_of, live_blocks};
+use memlife_audit::composition::component_of;
 use memlife_audit::model::{MapBlock, Verdict};
 
 use crate::charts::{self, css, role_color};
@@ -102,6 +102,7 @@ pub fn render_html(report: &AuditReport) -> Result<String> {
     layers(&mut h, report)?;
     heap_map(&mut h, report, &mut palette);
     trend(&mut h, report)?;
+    folded(&mut h, report);
     facts(&mut h, report);
     h.push_str("</body>\n</html>\n");
     Ok(h)
@@ -174,9 +175,17 @@ fn curve(h: &mut String, report: &AuditReport, t: &Timeline<'_>) -> Result<()> {
     }
     let _ = writeln!(
         h,
-        "<p class=\"note\">{} steps: one per allocator event and per phase and span boundary (the target has no clock memlife reads); {} allocator events{}.</p>",
+        "<p class=\"note\">{} steps: one per allocator event and per phase and span boundary (the target has no clock memlife reads); {} allocator events{}{}.</p>",
         t.end,
-        report.events.len(),
+        report.totals.events,
+        report.folded.as_ref().map_or_else(String::new, |f| format!(
+            ", of which the {} of the folded cycles {}&ndash;{} are not drawn: the curve goes straight from cycle {} to cycle {}",
+            f.totals.events,
+            f.first_cycle,
+            f.last_cycle,
+            f.first_cycle - 1,
+            f.last_cycle + 1
+        )),
         if t.points.len() > charts::curve::MAX_POINTS {
             format!(
                 ", drawn from {} points decimated to about {} keeping every bucket's lowest and highest",
@@ -290,7 +299,8 @@ fn peak_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
     else {
         return;
     };
-    let blocks: Vec<MapBlock> = live_blocks(&report.events, 0, seq)
+    let blocks: Vec<MapBlock> = report
+        .live_at(seq)
         .into_iter()
         .map(|e| MapBlock {
             addr: e.addr,
@@ -533,7 +543,25 @@ fn trend(h: &mut String, report: &AuditReport) -> Result<()> {
         return Ok(());
     };
     h.push_str(&charts::trend::svg(&tr)?);
-    let list: Vec<String> = tr.free.iter().map(u64::to_string).collect();
+    let mut list: Vec<String> = tr.free.iter().map(u64::to_string).collect();
+    if let Some(f) = &report.folded {
+        // The kept releases before the folded cycles, then the folded range, then the rest.
+        let before = report
+            .phases
+            .iter()
+            .filter(|p| crate::timeline::role(report, p) == "release")
+            .take_while(|p| p.cycle.is_some_and(|c| c < f.first_cycle))
+            .count();
+        let lo = f.series.iter().map(|b| b.end_free_min).min().unwrap_or(0);
+        let hi = f.series.iter().map(|b| b.end_free_max).max().unwrap_or(0);
+        list.insert(
+            before.min(list.len()),
+            format!(
+                "[cycles {}&ndash;{} folded: {lo}&ndash;{hi}]",
+                f.first_cycle, f.last_cycle
+            ),
+        );
+    }
     let _ = writeln!(
         h,
         "<p>Free after release: <span class=\"frees\">{}</span> B{}.</p>",
@@ -551,6 +579,43 @@ fn trend(h: &mut String, report: &AuditReport) -> Result<()> {
     Ok(())
 }
 
+/// The cycles folded out of a long run: what they did, exactly, per phase function.
+fn folded(h: &mut String, report: &AuditReport) {
+    let Some(f) = &report.folded else { return };
+    let t = &f.totals;
+    let _ = writeln!(
+        h,
+        "<section id=\"folded\">\n<h2>Folded cycles {}&ndash;{}</h2>\n<p class=\"note\">a long run keeps its first and last cycles in full (<code>--keep-cycles</code>); the {} cycles between were folded: {} phase calls, {} allocator events ({} allocations, {} B; {} frees, {} B), counted exactly and included in every total, drawn in the leak trend, left out of the curve, the trace and the phase tables.</p>",
+        f.first_cycle,
+        f.last_cycle,
+        f.last_cycle + 1 - f.first_cycle,
+        t.phases,
+        t.events,
+        t.allocs,
+        t.alloc_bytes,
+        t.frees,
+        t.free_bytes
+    );
+    h.push_str("<table>\n<tr><th>phase</th><th>calls</th><th>highest peak used</th><th>at call</th><th>largest peak above entry</th><th>delta used, summed</th><th>used after, lowest</th><th>highest</th><th>allocs</th><th>frees</th></tr>\n");
+    for x in &f.functions {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:+}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            text(&x.function),
+            x.calls,
+            x.peak_used,
+            x.peak_call,
+            x.peak_above_before,
+            x.delta_used,
+            x.after_used_min,
+            x.after_used_max,
+            x.allocs,
+            x.frees
+        );
+    }
+    h.push_str("</table>\n</section>\n");
+}
+
 fn facts(h: &mut String, report: &AuditReport) {
     let r = &report.run;
     h.push_str("<section id=\"run\">\n<h2>Run</h2>\n<dl class=\"facts\">\n");
@@ -564,7 +629,17 @@ fn facts(h: &mut String, report: &AuditReport) {
         ("heap capacity", format!("{} B", r.heap_size)),
         (
             "phases, events",
-            format!("{}, {}", report.phases.len(), report.events.len()),
+            if report.folded.is_some() {
+                format!(
+                    "{}, {} ({}, {} kept in full)",
+                    report.totals.phases,
+                    report.totals.events,
+                    report.phases.len(),
+                    report.events.len()
+                )
+            } else {
+                format!("{}, {}", report.phases.len(), report.events.len())
+            },
         ),
         (
             "stops",

@@ -111,6 +111,11 @@ pub fn trace_json(report: &AuditReport) -> Value {
             "memlife": report.run.memlife, "firmware": report.run.elf,
             "allocator": report.run.allocator, "script": report.run.script,
             "date": report.run.date, "heap_size": report.run.heap_size,
+            "totals": report.totals,
+            "folded": report.folded.as_ref().map(|f| json!({
+                "first_cycle": f.first_cycle, "last_cycle": f.last_cycle, "totals": f.totals,
+                "note": "folded cycles are counted in totals and not drawn: the trace jumps from the cycle before them to the one after",
+            })),
             "time_base": format!("1 step = {STEP_US} us; a step is one allocator event or phase/span boundary, not target time"),
         }
     })

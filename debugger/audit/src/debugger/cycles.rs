@@ -318,6 +318,9 @@ impl Debugger {
             .first()
             .map_or_else(|| Rc::clone(&after), |c| Rc::clone(&c.before));
         self.cycles_done = run.index;
+        // A long run keeps its first and last cycles; the one leaving the tail is folded.
+        self.history
+            .cycle_done(run.index, &mut self.trace.events, self.phases.records_mut());
         Some(Cycle {
             index: run.index,
             start_role: run.start_role,

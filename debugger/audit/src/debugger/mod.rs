@@ -110,6 +110,8 @@ pub struct Debugger {
     park_watch: bool,
     /// The park watch turns on as soon as an allocation is made to fail (`after_failure`).
     park_on_failure: bool,
+    /// Which cycles are kept in full, and what the folded ones said.
+    history: crate::history::History,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -175,6 +177,7 @@ impl Debugger {
             fail_waited: 0,
             park_watch: false,
             park_on_failure: false,
+            history: crate::history::History::default(),
         };
         match dbg.prepare() {
             Ok(()) => Ok(dbg),
@@ -283,9 +286,40 @@ impl Debugger {
         self.phases.records()
     }
 
-    /// Trace events so far.
+    /// Trace events kept: all of them, but for those of folded cycles (see [`Self::folded`]).
     pub fn events(&self) -> &[TraceEvent] {
         &self.trace.events
+    }
+
+    /// Keeps `keep` observed cycles in full at each end of the run and folds the cycles between
+    /// (`None`: keeps every cycle). See `crate::history`.
+    pub fn set_keep_cycles(&mut self, keep: Option<u64>) {
+        self.history = crate::history::History::new(keep);
+    }
+
+    /// The cycles folded out of the middle of the run, once any were.
+    pub fn folded(&self) -> Option<&crate::history::Folded> {
+        self.history.folded()
+    }
+
+    /// Totals over the whole run: the kept phases and events, and the folded ones.
+    pub fn totals(&self) -> crate::history::Totals {
+        let kept = crate::history::Totals::of(&self.trace.events, self.phases.records());
+        match self.history.folded() {
+            Some(f) => kept.plus(&f.totals),
+            None => kept,
+        }
+    }
+
+    /// Every late free of the run (blocks one cycle allocated and a later one freed).
+    pub fn deferred(&self) -> Vec<crate::deferred::DeferredBlock> {
+        self.history
+            .deferred(&self.trace.events, self.phases.records())
+    }
+
+    /// Cycles observed to their end.
+    pub fn cycles_done(&self) -> u64 {
+        self.cycles_done
     }
 
     /// Blocks the trace saw allocated and not freed, by block address.

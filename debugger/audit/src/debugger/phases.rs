@@ -130,6 +130,11 @@ impl PhaseTracker {
         &self.records
     }
 
+    /// Completed phases, for the history to fold.
+    pub fn records_mut(&mut self) -> &mut Vec<PhaseRecord> {
+        &mut self.records
+    }
+
     /// The last completed phase, to add what needs the trace (its peak's composition).
     pub fn last_record_mut(&mut self) -> Option<&mut PhaseRecord> {
         self.records.last_mut()

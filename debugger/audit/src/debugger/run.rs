@@ -194,9 +194,19 @@ impl Debugger {
                 }
                 Wait::TimedOut if !self.park_watch || deadline.passed() => {
                     let _ = control.halt();
+                    // Where the firmware was instead: a halt loop after an error (the heap a
+                    // long leak exhausted), a wait for an event, a lifecycle it left.
+                    let at = self
+                        .target
+                        .read_register(Register::ProgramCounter)
+                        .map_or_else(
+                            |_| String::new(),
+                            |pc| format!(" at {}", self.parked_at(pc)),
+                        );
                     return Err(AuditError::NotReached {
                         what: self.goal_name(goal),
                         seconds: self.timeout.as_secs_f64(),
+                        at,
                     });
                 }
                 Wait::TimedOut => {

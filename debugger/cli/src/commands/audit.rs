@@ -216,6 +216,13 @@ fn audit(
     let timeout =
         memlife_core::limits::timeout_secs(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT))
             .map_err(anyhow::Error::msg)?;
+    let keep = args
+        .keep_cycles
+        .or(cfg.trace.keep_cycles)
+        .map_or(Ok(Some(memlife_audit::history::DEFAULT_KEEP_CYCLES)), |k| {
+            k.count()
+        })
+        .map_err(|e| anyhow::anyhow!("memlife.toml: [trace] {e}"))?;
     let target = session.lend()?;
     run.target = target.describe();
     let mut debugger = match Debugger::new(
@@ -233,6 +240,7 @@ fn audit(
             return Err(e.into());
         }
     };
+    debugger.set_keep_cycles(keep);
     let progress = crate::progress::Progress::new(std::io::stderr().is_terminal());
     debugger.set_observer(progress.observer());
     let printer = progress.printer();
@@ -311,8 +319,8 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
         } else {
             String::new()
         },
-        report.phases.len(),
-        report.events.len(),
+        report.totals.phases,
+        report.totals.events,
         report.run.seconds
     )?;
     Ok(())

@@ -249,6 +249,11 @@ fn a_return_that_never_comes_is_reported_with_what_was_awaited() {
         matches!(&err, AuditError::NotReached { what, .. } if what == "return of inference_run"),
         "{err}"
     );
+    // It says where the firmware was instead.
+    assert!(
+        err.to_string().contains("; the target was halted at pc 0x"),
+        "{err}"
+    );
     // A phase still open cannot be begun again, and breakpoints come out on the way out.
     assert!(dbg.phase_begin("run").is_err());
     let target = dbg.into_target();

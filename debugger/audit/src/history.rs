@@ -1,0 +1,585 @@
+//! What an audit keeps of a long run. The first `keep` observed cycles and the last `keep` are
+//! kept in full (their phase records and trace events); each cycle between is folded as it
+//! leaves the tail: its events and records go, and what they said stays as exact totals,
+//! per-function figures, one point of a decimated per-cycle series, and the scans that need
+//! every event (late frees, the blocks live at the end of the fold). So resident memory and
+//! every output stay bounded however many cycles run, and the totals are those of the whole
+//! run.
+//!
+//! Only observed cycles (`t.cycle()`) are folded: phases a script runs one by one are its own
+//! to bound. What folding costs: the overlap check on traced buffers and `memlife diff`'s
+//! per-site figures see the kept cycles only; the late frees (`deferred`) found in folded
+//! cycles are kept one by one.
+
+use serde::Serialize;
+
+use crate::deferred::{DeferredBlock, DeferredScan, cycle_starts};
+use crate::model::{EventKind, PhaseRecord, TraceEvent};
+
+/// Cycles kept in full at each end of a run unless `--keep-cycles` says otherwise.
+pub const DEFAULT_KEEP_CYCLES: u64 = 10;
+
+/// How many cycles to keep in full at each end: `--keep-cycles N|all`, `keep_cycles` in
+/// `[trace]` (a number, or `"all"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(untagged)]
+pub enum KeepCycles {
+    /// This many at each end (at least 1).
+    Count(u64),
+    /// Every cycle.
+    Word(AllCycles),
+}
+
+/// The word `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AllCycles {
+    /// Every cycle.
+    All,
+}
+
+impl KeepCycles {
+    /// Cycles kept at each end; `None` for all. A count of 0 is refused: it would keep no
+    /// cycle to compare the folded ones with.
+    pub fn count(self) -> Result<Option<u64>, String> {
+        match self {
+            KeepCycles::Count(0) => {
+                Err("keep_cycles: 0 keeps no cycle; use 1 or more, or \"all\"".into())
+            }
+            KeepCycles::Count(n) => Ok(Some(n)),
+            KeepCycles::Word(AllCycles::All) => Ok(None),
+        }
+    }
+
+    /// `N` or `all`, as the command line gives it.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(KeepCycles::Word(AllCycles::All));
+        }
+        let n: u64 = s
+            .parse()
+            .map_err(|_| format!("'{s}': a number of cycles, or all"))?;
+        let keep = KeepCycles::Count(n);
+        keep.count()?;
+        Ok(keep)
+    }
+}
+
+/// At most this many buckets in the folded cycles' series (pairs merge when there are more).
+pub const MAX_SERIES: usize = 512;
+
+/// Counts over events and phase records.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Totals {
+    /// Phase calls completed.
+    pub phases: u64,
+    /// Trace events.
+    pub events: u64,
+    /// Allocations traced.
+    pub allocs: u64,
+    /// Frees traced.
+    pub frees: u64,
+    /// Bytes allocated (allocator accounting).
+    pub alloc_bytes: u64,
+    /// Bytes freed.
+    pub free_bytes: u64,
+}
+
+impl Totals {
+    /// The totals of these events and records.
+    pub fn of(events: &[TraceEvent], records: &[PhaseRecord]) -> Self {
+        let mut t = Totals {
+            phases: records.len() as u64,
+            ..Totals::default()
+        };
+        for e in events {
+            t.add_event(e);
+        }
+        t
+    }
+
+    fn add_event(&mut self, e: &TraceEvent) {
+        self.events += 1;
+        match e.kind {
+            EventKind::Alloc => {
+                self.allocs += 1;
+                self.alloc_bytes = self.alloc_bytes.saturating_add(e.size);
+            }
+            EventKind::Free => {
+                self.frees += 1;
+                self.free_bytes = self.free_bytes.saturating_add(e.size);
+            }
+        }
+    }
+
+    /// `self` and `other` together.
+    pub fn plus(&self, other: &Totals) -> Totals {
+        Totals {
+            phases: self.phases + other.phases,
+            events: self.events + other.events,
+            allocs: self.allocs + other.allocs,
+            frees: self.frees + other.frees,
+            alloc_bytes: self.alloc_bytes.saturating_add(other.alloc_bytes),
+            free_bytes: self.free_bytes.saturating_add(other.free_bytes),
+        }
+    }
+}
+
+/// One phase function's calls in the folded cycles.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FunctionTotals {
+    /// The function.
+    pub function: String,
+    /// Calls folded.
+    pub calls: u64,
+    /// Allocations traced inside them.
+    pub allocs: u64,
+    /// Frees traced inside them.
+    pub frees: u64,
+    /// The highest peak of used bytes among them.
+    pub peak_used: u64,
+    /// Which call reached it.
+    pub peak_call: u64,
+    /// The largest transient (peak above the used bytes at entry).
+    pub peak_above_before: u64,
+    /// The sum of their used-bytes deltas: what they left behind together.
+    pub delta_used: i64,
+    /// The lowest and the highest used bytes at their returns.
+    pub after_used_min: u64,
+    /// See `after_used_min`.
+    pub after_used_max: u64,
+}
+
+/// Folded cycles `first..=last`, decimated to one point.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CycleBucket {
+    /// First cycle.
+    pub first: u64,
+    /// Last cycle.
+    pub last: u64,
+    /// The lowest free bytes at a cycle's end (its last phase's return: the release, in a
+    /// load-build-run-release cycle).
+    pub end_free_min: u64,
+    /// The highest.
+    pub end_free_max: u64,
+    /// The highest peak of used bytes inside these cycles.
+    pub peak_used: u64,
+}
+
+impl CycleBucket {
+    fn merge(&mut self, o: &CycleBucket) {
+        self.last = o.last;
+        self.end_free_min = self.end_free_min.min(o.end_free_min);
+        self.end_free_max = self.end_free_max.max(o.end_free_max);
+        self.peak_used = self.peak_used.max(o.peak_used);
+    }
+}
+
+/// The cycles folded out of the middle of a run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Folded {
+    /// First folded cycle.
+    pub first_cycle: u64,
+    /// Last folded cycle.
+    pub last_cycle: u64,
+    /// Trace events with `seq_begin <= seq < seq_end` were folded.
+    pub seq_begin: u64,
+    /// One past the last folded event.
+    pub seq_end: u64,
+    /// What the folded cycles did, exactly.
+    pub totals: Totals,
+    /// Per phase function, in order of first call.
+    pub functions: Vec<FunctionTotals>,
+    /// One bucket per folded cycle or run of cycles, at most [`MAX_SERIES`].
+    pub series: Vec<CycleBucket>,
+    /// The blocks allocated and not freed at `seq_end` (their allocation events): where a
+    /// replay of the kept events after the fold starts.
+    pub live_after: Vec<TraceEvent>,
+}
+
+/// The retention of one audit: which cycles are kept, and what the folded ones said.
+#[derive(Debug, Clone)]
+pub struct History {
+    keep: Option<u64>,
+    folded: Option<Folded>,
+    /// Cycles per series bucket (doubles when the series is merged).
+    width: u64,
+    /// Every event up to the end of the fold, scanned for late frees and live blocks.
+    scan: DeferredScan,
+    /// The start of every cycle up to the last folded one (event sequence numbers).
+    starts: Vec<u64>,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        History::new(Some(DEFAULT_KEEP_CYCLES))
+    }
+}
+
+/// The first event of each observed cycle among `records`: `(cycle, seq)`, in cycle order.
+fn observed_starts(records: &[PhaseRecord]) -> std::collections::BTreeMap<u64, u64> {
+    let mut starts = std::collections::BTreeMap::new();
+    for r in records {
+        if let Some(c) = r.cycle {
+            let s = starts.entry(c).or_insert(r.seq_begin);
+            *s = (*s).min(r.seq_begin);
+        }
+    }
+    starts
+}
+
+impl History {
+    /// Keeps `keep` cycles at each end (`None`: every cycle).
+    pub fn new(keep: Option<u64>) -> Self {
+        History {
+            keep,
+            folded: None,
+            width: 1,
+            scan: DeferredScan::default(),
+            starts: Vec::new(),
+        }
+    }
+
+    /// The folded cycles, once any were.
+    pub fn folded(&self) -> Option<&Folded> {
+        self.folded.as_ref()
+    }
+
+    /// Called when cycle `done` completed: folds the cycle that leaves the kept tail, if any.
+    pub fn cycle_done(
+        &mut self,
+        done: u64,
+        events: &mut Vec<TraceEvent>,
+        records: &mut Vec<PhaseRecord>,
+    ) {
+        let Some(keep) = self.keep else { return };
+        // Kept: cycles 1..=keep and done-keep+1..=done; the one in between ages out now.
+        let Some(cycle) = done.checked_sub(keep).filter(|c| *c > keep) else {
+            return;
+        };
+        let starts = observed_starts(records);
+        let (Some(&begin), Some(&end)) = (starts.get(&cycle), starts.get(&(cycle + 1))) else {
+            return;
+        };
+        // Cycle starts up to this one, for the late-free scan's cycle numbers.
+        let known = self.starts.last().copied();
+        self.starts.extend(
+            starts
+                .range(..=cycle)
+                .map(|(_, s)| *s)
+                .filter(|s| known.is_none_or(|l| *s > l)),
+        );
+        // Everything before the folded cycle is final: scan it first, in order.
+        let from = self.scan.next_seq;
+        for e in events.iter().filter(|e| e.seq >= from && e.seq < end) {
+            self.scan.feed(e, &self.starts);
+        }
+        let ev = events.partition_point(|e| e.seq < begin)..events.partition_point(|e| e.seq < end);
+        let rec = records.partition_point(|r| r.seq_begin < begin)
+            ..records.partition_point(|r| r.seq_begin < end);
+        let folded_events: Vec<TraceEvent> = events.drain(ev).collect();
+        let folded_records: Vec<PhaseRecord> = records.drain(rec).collect();
+        self.fold(cycle, begin, end, &folded_events, &folded_records);
+    }
+
+    fn fold(
+        &mut self,
+        cycle: u64,
+        begin: u64,
+        end: u64,
+        events: &[TraceEvent],
+        records: &[PhaseRecord],
+    ) {
+        let f = self.folded.get_or_insert_with(|| Folded {
+            first_cycle: cycle,
+            last_cycle: cycle,
+            seq_begin: begin,
+            seq_end: end,
+            totals: Totals::default(),
+            functions: Vec::new(),
+            series: Vec::new(),
+            live_after: Vec::new(),
+        });
+        f.last_cycle = cycle;
+        f.seq_end = end;
+        f.totals = f.totals.plus(&Totals::of(events, records));
+        for r in records {
+            let after = r.after.used;
+            match f.functions.iter_mut().find(|x| x.function == r.function) {
+                Some(x) => {
+                    x.calls += 1;
+                    x.allocs += r.allocs;
+                    x.frees += r.frees;
+                    if r.peak_used > x.peak_used {
+                        x.peak_used = r.peak_used;
+                        x.peak_call = r.call;
+                    }
+                    x.peak_above_before = x.peak_above_before.max(r.peak_above_before);
+                    x.delta_used = x.delta_used.saturating_add(r.delta_used);
+                    x.after_used_min = x.after_used_min.min(after);
+                    x.after_used_max = x.after_used_max.max(after);
+                }
+                None => f.functions.push(FunctionTotals {
+                    function: r.function.clone(),
+                    calls: 1,
+                    allocs: r.allocs,
+                    frees: r.frees,
+                    peak_used: r.peak_used,
+                    peak_call: r.call,
+                    peak_above_before: r.peak_above_before,
+                    delta_used: r.delta_used,
+                    after_used_min: after,
+                    after_used_max: after,
+                }),
+            }
+        }
+        if let Some(last) = records.last() {
+            let bucket = CycleBucket {
+                first: cycle,
+                last: cycle,
+                end_free_min: last.after.free,
+                end_free_max: last.after.free,
+                peak_used: records.iter().map(|r| r.peak_used).max().unwrap_or(0),
+            };
+            match f.series.last_mut() {
+                Some(b) if b.last + 1 - b.first < self.width => b.merge(&bucket),
+                _ => f.series.push(bucket),
+            }
+            if f.series.len() > MAX_SERIES {
+                f.series = f
+                    .series
+                    .chunks(2)
+                    .map(|pair| {
+                        let mut b = pair[0].clone();
+                        if let Some(o) = pair.get(1) {
+                            b.merge(o);
+                        }
+                        b
+                    })
+                    .collect();
+                self.width *= 2;
+            }
+        }
+        f.live_after = self.scan.live().cloned().collect();
+    }
+
+    /// Every late free of the run: those found in folded cycles and those among the kept events.
+    pub fn deferred(&self, events: &[TraceEvent], records: &[PhaseRecord]) -> Vec<DeferredBlock> {
+        if self.folded.is_none() {
+            return crate::deferred::classify(events, records);
+        }
+        let mut starts = self.starts.clone();
+        starts.extend(cycle_starts(records));
+        starts.sort_unstable();
+        starts.dedup();
+        let mut scan = self.scan.clone();
+        for e in events.iter().filter(|e| e.seq >= self.scan.next_seq) {
+            scan.feed(e, &starts);
+        }
+        scan.found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::config::PeakMethod;
+    use crate::model::{HeapSummary, Site};
+
+    fn summary(used: u64) -> HeapSummary {
+        HeapSummary {
+            free: 1_000_000 - used,
+            used,
+            largest_free: 0,
+            largest_free_ratio: None,
+            free_blocks: 0,
+            used_blocks: 0,
+            min_ever_free: None,
+            status: memlife_heap::HeapStatus::Ok,
+        }
+    }
+
+    /// A run of `cycles` cycles, each a `build` then a `release` phase: build allocates a
+    /// block at 0x100 and one at 0x200 + cycle (a leak every third cycle, freed one cycle
+    /// late otherwise), release frees 0x100.
+    fn run(cycles: u64, history: &mut History) -> (Vec<TraceEvent>, Vec<PhaseRecord>) {
+        let mut events = Vec::new();
+        let mut records = Vec::new();
+        let mut seq = 0;
+        let mut used = 0u64;
+        let ev = |seq: &mut u64, used: &mut u64, kind, addr, size, phase: &str| {
+            match kind {
+                EventKind::Alloc => *used += size,
+                EventKind::Free => *used -= size,
+            }
+            let e = TraceEvent {
+                seq: *seq,
+                kind,
+                addr,
+                size,
+                request: None,
+                used_after: *used,
+                phase: Some(phase.into()),
+                span: None,
+                site: Site {
+                    function: Some(format!("site{}", addr & 0xf00)),
+                    ..Site::default()
+                },
+            };
+            *seq += 1;
+            e
+        };
+        let record = |function: &str, call, cycle, begin, end, before, after, peak| PhaseRecord {
+            function: function.into(),
+            alias: None,
+            call,
+            method: PeakMethod::Trace,
+            before: summary(before),
+            after: summary(after),
+            delta_used: after as i64 - before as i64,
+            peak_used: peak,
+            peak_above_before: peak - before,
+            peak_at: None,
+            composition: Vec::new(),
+            spans: Vec::new(),
+            allocs: 0,
+            frees: 0,
+            events: None,
+            accounting_drift: 0,
+            seq_begin: begin,
+            seq_end: end,
+            cycle: Some(cycle),
+        };
+        for c in 1..=cycles {
+            let (begin, before) = (seq, used);
+            events.push(ev(
+                &mut seq,
+                &mut used,
+                EventKind::Alloc,
+                0x100,
+                64,
+                "build",
+            ));
+            if c > 1 && (c - 1) % 3 != 0 {
+                events.push(ev(
+                    &mut seq,
+                    &mut used,
+                    EventKind::Free,
+                    0x200 + c - 1,
+                    8,
+                    "build",
+                ));
+            }
+            events.push(ev(
+                &mut seq,
+                &mut used,
+                EventKind::Alloc,
+                0x200 + c,
+                8,
+                "build",
+            ));
+            let peak = used;
+            records.push(record("build", c, c, begin, seq, before, used, peak));
+            let (begin, before) = (seq, used);
+            events.push(ev(
+                &mut seq,
+                &mut used,
+                EventKind::Free,
+                0x100,
+                64,
+                "release",
+            ));
+            records.push(record("release", c, c, begin, seq, before, used, before));
+            history.cycle_done(c, &mut events, &mut records);
+        }
+        (events, records)
+    }
+
+    #[test]
+    fn short_runs_keep_everything() {
+        let mut h = History::new(Some(3));
+        let (events, records) = run(6, &mut h);
+        assert!(h.folded().is_none());
+        assert_eq!(records.len(), 12);
+        assert_eq!(events.len(), Totals::of(&events, &records).events as usize);
+    }
+
+    #[test]
+    fn a_long_run_keeps_both_ends_and_exact_totals_of_the_middle() {
+        let mut all = History::new(None);
+        let (full_events, full_records) = run(40, &mut all);
+        let mut h = History::new(Some(3));
+        let (events, records) = run(40, &mut h);
+        let f = h.folded().unwrap();
+        assert_eq!((f.first_cycle, f.last_cycle), (4, 37));
+        let kept: Vec<Option<u64>> = records.iter().map(|r| r.cycle).collect();
+        let want: Vec<Option<u64>> = [1, 1, 2, 2, 3, 3, 38, 38, 39, 39, 40, 40]
+            .into_iter()
+            .map(Some)
+            .collect();
+        assert_eq!(kept, want);
+        // Exact totals: kept plus folded equal the unfolded run's.
+        assert_eq!(
+            Totals::of(&events, &records).plus(&f.totals),
+            Totals::of(&full_events, &full_records)
+        );
+        // The kept events are the unfolded run's outside the fold.
+        let outside: Vec<&TraceEvent> = full_events
+            .iter()
+            .filter(|e| e.seq < f.seq_begin || e.seq >= f.seq_end)
+            .collect();
+        assert_eq!(events.iter().collect::<Vec<_>>(), outside);
+        // Late frees, the live blocks at the fold's end, and per-function figures.
+        assert_eq!(
+            h.deferred(&events, &records),
+            crate::deferred::classify(&full_events, &full_records)
+        );
+        let live_full: Vec<&TraceEvent> =
+            crate::composition::live_blocks(&full_events, 0, f.seq_end - 1);
+        assert_eq!(f.live_after.iter().collect::<Vec<_>>(), live_full);
+        let build = f.functions.iter().find(|x| x.function == "build").unwrap();
+        assert_eq!(build.calls, 34);
+        let folded_build: Vec<&PhaseRecord> = full_records
+            .iter()
+            .filter(|r| r.function == "build" && (4..=37).contains(&r.cycle.unwrap()))
+            .collect();
+        assert_eq!(
+            build.peak_used,
+            folded_build.iter().map(|r| r.peak_used).max().unwrap()
+        );
+        assert_eq!(
+            build.delta_used,
+            folded_build.iter().map(|r| r.delta_used).sum::<i64>()
+        );
+        // One series point per folded cycle, ending where the cycle's release returned.
+        assert_eq!(f.series.len(), 34);
+        assert_eq!(f.series[0].end_free_max, full_records[2 * 3 + 1].after.free);
+    }
+
+    #[test]
+    fn the_series_stays_bounded_and_keeps_the_extremes() {
+        let mut h = History::new(Some(2));
+        let (_, _) = run(3000, &mut h);
+        let f = h.folded().unwrap();
+        assert!(f.series.len() <= MAX_SERIES, "{}", f.series.len());
+        assert!(f.series.len() > MAX_SERIES / 4);
+        assert_eq!(f.series.first().unwrap().first, 3);
+        assert_eq!(f.series.last().unwrap().last, 2998);
+        // Cycles are covered once each, in order.
+        for w in f.series.windows(2) {
+            assert_eq!(w[0].last + 1, w[1].first);
+        }
+        let top = f.series.iter().map(|b| b.end_free_max).max().unwrap();
+        let bottom = f.series.iter().map(|b| b.end_free_min).min().unwrap();
+        let mut all = History::new(None);
+        let (_, records) = run(3000, &mut all);
+        let ends: Vec<u64> = records
+            .iter()
+            .filter(|r| r.function == "release" && (3..=2998).contains(&r.cycle.unwrap()))
+            .map(|r| r.after.free)
+            .collect();
+        assert_eq!(top, *ends.iter().max().unwrap());
+        assert_eq!(bottom, *ends.iter().min().unwrap());
+    }
+}
