@@ -274,10 +274,17 @@ pub fn diff(
     let ph: BTreeSet<PhaseKey> = figures::phase_keys(head).into_iter().collect();
     let mut notes = Vec::new();
     for (only, name, other) in [(&pb, names.0, &ph), (&ph, names.1, &pb)] {
-        let lonely: Vec<String> = only
-            .difference(other)
+        let missing: Vec<&PhaseKey> = only.difference(other).collect();
+        let mut lonely: Vec<String> = missing
+            .iter()
             .map(|k| format!("{} (cycle {}, call {})", k.role, k.cycle, k.nth))
             .collect();
+        // A long run's kept tail, or a longer run: one line, not one entry per phase.
+        if lonely.len() > 8 {
+            let lo = missing.iter().map(|k| k.cycle).min().unwrap_or(0);
+            let hi = missing.iter().map(|k| k.cycle).max().unwrap_or(0);
+            lonely = vec![format!("{} phases of cycles {lo}-{hi}", missing.len())];
+        }
         if !lonely.is_empty() {
             notes.push(format!(
                 "phases only in {name}, not compared: {}",
@@ -293,6 +300,12 @@ pub fn diff(
         ));
     }
     for (run, name) in [(base, names.0), (head, names.1)] {
+        if let Some(f) = &run.folded {
+            notes.push(format!(
+                "{name} folded cycles {}-{} (a long run): their phases are not compared one by one and the allocation sites count the kept cycles' events only; the leak per cycle spans them",
+                f.first_cycle, f.last_cycle
+            ));
+        }
         if let Some(e) = &run.error {
             notes.push(format!(
                 "{name}: the audit stopped with an error, its later phases are missing: {}",

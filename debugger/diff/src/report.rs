@@ -249,6 +249,16 @@ pub struct Check {
     pub message: String,
 }
 
+/// The cycles a long run folded out of its middle (`folded` in the audit JSON).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FoldedCycles {
+    /// First folded cycle.
+    pub first_cycle: u64,
+    /// Last folded cycle.
+    pub last_cycle: u64,
+}
+
 /// An audit JSON report.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
@@ -267,6 +277,10 @@ pub struct AuditRun {
     pub labels: BTreeMap<String, Vec<String>>,
     /// The heap after the last release.
     pub heap_map: Option<HeapMap>,
+    /// Observed cycles completed (0 in reports that predate it).
+    pub cycles: u64,
+    /// The cycles a long run folded: its phases and events leave them out.
+    pub folded: Option<FoldedCycles>,
     /// The error that stopped the audit.
     pub error: Option<RunError>,
     /// The audit's exit code.
