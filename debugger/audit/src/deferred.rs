@@ -78,6 +78,10 @@ pub fn classify(events: &[TraceEvent], phases: &[PhaseRecord]) -> Vec<DeferredBl
     scan.found
 }
 
+/// Late frees listed one by one at most; more are counted (`DeferredScan::unlisted`), so a long
+/// run that defers a block every cycle keeps a bounded list.
+pub const MAX_LISTED: usize = 1000;
+
 /// The classification as a scan over events in sequence order, so that a long run can feed it
 /// the events it folds away (`crate::history`) and still classify the whole run: what it keeps
 /// is the blocks allocated and not yet freed (bounded by the heap) and the late frees found.
@@ -85,8 +89,10 @@ pub fn classify(events: &[TraceEvent], phases: &[PhaseRecord]) -> Vec<DeferredBl
 pub struct DeferredScan {
     /// Block address → the event that allocated it.
     allocated: BTreeMap<u64, TraceEvent>,
-    /// Late frees found so far, in the order of their frees.
+    /// Late frees found so far, in the order of their frees, the first [`MAX_LISTED`].
     pub found: Vec<DeferredBlock>,
+    /// Late frees found past the first [`MAX_LISTED`].
+    pub unlisted: u64,
     /// One past the last event fed.
     pub next_seq: u64,
 }
@@ -104,7 +110,9 @@ impl DeferredScan {
                     return;
                 };
                 let (from, to) = (cycle_of(starts, a.seq), cycle_of(starts, e.seq));
-                if from >= 1 && to > from {
+                if from >= 1 && to > from && self.found.len() >= MAX_LISTED {
+                    self.unlisted += 1;
+                } else if from >= 1 && to > from {
                     self.found.push(DeferredBlock {
                         addr: a.addr,
                         size: a.size,

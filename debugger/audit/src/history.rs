@@ -363,10 +363,20 @@ impl History {
         f.live_after = self.scan.live().cloned().collect();
     }
 
-    /// Every late free of the run: those found in folded cycles and those among the kept events.
-    pub fn deferred(&self, events: &[TraceEvent], records: &[PhaseRecord]) -> Vec<DeferredBlock> {
+    /// Every late free of the run, those found in folded cycles and those among the kept
+    /// events: the first [`crate::deferred::MAX_LISTED`], and how many more there were.
+    pub fn deferred(
+        &self,
+        events: &[TraceEvent],
+        records: &[PhaseRecord],
+    ) -> (Vec<DeferredBlock>, u64) {
         if self.folded.is_none() {
-            return crate::deferred::classify(events, records);
+            let starts = cycle_starts(records);
+            let mut scan = DeferredScan::default();
+            for e in events {
+                scan.feed(e, &starts);
+            }
+            return (scan.found, scan.unlisted);
         }
         let mut starts = self.starts.clone();
         starts.extend(cycle_starts(records));
@@ -376,7 +386,7 @@ impl History {
         for e in events.iter().filter(|e| e.seq >= self.scan.next_seq) {
             scan.feed(e, &starts);
         }
-        scan.found
+        (scan.found, scan.unlisted)
     }
 }
 
@@ -533,7 +543,7 @@ mod tests {
         // Late frees, the live blocks at the fold's end, and per-function figures.
         assert_eq!(
             h.deferred(&events, &records),
-            crate::deferred::classify(&full_events, &full_records)
+            (crate::deferred::classify(&full_events, &full_records), 0)
         );
         let live_full: Vec<&TraceEvent> =
             crate::composition::live_blocks(&full_events, 0, f.seq_end - 1);
@@ -555,6 +565,18 @@ mod tests {
         // One series point per folded cycle, ending where the cycle's release returned.
         assert_eq!(f.series.len(), 34);
         assert_eq!(f.series[0].end_free_max, full_records[2 * 3 + 1].after.free);
+    }
+
+    #[test]
+    fn late_frees_past_the_listed_ones_are_counted() {
+        let mut h = History::new(Some(2));
+        let (events, records) = run(3000, &mut h);
+        let (listed, unlisted) = h.deferred(&events, &records);
+        // Cycles 2..=3000 free the block of the cycle before unless its number is a multiple
+        // of 3: 2000 late frees.
+        assert_eq!(listed.len(), crate::deferred::MAX_LISTED);
+        assert_eq!(listed.len() as u64 + unlisted, 2000);
+        assert_eq!(listed[0].allocated_cycle, 1);
     }
 
     #[test]

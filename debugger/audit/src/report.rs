@@ -100,15 +100,23 @@ pub struct AuditReport {
     pub components: BTreeMap<String, String>,
     /// The heap after the last release, block by block, leaked blocks marked.
     pub heap_map: Option<HeapMap>,
-    /// Blocks allocated in one cycle and freed in a later one: late frees, not leaks.
+    /// Blocks allocated in one cycle and freed in a later one: late frees, not leaks. The first
+    /// 1000 (`crate::deferred::MAX_LISTED`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deferred: Vec<crate::deferred::DeferredBlock>,
+    /// Late frees past those listed in `deferred`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub deferred_unlisted: u64,
     /// Allocations memlife made fail (`t.fail_alloc`), with what the phase returned.
     pub injected: Vec<crate::debugger::Injected>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
     pub exit_code: i32,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Folds check calls by name, keeping first-appearance order.
@@ -201,7 +209,7 @@ impl AuditReport {
     pub fn assemble(ctx: &RunContext, debugger: &Debugger, outcome: &ScriptOutcome) -> Self {
         let checks = summarize(&outcome.checks);
         let exit_code = Self::exit_code_for(&checks, outcome.error.as_ref());
-        let deferred = debugger.deferred();
+        let (deferred, deferred_unlisted) = debugger.deferred();
         AuditReport {
             run: RunFacts {
                 allocator: debugger.allocator().to_string(),
@@ -233,6 +241,7 @@ impl AuditReport {
                 map
             }),
             deferred,
+            deferred_unlisted,
             injected: debugger.injected().to_vec(),
             error: outcome.error.clone(),
             exit_code,
@@ -271,6 +280,7 @@ impl AuditReport {
             components: BTreeMap::new(),
             heap_map: None,
             deferred: Vec::new(),
+            deferred_unlisted: 0,
             injected: Vec::new(),
             error: Some(ScriptError {
                 message,

@@ -584,9 +584,19 @@ fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
             t.with(&ctx, |d| {
                 d.deferred()
+                    .0
                     .iter()
                     .map(crate::values::deferred_map)
                     .collect()
+            })
+        },
+    );
+    engine.register_fn(
+        "deferred_total",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<i64> {
+            t.with(&ctx, |d| {
+                let (listed, unlisted) = d.deferred();
+                int(listed.len() as u64 + unlisted)
             })
         },
     );

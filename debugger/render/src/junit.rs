@@ -136,6 +136,7 @@ mod tests {
             components: BTreeMap::new(),
             heap_map: None,
             deferred: Vec::new(),
+            deferred_unlisted: 0,
             injected: Vec::new(),
             error,
             exit_code,

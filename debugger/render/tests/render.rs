@@ -122,6 +122,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         components: BTreeMap::new(),
         heap_map: None,
         deferred: Vec::new(),
+        deferred_unlisted: 0,
         injected: Vec::new(),
         error: None,
         exit_code: 1,

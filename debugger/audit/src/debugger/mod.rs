@@ -311,8 +311,9 @@ impl Debugger {
         }
     }
 
-    /// Every late free of the run (blocks one cycle allocated and a later one freed).
-    pub fn deferred(&self) -> Vec<crate::deferred::DeferredBlock> {
+    /// The late frees of the run (blocks one cycle allocated and a later one freed): the first
+    /// [`crate::deferred::MAX_LISTED`], and how many more there were.
+    pub fn deferred(&self) -> (Vec<crate::deferred::DeferredBlock>, u64) {
         self.history
             .deferred(&self.trace.events, self.phases.records())
     }
