@@ -65,6 +65,16 @@ impl KeepCycles {
     }
 }
 
+impl std::fmt::Display for KeepCycles {
+    /// As the command line takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeepCycles::Count(n) => write!(f, "{n}"),
+            KeepCycles::Word(AllCycles::All) => f.write_str("all"),
+        }
+    }
+}
+
 /// At most this many buckets in the folded cycles' series (pairs merge when there are more).
 pub const MAX_SERIES: usize = 512;
 

@@ -123,6 +123,12 @@ pub fn command(
     if let Some(l) = h.heap_limit {
         flag(&mut a, "--heap-limit", &format!("{l:#x}"));
     }
+    if let Some(w) = h.walk {
+        flag(&mut a, "--walk", &w.to_string());
+    }
+    if let Some(k) = args.keep_cycles {
+        flag(&mut a, "--keep-cycles", &k.to_string());
+    }
     if let Some(m) = o.method.or(args.method) {
         flag(&mut a, "--method", &format!("{m:?}").to_lowercase());
     }

@@ -297,6 +297,10 @@ mod tests {
             "s.rhai",
             "--config",
             file.to_str().unwrap(),
+            "--keep-cycles",
+            "3",
+            "--walk",
+            "sparse",
         ]);
         let mut list = targets(&args).unwrap().unwrap();
         let target = list.pop().unwrap();
@@ -323,6 +327,12 @@ mod tests {
         let child = audit_args(&argv);
         let _ = std::fs::remove_dir_all(&dir);
         assert!(targets(&child).unwrap().is_none());
+        // The run's flags reach the child.
+        assert_eq!(
+            child.keep_cycles,
+            Some(memlife_audit::history::KeepCycles::Count(3))
+        );
+        assert_eq!(child.heap.walk, Some(memlife_heap::WalkStrategy::Sparse));
     }
 
     #[test]
