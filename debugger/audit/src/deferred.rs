@@ -40,13 +40,7 @@ pub struct DeferredBlock {
 /// cycle begins (`t.cycles(n)` numbers the phases' cycles), else, for phases run one by one,
 /// where every call of the first phase function begins.
 pub fn cycle_starts(phases: &[PhaseRecord]) -> Vec<u64> {
-    let mut observed: BTreeMap<u64, u64> = BTreeMap::new();
-    for p in phases {
-        if let Some(c) = p.cycle {
-            let start = observed.entry(c).or_insert(p.seq_begin);
-            *start = (*start).min(p.seq_begin);
-        }
-    }
+    let observed = observed_starts(phases);
     if !observed.is_empty() {
         let mut starts: Vec<u64> = observed.into_values().collect();
         starts.sort_unstable();
@@ -60,6 +54,19 @@ pub fn cycle_starts(phases: &[PhaseRecord]) -> Vec<u64> {
         .filter(|p| p.function == first)
         .map(|p| p.seq_begin)
         .collect()
+}
+
+/// Where each observed cycle among `phases` begins: cycle → the first event number of its
+/// first phase.
+pub fn observed_starts(phases: &[PhaseRecord]) -> BTreeMap<u64, u64> {
+    let mut observed: BTreeMap<u64, u64> = BTreeMap::new();
+    for p in phases {
+        if let Some(c) = p.cycle {
+            let start = observed.entry(c).or_insert(p.seq_begin);
+            *start = (*start).min(p.seq_begin);
+        }
+    }
+    observed
 }
 
 /// The cycle (1-based) of the event `seq`: 0 before the first cycle starts.

@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use crate::deferred::{DeferredBlock, DeferredScan, cycle_starts};
+use crate::deferred::{DeferredBlock, DeferredScan, cycle_starts, observed_starts};
 use crate::model::{EventKind, PhaseRecord, TraceEvent};
 
 /// Cycles kept in full at each end of a run unless `--keep-cycles` says otherwise.
@@ -224,18 +224,6 @@ impl Default for History {
     fn default() -> Self {
         History::new(Some(DEFAULT_KEEP_CYCLES))
     }
-}
-
-/// The first event of each observed cycle among `records`: `(cycle, seq)`, in cycle order.
-fn observed_starts(records: &[PhaseRecord]) -> std::collections::BTreeMap<u64, u64> {
-    let mut starts = std::collections::BTreeMap::new();
-    for r in records {
-        if let Some(c) = r.cycle {
-            let s = starts.entry(c).or_insert(r.seq_begin);
-            *s = (*s).min(r.seq_begin);
-        }
-    }
-    starts
 }
 
 impl History {
