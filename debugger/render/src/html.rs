@@ -625,6 +625,22 @@ fn folded(h: &mut String, report: &AuditReport) {
     h.push_str("</table>\n</section>\n");
 }
 
+/// The breakpoints the run armed against what the target has: on a probe's six comparators an
+/// audit arms lean (see the README's "Real boards").
+fn breakpoint_use(b: &memlife_audit::debugger::BreakpointUse) -> String {
+    let mut s = format!("{} armed at most", b.max_armed);
+    match b.capacity {
+        Some(c) => {
+            let _ = write!(s, " of the target's {c}");
+        }
+        None => s.push_str(" (the target has no limit)"),
+    }
+    if let Some(p) = b.planned {
+        let _ = write!(s, "; {p} planned before the run");
+    }
+    s
+}
+
 fn facts(h: &mut String, report: &AuditReport) {
     let r = &report.run;
     h.push_str("<section id=\"run\">\n<h2>Run</h2>\n<dl class=\"facts\">\n");
@@ -657,6 +673,7 @@ fn facts(h: &mut String, report: &AuditReport) {
                 r.stops, r.emulated, r.stepped
             ),
         ),
+        ("breakpoints", breakpoint_use(&r.breakpoints)),
         ("duration", format!("{:.1} s", r.seconds)),
         ("memlife", r.memlife.clone()),
         ("date", r.date.clone()),

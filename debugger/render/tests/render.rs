@@ -251,6 +251,27 @@ fn an_audit_without_phases_still_renders() {
     assert_eq!(trace["displayTimeUnit"], "ms");
 }
 
+#[test]
+fn the_page_says_how_many_breakpoints_the_run_armed_of_the_targets() {
+    let mut r = report(vec![], vec![], "");
+    let page = memlife_render::render_html(&r).unwrap();
+    assert!(
+        page.contains("<dt>breakpoints</dt><dd>0 armed at most (the target has no limit)</dd>"),
+        "{page}"
+    );
+    r.run.breakpoints = memlife_audit::debugger::BreakpointUse {
+        max_armed: 6,
+        capacity: Some(6),
+        planned: Some(5),
+    };
+    let page = memlife_render::render_html(&r).unwrap();
+    assert!(
+        page.contains("6 armed at most of the target&#39;s 6; 5 planned before the run")
+            || page.contains("6 armed at most of the target's 6; 5 planned before the run"),
+        "{page}"
+    );
+}
+
 fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
     let used: u64 = blocks.iter().filter(|b| !b.2).map(|b| b.1).sum();
     memlife_heap::HeapState {
