@@ -266,8 +266,7 @@ fn the_page_says_how_many_breakpoints_the_run_armed_of_the_targets() {
     };
     let page = memlife_render::render_html(&r).unwrap();
     assert!(
-        page.contains("6 armed at most of the target&#39;s 6; 5 planned before the run")
-            || page.contains("6 armed at most of the target's 6; 5 planned before the run"),
+        page.contains("6 armed at most of the target&#39;s 6; 5 planned before the run"),
         "{page}"
     );
 }
