@@ -127,7 +127,13 @@ impl Symbols {
     /// The return type of the function `name` from DWARF: `None` when DWARF does not describe
     /// that function, `Some(None)` when it returns `void`.
     pub fn return_type(&self, name: &str) -> Option<Option<TypeId>> {
-        self.returns.get(name).copied()
+        // A C++ function named as users write it (`tinyml::Interpreter::Invoke()`): through
+        // its symbol, whose mangled name DWARF gives as the linkage name.
+        let symbol = || self.function_symbol(name).map(|s| s.name.as_str());
+        self.returns
+            .get(name)
+            .or_else(|| self.returns.get(symbol()?))
+            .copied()
     }
 
     /// What the function `name` returned, from the registers at its return (`r0`, `r1`; see
@@ -211,8 +217,13 @@ impl Symbols {
 
     /// Entry address of a function (thumb bit cleared) and its size.
     pub fn function(&self, name: &str) -> Option<(u64, u64)> {
-        let sym = self
-            .elf
+        let sym = self.function_symbol(name)?;
+        Some((sym.address & !1, sym.size))
+    }
+
+    /// The ELF symbol of a function, by its symbol name or, for C++, its demangled name.
+    fn function_symbol(&self, name: &str) -> Option<&ElfSymbol> {
+        self.elf
             .symbols
             .iter()
             .find(|s| s.name == name && s.kind == SymbolKind::Function)
@@ -220,8 +231,7 @@ impl Symbols {
                 // A C++ function by its demangled name (see `demangle`).
                 let names = self.demangled.iter().map(|(i, n)| (*i, n.as_str()));
                 demangle::find(names, name).and_then(|i| self.elf.symbols.get(i))
-            })?;
-        Some((sym.address & !1, sym.size))
+            })
     }
 
     /// The demangled names of the C++ functions (for "did you mean" lists).

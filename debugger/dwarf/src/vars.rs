@@ -275,7 +275,13 @@ pub(crate) fn collect(
                     });
                     let ret = type_id.or(from_origin.and_then(|(_, t)| t));
                     fn_decls.insert(id, (fn_name.clone(), ret));
-                    if let Some(n) = &fn_name {
+                    // By its name, and by its linkage (mangled) name: a C++ method's name alone
+                    // (`Invoke`) is shared by every class, its symbol is not.
+                    let linkage = attr_string(dwarf, &unit, entry, gimli::DW_AT_linkage_name)
+                        .or_else(|| {
+                            attr_string(dwarf, &unit, entry, gimli::DW_AT_MIPS_linkage_name)
+                        });
+                    for n in fn_name.iter().chain(&linkage) {
                         // The first typed sighting wins (a declaration and its definition agree).
                         let slot = returns.entry(n.clone()).or_insert(ret);
                         if slot.is_none() {
@@ -384,7 +390,16 @@ fn attr_name(
     unit: &gimli::Unit<Reader>,
     entry: &gimli::DebuggingInformationEntry<Reader>,
 ) -> Option<String> {
-    let value = entry.attr_value(gimli::DW_AT_name)?;
+    attr_string(dwarf, unit, entry, gimli::DW_AT_name)
+}
+
+fn attr_string(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    entry: &gimli::DebuggingInformationEntry<Reader>,
+    attr: gimli::DwAt,
+) -> Option<String> {
+    let value = entry.attr_value(attr)?;
     let s = dwarf.attr_string(unit, value).ok()?;
     s.to_string_lossy().ok().map(|s| s.into_owned())
 }

@@ -86,3 +86,18 @@ fn return_values_are_decoded_by_the_functions_dwarf_return_type() {
     assert_eq!(shown("fw_halted", 7, 7).as_deref(), Some("void"));
     assert_eq!(symbols.return_type("no_such_function"), None);
 }
+
+/// C++ functions named as a user names them (qualified, with or without the parameter list)
+/// find their return type through their symbol's linkage name: `Status` is an enum, `Setup`
+/// returns a pointer, `Teardown` nothing.
+#[test]
+fn cpp_return_values_are_decoded_by_qualified_name() {
+    let symbols = Symbols::load(&memlife_testkit::firmware::elf("cpp", "healthy")).unwrap();
+    let shown = |f: &str, r0: u64| symbols.returned(f, r0, 0).map(|r| r.to_string());
+    let status = shown("tinyml::Interpreter::AllocateTensors", 0).unwrap();
+    let invoke = shown("tinyml::Interpreter::Invoke()", 0).unwrap();
+    assert_eq!(status, "kOk (0)");
+    assert_eq!(invoke, status, "both return the same Status");
+    assert_eq!(shown("app::Setup", 0).as_deref(), Some("NULL"));
+    assert_eq!(shown("app::Teardown", 5).as_deref(), Some("void"));
+}
