@@ -239,6 +239,20 @@ fn findings_in_phases(report: &serde_json::Value) -> serde_json::Value {
         .filter(|e| !e["phase"].is_null())
         .cloned()
         .collect();
+    // The run's totals, of those events.
+    let (kind, size) = (
+        |e: &serde_json::Value| e["kind"].clone(),
+        |e: &serde_json::Value| e["size"].as_u64().unwrap(),
+    );
+    for (k, count, bytes) in [
+        ("alloc", "allocs", "alloc_bytes"),
+        ("free", "frees", "free_bytes"),
+    ] {
+        let of_kind: Vec<&serde_json::Value> = events.iter().filter(|e| kind(e) == k).collect();
+        v["totals"][count] = of_kind.len().into();
+        v["totals"][bytes] = of_kind.iter().map(|e| size(e)).sum::<u64>().into();
+    }
+    v["totals"]["events"] = events.len().into();
     v["events"] = serde_json::Value::Array(events);
     strip(&mut v);
     v

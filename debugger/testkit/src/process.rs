@@ -90,9 +90,12 @@ pub fn gdb_batch(elf: &Path, server: &str, commands: &[&str]) -> Output {
     run_with_timeout(cmd, Duration::from_secs(120))
 }
 
-/// A fresh, empty directory for one test (unique per process and tag).
+/// A fresh, empty directory for one test: unique per call, so that tests running at once in
+/// one process through the same helper (and so the same tag) never share one.
 pub fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("memlife-{tag}-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("memlife-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
