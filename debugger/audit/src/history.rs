@@ -8,8 +8,8 @@
 //!
 //! Only observed cycles (`t.cycle()`) are folded: phases a script runs one by one are its own
 //! to bound. What folding costs: the overlap check on traced buffers and `memlife diff`'s
-//! per-site figures see the kept cycles only; the late frees (`deferred`) found in folded
-//! cycles are kept one by one.
+//! per-site figures see the kept cycles only; late frees are listed up to
+//! [`crate::deferred::MAX_LISTED`] and counted beyond.
 
 use serde::Serialize;
 
@@ -203,7 +203,8 @@ pub struct Folded {
     /// One bucket per folded cycle or run of cycles, at most [`MAX_SERIES`].
     pub series: Vec<CycleBucket>,
     /// The blocks allocated and not freed at `seq_end` (their allocation events): where a
-    /// replay of the kept events after the fold starts.
+    /// replay of the kept events after the fold starts. Filled for the report
+    /// ([`History::folded_report`]), not at every fold.
     pub live_after: Vec<TraceEvent>,
 }
 
@@ -269,10 +270,12 @@ impl History {
         );
         // Everything before the folded cycle is final: scan it first, in order.
         let from = self.scan.next_seq;
-        for e in events.iter().filter(|e| e.seq >= from && e.seq < end) {
+        let upto = events.partition_point(|e| e.seq < end);
+        let unscanned = events.partition_point(|e| e.seq < from);
+        for e in &events[unscanned..upto] {
             self.scan.feed(e, &self.starts);
         }
-        let ev = events.partition_point(|e| e.seq < begin)..events.partition_point(|e| e.seq < end);
+        let ev = events.partition_point(|e| e.seq < begin)..upto;
         let rec = records.partition_point(|r| r.seq_begin < begin)
             ..records.partition_point(|r| r.seq_begin < end);
         let folded_events: Vec<TraceEvent> = events.drain(ev).collect();
@@ -358,7 +361,13 @@ impl History {
                 self.width *= 2;
             }
         }
+    }
+
+    /// The folded cycles as the report gives them: with the blocks live at the fold's end.
+    pub fn folded_report(&self) -> Option<Folded> {
+        let mut f = self.folded.clone()?;
         f.live_after = self.scan.live().cloned().collect();
+        Some(f)
     }
 
     /// Every late free of the run, those found in folded cycles and those among the kept
@@ -545,7 +554,9 @@ mod tests {
         );
         let live_full: Vec<&TraceEvent> =
             crate::composition::live_blocks(&full_events, 0, f.seq_end - 1);
-        assert_eq!(f.live_after.iter().collect::<Vec<_>>(), live_full);
+        let reported = h.folded_report().unwrap();
+        assert!(!live_full.is_empty());
+        assert_eq!(reported.live_after.iter().collect::<Vec<_>>(), live_full);
         let build = f.functions.iter().find(|x| x.function == "build").unwrap();
         assert_eq!(build.calls, 34);
         let folded_build: Vec<&PhaseRecord> = full_records

@@ -227,7 +227,7 @@ impl AuditReport {
             events: debugger.events().to_vec(),
             totals: debugger.totals(),
             cycles: debugger.cycles_done(),
-            folded: debugger.folded().cloned(),
+            folded: debugger.folded_report(),
             dumps: outcome
                 .dumps
                 .iter()

@@ -240,17 +240,15 @@ fn findings_in_phases(report: &serde_json::Value) -> serde_json::Value {
         .cloned()
         .collect();
     // The run's totals, of those events.
-    let (kind, size) = (
-        |e: &serde_json::Value| e["kind"].clone(),
-        |e: &serde_json::Value| e["size"].as_u64().unwrap(),
-    );
-    for (k, count, bytes) in [
+    for (kind, count, bytes) in [
         ("alloc", "allocs", "alloc_bytes"),
         ("free", "frees", "free_bytes"),
     ] {
-        let of_kind: Vec<&serde_json::Value> = events.iter().filter(|e| kind(e) == k).collect();
+        let of_kind: Vec<&serde_json::Value> =
+            events.iter().filter(|e| e["kind"] == kind).collect();
+        let sum: u64 = of_kind.iter().map(|e| e["size"].as_u64().unwrap()).sum();
         v["totals"][count] = of_kind.len().into();
-        v["totals"][bytes] = of_kind.iter().map(|e| size(e)).sum::<u64>().into();
+        v["totals"][bytes] = sum.into();
     }
     v["totals"]["events"] = events.len().into();
     v["events"] = serde_json::Value::Array(events);

@@ -302,6 +302,11 @@ impl Debugger {
         self.history.folded()
     }
 
+    /// The folded cycles as the report gives them (with the blocks live at the fold's end).
+    pub fn folded_report(&self) -> Option<crate::history::Folded> {
+        self.history.folded_report()
+    }
+
     /// Totals over the whole run: the kept phases and events, and the folded ones.
     pub fn totals(&self) -> crate::history::Totals {
         let kept = crate::history::Totals::of(&self.trace.events, self.phases.records());
