@@ -33,7 +33,7 @@ TFLM_APP_CXXFLAGS := $(ARCH) -O2 -g -std=c++17 -Wall -Wextra -fno-exceptions -fn
     -fno-threadsafe-statics -fno-use-cxa-atexit -ffunction-sections -fdata-sections \
     -MMD -MP $(TFLM_ABI) -Itflm/app -Icpp -Isrc $(ITERDEF)
 TFLM_C_FLAGS := $(filter-out -DconfigTOTAL_HEAP_SIZE=%,$(CFLAGS)) -fno-short-enums -DconfigTOTAL_HEAP_SIZE=$(TFLM_HEAP_SIZE)
-TFLM_LDFLAGS := $(ARCH) --specs=nano.specs -nostartfiles -Lld -Tld/netduinoplus2.ld \
+TFLM_LDFLAGS := $(ARCH) --specs=nano.specs -nostartfiles -Lld -Tld/netduinoplus2-heap-first.ld \
     -Wl,--gc-sections -Wl,--no-warn-rwx-segments -Wl,--no-enum-size-warning
 
 # Compiled once per output folder; the rest once per scenario (scenario.h, the variant name
@@ -87,7 +87,7 @@ $(OUT)/tflm-obj/$(1)/%.o: tflm/app/%.cpp $(TFLM_CRATE_FILE) tflm/tflm.mk
 $(OUT)/tflm-obj/$(1)/board.o: cpp/board/board.cpp tflm/tflm.mk
 	@mkdir -p $$(dir $$@)
 	$(CXX) $(TFLM_APP_CXXFLAGS) -DCPP_VARIANT_NAME='"tflm-$(1)"' -c -o $$@ $$<
-$(OUT)/tflm-$(1).elf: $(call tflm_objs,$(1)) $(TFLM_LIB) ld/netduinoplus2.ld ld/common_sections.ld
+$(OUT)/tflm-$(1).elf: $(call tflm_objs,$(1)) $(TFLM_LIB) ld/netduinoplus2-heap-first.ld ld/common_sections.ld
 	$(CXX) $(TFLM_LDFLAGS) -Wl,-Map=$$(@:.elf=.map) -o $$@ $(call tflm_objs,$(1)) $(TFLM_LIB) -lm
 -include $(patsubst %.o,%.d,$(call tflm_objs,$(1)))
 endef
