@@ -11,7 +11,7 @@
 # `cargo metadata` says where. tflm/lib.mk compiles it once into build/tflm/libtflm.a, which
 # every ELF links; the application (tflm/app/) is ours.
 
-TFLM_SCENARIOS := healthy op-leak arena-roomy arena-tight scratch shared-tensor view
+TFLM_SCENARIOS := healthy op-leak arena-roomy arena-tight scratch shared-tensor two-models view
 TFLM_MODELS    := hello_world micro_speech magic_wand
 # 96 KiB, as the other firmwares: room for arena-roomy's magic_wand (model copy and a 64 KiB
 # arena).
