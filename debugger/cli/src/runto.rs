@@ -16,9 +16,10 @@ pub fn run_to(
     hit: u32,
     timeout: Duration,
 ) -> Result<()> {
-    let (addr, _) = symbols
-        .function(function)
-        .with_context(|| format!("function `{function}` is not in the ELF's symbol table"))?;
+    let (addr, _) = symbols.function(function).with_context(|| {
+        let why = symbols.function_lookup(function).ambiguity(function);
+        format!("function `{function}` is not in the ELF's symbol table{why}")
+    })?;
     target
         .breakpoints()
         .context(

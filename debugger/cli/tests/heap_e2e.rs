@@ -511,3 +511,60 @@ fn a_bad_walk_strategy_or_link_model_is_refused() {
         stderr(&out)
     );
 }
+
+/// Issue 30 item 1: C++ constructors and destructors are named as in the source. GCC emits the
+/// complete and base variants (C1/C2, D1/D2) as aliases at one address, and a virtual class's
+/// deleting destructor (D0) apart; `--at` takes the demangled name with or without its
+/// parameter list and stops where the mangled complete destructor does. Real overloads named
+/// without parameters are refused with the candidates.
+#[test]
+fn cpp_destructors_are_named_as_in_the_source() {
+    let elf = elf("cpp", "healthy");
+    let elf_s = elf.to_str().unwrap();
+    let at = |function: &str| {
+        memlife_json(&[
+            "heap",
+            "--elf",
+            elf_s,
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            function,
+            "--hit",
+            "2",
+            "--json",
+        ])
+    };
+    // The mangled complete destructor, which always worked, is the reference.
+    let mangled = at("_ZN6tinyml11InterpreterD1Ev");
+    for name in [
+        "tinyml::Interpreter::~Interpreter",
+        "tinyml::Interpreter::~Interpreter()",
+        "Interpreter::~Interpreter",
+    ] {
+        let v = at(name);
+        assert_eq!(v["status"], "ok", "{name}: {}", v["anomalies"]);
+        assert_eq!(blocks(&v), blocks(&mangled), "{name}");
+        assert_eq!(v["total_free"], mangled["total_free"], "{name}");
+    }
+    // At the second destruction the first cycle's blocks are back and the second's are live.
+    assert!(mangled["used_blocks"].as_u64().unwrap() > 0);
+
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf_s,
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "tinyml::Interpreter::Invoke",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("names 2 functions")
+            && err.contains("tinyml::Interpreter::Invoke()")
+            && err.contains("tinyml::Interpreter::Invoke(int)"),
+        "{err}"
+    );
+}
