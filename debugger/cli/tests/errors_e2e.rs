@@ -28,6 +28,32 @@ fn missing_file() {
     );
 }
 
+/// Issue 30, round-2 red team: `--elf /dev/zero` read without bound (24 GB, then the kernel's
+/// OOM killer) and a FIFO blocked forever. Only regular files are read, and only up to a size.
+#[test]
+fn devices_and_fifos_are_refused_as_elf_and_snapshot() {
+    expect_exit_2(
+        &["symbols", "--elf", "/dev/zero"],
+        "cannot read /dev/zero: not a regular file (a character device)",
+    );
+    let dir = tempdir("fifo-elf");
+    let fifo = dir.join("fw.elf");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fifo_s = fifo.to_str().unwrap();
+    expect_exit_2(&["symbols", "--elf", fifo_s], "not a regular file (a FIFO)");
+    let elf = elf("heap4", "healthy");
+    expect_exit_2(
+        &["heap", "--elf", elf.to_str().unwrap(), "--snapshot", fifo_s],
+        "not a regular file (a FIFO)",
+    );
+}
+
 #[test]
 fn not_an_elf() {
     let cargo = repo().join("Cargo.toml");

@@ -99,10 +99,11 @@ impl Symbols {
     /// Loads an ELF file. Fails on a missing file or a non-ELF; an ELF without DWARF loads (with
     /// [`Symbols::has_dwarf`] false) so that symbol-table fallbacks still work.
     pub fn load(path: &Path) -> Result<Self> {
-        let data = std::fs::read(path).map_err(|source| SymbolError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let data = memlife_core::input::read_regular(path, memlife_core::input::MAX_ELF_BYTES)
+            .map_err(|source| SymbolError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
         Self::parse(data, &path.display().to_string())
     }
 
