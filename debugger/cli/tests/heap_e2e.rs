@@ -568,3 +568,88 @@ fn cpp_destructors_are_named_as_in_the_source() {
         "{err}"
     );
 }
+
+/// Issue 29 item 8: `--at` takes what gdb's `break` takes: FILE:LINE stops where gdb does, with
+/// the heap gdb reads there; `*ADDR` stops at that address; a function the compiler inlined
+/// everywhere is named with the places it was inlined into; a line without code names the
+/// nearest lines with some.
+#[test]
+fn at_takes_a_source_line_or_an_address_and_names_inlined_functions() {
+    let elf = elf("heap4", "healthy");
+    let elf_s = elf.to_str().unwrap();
+    let line = "engine.c:185"; // in model_release, after teardown
+    let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+    let server = qemu.addr().to_string();
+    let gdb = gdb_batch(
+        &elf,
+        &server,
+        &[
+            &format!("break {line}"),
+            "continue",
+            "continue",
+            &format!("source {}", gdb_script("heap_reference.py").display()),
+            "ref-heap",
+            "delete",
+            "disconnect",
+        ],
+    );
+    let reference = ref_heap(&gdb);
+    drop(qemu);
+    let at = |location: &str| {
+        memlife_json(&[
+            "heap",
+            "--elf",
+            elf_s,
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            location,
+            "--hit",
+            "2",
+            "--json",
+        ])
+    };
+    let by_line = at(line);
+    assert_eq!(by_line["pc"]["address"], reference["pc"], "{line}");
+    assert_eq!(blocks(&by_line), blocks(&reference), "{line}");
+    assert_eq!(by_line["total_free"], reference["total_free"], "{line}");
+
+    let entry = at("model_release");
+    let addr = entry["pc"]["address"].as_u64().unwrap();
+    let by_addr = at(&format!("*{addr:#x}"));
+    assert_eq!(by_addr["pc"]["address"], entry["pc"]["address"]);
+    assert_eq!(blocks(&by_addr), blocks(&entry));
+
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf_s,
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "prvSuspend",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`prvSuspend` has no code of its own")
+            && err.contains("pvPortMalloc (heap4.c:")
+            && err.contains("vPortFree (heap4.c:"),
+        "{err}"
+    );
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf_s,
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "heap4.c:1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no code for heap4.c:1") && err.contains("the nearest line with code is"),
+        "{err}"
+    );
+}

@@ -17,13 +17,16 @@
 //!   the processor ([`Machine`]).
 //! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
 //! - `vars`: variables ([`Variable`]) collected from every compile unit, with their scope.
-//! - `source`: pc → function, file and line through `addr2line`.
+//! - `source`: pc → function, file and line through `addr2line`, and a line table's rows.
+//! - [`location`]: where to stop as users write it: a function, `FILE:LINE` or `*ADDR`; the
+//!   places an inlined function was inlined into.
 //! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
 //! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
 
 pub mod demangle;
 mod elf;
 mod error;
+pub mod location;
 mod source;
 mod types;
 pub mod unwind;
@@ -35,6 +38,7 @@ use std::path::Path;
 pub use demangle::demangle as demangle_name;
 pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::SymbolError;
+pub use location::{CodeLocation, InlinedInstance, LocationError, LocationSpec};
 pub use source::SourceLocation;
 pub use types::{Member, Type, TypeId, TypeTable};
 pub use unwind::{Backtrace, Frame, UnwindEnd, Unwinder};
