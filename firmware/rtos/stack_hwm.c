@@ -11,7 +11,7 @@
 #include "mem.h"
 
 #define RECORD_PERIOD_MS    1000
-#define STACK_HWM_MAX_TASKS 24
+#define STACK_HWM_MAX_TASKS 48 /* Workers awaiting the idle task pile up while Infer computes */
 
 typedef struct {
     TaskHandle_t task;                     /* the TCB's address */
@@ -35,6 +35,7 @@ static void record(void)
 {
     vTaskSuspendAll();
     const UBaseType_t n = uxTaskGetSystemState(status, STACK_HWM_MAX_TASKS, NULL);
+    configASSERT(n > 0u); /* 0: more tasks than STACK_HWM_MAX_TASKS */
     taskENTER_CRITICAL();
     for (UBaseType_t i = 0; i < n; i++) {
         stack_hwm_t *r = &g_stack_hwm[i];

@@ -409,6 +409,7 @@ class RtosLayers(gdb.Command):
 
     def invoke(self, arg, from_tty):
         bp = gdb.Breakpoint("op_invoke", internal=True)
+        bp.silent = True
         gdb.execute("continue", to_string=True)
         tcb = int(val("pxCurrentTCB"))
         t = gdb.Value(tcb).cast(tcb_type()).dereference()
@@ -430,9 +431,14 @@ class RtosLayers(gdb.Command):
             mark = "  <- deeper" if after < before else ""
             print("  layer %2d %-8s hwm %5d B (%4d words)%s" % (layer, name, after, after // 4,
                                                                mark))
-        deepest = min(rows, key=lambda r: r[3])
-        print("smallest margin %d B (%d words), reached in layer %d %s" % (
-            deepest[3], deepest[3] // 4, deepest[0], deepest[1]))
+        fell = [r for r in rows if r[3] < r[2]]
+        if fell:
+            deepest = min(fell, key=lambda r: r[3])
+            print("smallest margin %d B (%d words), reached in layer %d %s" % (
+                deepest[3], deepest[3] // 4, deepest[0], deepest[1]))
+        else:
+            print("no layer went deeper than before this inference (margin %d B, %d words)" % (
+                rows[-1][3], rows[-1][3] // 4))
 
 
 RtosTasks()
