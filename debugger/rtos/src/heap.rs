@@ -136,3 +136,95 @@ impl TaskSnapshot {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::StackFill;
+    use crate::frame::{ContextLayout, FrameKind};
+    use crate::testing::{Builder, STACK_BYTES, kernel};
+
+    fn heap(blocks: &[(u64, u64, bool)]) -> HeapState {
+        HeapState {
+            blocks: blocks
+                .iter()
+                .map(|&(addr, size, free)| Block {
+                    addr,
+                    size,
+                    free,
+                    unclaimed: false,
+                    alloc_size: None,
+                })
+                .collect(),
+            ..HeapState::empty("freertos-heap4")
+        }
+    }
+
+    #[test]
+    fn each_task_owns_the_blocks_that_hold_its_tcb_and_stack() {
+        let mut b = Builder::new();
+        let l = b.layout.clone();
+        let a = b.task("A", 1, l.ready_list(1), FrameKind::Basic, 0x0800_0000);
+        let c = b.task("C", 1, l.ready_list(1), FrameKind::Basic, 0x0800_0000);
+        let a_stack = u64::from(b.get(a + l.tcb.stack.offset));
+        let c_stack = u64::from(b.get(c + l.tcb.stack.offset));
+        let mut mem = b.finish(0);
+        let mut s = kernel(ContextLayout::NoFpu)
+            .read_tasks(&mut mem, None)
+            .unwrap();
+        // The same kernel built without configRECORD_STACK_HIGH_ADDRESS: no pxEndOfStack.
+        let k = kernel(ContextLayout::NoFpu);
+        let mut layout = k.layout().clone();
+        layout.tcb.end_of_stack = None;
+        let k = crate::FreeRtos::from_parts(layout, k.port().clone(), StackFill::Seen);
+        let mut no_top = k.read_tasks(&mut mem, None).unwrap();
+        assert!(no_top.anomalies.is_empty(), "{:?}", no_top.anomalies);
+        assert_eq!(no_top.task(c).unwrap().stack.high, None);
+        // Blocks out of order; A's TCB block and both stacks in use, C's TCB block free.
+        s.attribute_heap(&heap(&[
+            (c_stack - 8, STACK_BYTES + 8, false),
+            (a - 8, 0x60, false),
+            (a_stack - 8, STACK_BYTES + 8, false),
+            (c - 8, 0x60, true),
+        ]));
+        let ta = s.task(a).unwrap();
+        assert_eq!(
+            ta.tcb_block,
+            Some(HeapBlock {
+                addr: a - 8,
+                size: 0x60
+            })
+        );
+        assert_eq!(ta.stack_block.unwrap().addr, a_stack - 8);
+        assert_eq!(ta.stack.high_from, Some(StackTop::EndOfStack));
+        let tc = s.task(c).unwrap();
+        assert_eq!(tc.tcb_block, None);
+        assert_eq!(tc.stack.high_from, Some(StackTop::EndOfStack));
+        // Without pxEndOfStack, a stack's top is its block's end.
+        no_top.attribute_heap(&heap(&[(c_stack - 8, STACK_BYTES + 8, false)]));
+        let tc = no_top.task(c).unwrap();
+        assert_eq!(tc.stack.high, Some(c_stack + STACK_BYTES));
+        assert_eq!(tc.stack.high_from, Some(StackTop::HeapBlock));
+        assert_eq!(tc.stack.size(), Some(STACK_BYTES));
+        assert!(
+            s.anomalies
+                .iter()
+                .any(|x| x.kind == AnomalyKind::FreeBlock && x.addr == Some(c)),
+            "{:?}",
+            s.anomalies
+        );
+        let owned = s.task_blocks();
+        assert_eq!(owned.len(), 3);
+        assert!(owned.iter().all(|o| o.state == TaskState::Ready));
+        assert_eq!(
+            owned.iter().filter(|o| o.role == BlockRole::Stack).count(),
+            2
+        );
+        // No heap block holds an address past the last block's end.
+        let mut lone = s.clone();
+        lone.tasks.iter_mut().for_each(|t| t.tcb_block = None);
+        lone.attribute_heap(&heap(&[(0x1000, 0x10, false)]));
+        assert!(lone.tasks.iter().all(|t| t.tcb_block.is_none()));
+    }
+}

@@ -39,6 +39,10 @@ pub mod port;
 mod read;
 pub mod render;
 pub mod task;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
 mod walk;
 
 use memlife_core::Memory;
@@ -55,7 +59,7 @@ pub use task::{
     Allocation, HeapBlock, HighWater, RegisterSource, Running, StackBounds, StackFill, StackTop,
     Task, TaskRegisters, TaskSnapshot, TaskState,
 };
-pub use walk::{MAX_STACK_BYTES, MAX_TASKS, STACK_FILL};
+pub use walk::{MAX_STACK_BYTES, MAX_TASKS, MAX_TOTAL_STACK_BYTES, STACK_FILL};
 
 /// A FreeRTOS kernel found in an ELF, with its layout and port resolved.
 #[derive(Debug, Clone)]
@@ -78,6 +82,16 @@ impl FreeRtos {
             port,
             stack_fill,
         })
+    }
+
+    /// A kernel from a layout and port resolved elsewhere (a test's synthetic kernel, a layout
+    /// kept from an earlier load).
+    pub fn from_parts(layout: KernelLayout, port: Port, stack_fill: StackFill) -> FreeRtos {
+        FreeRtos {
+            layout,
+            port,
+            stack_fill,
+        }
     }
 
     /// Whether the ELF has a FreeRTOS kernel at all (`pxCurrentTCB`), without resolving it.

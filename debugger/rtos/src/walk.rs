@@ -27,6 +27,9 @@ use crate::{Anomaly, AnomalyKind, FreeRtos, RtosError};
 pub const MAX_TASKS: usize = 1024;
 /// The most bytes read of one stack; a larger stack is an anomaly (damaged bounds).
 pub const MAX_STACK_BYTES: u64 = 1 << 20;
+/// The most stack bytes one read of every task fetches: damaged bounds cannot make it read
+/// the whole address space one megabyte at a time.
+pub const MAX_TOTAL_STACK_BYTES: u64 = 8 << 20;
 /// `tskSTACK_FILL_BYTE`.
 pub const STACK_FILL: u8 = 0xa5;
 
@@ -325,6 +328,30 @@ fn stack_range(stack: &StackBounds, top: u64) -> Option<(u64, u64)> {
     (end > stack.low && end - stack.low <= MAX_STACK_BYTES).then_some((stack.low, end))
 }
 
+/// Drops the stack reads past [`MAX_TOTAL_STACK_BYTES`] (their tasks get no registers from
+/// the stack bytes and no high-water mark).
+fn budget_stack_reads(parsed: &mut [Parsed], anomalies: &mut Vec<Anomaly>) {
+    let mut total = 0u64;
+    for p in parsed {
+        let Some((lo, hi)) = p.stack_read else {
+            continue;
+        };
+        total = total.saturating_add(hi - lo);
+        if total > MAX_TOTAL_STACK_BYTES {
+            p.stack_read = None;
+            anomalies.push(Anomaly::new(
+                AnomalyKind::TooManyItems,
+                Some(p.task.tcb),
+                format!(
+                    "task {}: its stack is not read: the stacks add up to more than \
+                     {MAX_TOTAL_STACK_BYTES} bytes",
+                    p.task.name
+                ),
+            ));
+        }
+    }
+}
+
 /// Reads every task. See [`FreeRtos::read_tasks`].
 pub(crate) fn read_tasks(
     kernel: &FreeRtos,
@@ -352,6 +379,7 @@ pub(crate) fn read_tasks(
             )),
         }
     }
+    budget_stack_reads(&mut parsed, &mut anomalies);
     let stack_ranges: Vec<(u64, usize)> = parsed
         .iter()
         .filter_map(|p| p.stack_read)
