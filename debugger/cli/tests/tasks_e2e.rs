@@ -341,3 +341,200 @@ fn a_firmware_without_freertos_is_refused_with_a_message() {
         stderr(&out)
     );
 }
+
+/// A configuration far from the bundled firmware's, for the same kernel sources: 16-bit ticks,
+/// list integrity words and a full `ListItem_t` as each list's end marker (every list offset
+/// moves), no trace facility, no `pxEndOfStack`, no mutexes, no notifications, no stack fill,
+/// only static tasks, no vTaskDelete or vTaskSuspend (no termination or suspended list).
+const MINIMAL_CONFIG: &str = r#"
+#define configCPU_CLOCK_HZ 25000000
+#define configTICK_RATE_HZ 100
+#define configTICK_TYPE_WIDTH_IN_BITS TICK_TYPE_WIDTH_16_BITS
+#define configUSE_PREEMPTION 1
+#define configUSE_PORT_OPTIMISED_TASK_SELECTION 0
+#define configMAX_PRIORITIES 3
+#define configMINIMAL_STACK_SIZE 128
+#define configMAX_TASK_NAME_LEN 8
+#define configUSE_LIST_DATA_INTEGRITY_CHECK_BYTES 1
+#define configUSE_MINI_LIST_ITEM 0
+#define configSUPPORT_DYNAMIC_ALLOCATION 0
+#define configSUPPORT_STATIC_ALLOCATION 1
+#define configKERNEL_PROVIDED_STATIC_MEMORY 1
+#define configUSE_TRACE_FACILITY 0
+#define configRECORD_STACK_HIGH_ADDRESS 0
+#define configCHECK_FOR_STACK_OVERFLOW 0
+#define configUSE_MUTEXES 0
+#define configUSE_TASK_NOTIFICATIONS 0
+#define configUSE_TIMERS 0
+#define configUSE_IDLE_HOOK 0
+#define configUSE_TICK_HOOK 0
+#define configUSE_CO_ROUTINES 0
+#define INCLUDE_vTaskDelete 0
+#define INCLUDE_vTaskSuspend 0
+#define INCLUDE_vTaskDelay 1
+#define configKERNEL_INTERRUPT_PRIORITY 0xFF
+#define configMAX_SYSCALL_INTERRUPT_PRIORITY 0xA0
+"#;
+
+/// Two static tasks that count and sleep, with a vector table and reset handler of their own.
+const MINIMAL_APP: &str = r#"
+#include <stdint.h>
+#include "FreeRTOS.h"
+#include "task.h"
+
+extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
+void vPortSVCHandler(void);
+void xPortPendSVHandler(void);
+void xPortSysTickHandler(void);
+int main(void);
+
+static void spin(void) { for (;;) { } }
+void Reset_Handler(void)
+{
+    uint32_t *src = &_sidata, *dst = &_sdata;
+    while (dst < &_edata) *dst++ = *src++;
+    for (dst = &_sbss; dst < &_ebss;) *dst++ = 0u;
+    (void)main();
+    spin();
+}
+typedef void (*vector_t)(void);
+__attribute__((section(".isr_vector"), used)) const vector_t g_vectors[16] = {
+    (vector_t)(uintptr_t)&_estack, Reset_Handler, spin, spin, spin, spin, spin, 0, 0, 0, 0,
+    vPortSVCHandler, spin, 0, xPortPendSVHandler, xPortSysTickHandler,
+};
+
+volatile uint32_t g_counts[2];
+__attribute__((noinline, used)) void work(uint32_t which)
+{
+    g_counts[which]++;
+    __asm__ volatile("" ::: "memory");
+}
+static void task(void *arg)
+{
+    const uint32_t which = (uint32_t)(uintptr_t)arg;
+    for (;;) {
+        work(which);
+        vTaskDelay(1 + which);
+    }
+}
+
+StackType_t stack_a[160], stack_b[200];
+static StaticTask_t tcb_a, tcb_b;
+int main(void)
+{
+    (void)xTaskCreateStatic(task, "TaskA", 160, (void *)0, 1, stack_a, &tcb_a);
+    (void)xTaskCreateStatic(task, "TaskB", 200, (void *)1, 2, stack_b, &tcb_b);
+    vTaskStartScheduler();
+    return 0;
+}
+"#;
+
+/// Builds the minimal-configuration firmware for mps2-an385 from the kernel sources the
+/// firmware build fetched.
+fn minimal_kernel_firmware(dir: &Path) -> std::path::PathBuf {
+    let fw = repo().join("firmware");
+    let kernel = fw.join("build/FreeRTOS-Kernel");
+    std::fs::write(dir.join("FreeRTOSConfig.h"), MINIMAL_CONFIG).unwrap();
+    std::fs::write(dir.join("app.c"), MINIMAL_APP).unwrap();
+    let elf = dir.join("minimal.elf");
+    let out = std::process::Command::new("arm-none-eabi-gcc")
+        .args(["-mcpu=cortex-m3", "-mthumb", "-O2", "-g", "-std=c11"])
+        .arg(format!("-I{}", dir.display()))
+        .arg(format!("-I{}", kernel.join("include").display()))
+        .arg(format!(
+            "-I{}",
+            kernel.join("portable/GCC/ARM_CM3").display()
+        ))
+        .arg(dir.join("app.c"))
+        .args(["tasks.c", "list.c", "queue.c"].map(|f| kernel.join(f)))
+        .arg(kernel.join("portable/GCC/ARM_CM3/port.c"))
+        .args(["--specs=nano.specs", "-nostartfiles", "-ffunction-sections"])
+        .arg(format!("-L{}", fw.join("ld").display()))
+        .arg(format!("-T{}", fw.join("ld/mps2-an385.ld").display()))
+        .args(["-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments", "-o"])
+        .arg(&elf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    elf
+}
+
+/// The address of a symbol, as the toolchain's nm gives it (a function static's name carries
+/// a `.N` suffix).
+fn nm(elf: &Path, symbol: &str) -> u64 {
+    let out = std::process::Command::new("arm-none-eabi-nm")
+        .arg(elf)
+        .output()
+        .unwrap();
+    stdout(&out)
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let addr = f.next()?;
+            let _kind = f.next()?;
+            let name = f.next()?;
+            let base = name.split_once('.').map_or(name, |(b, _)| b);
+            (base == symbol).then(|| u64::from_str_radix(addr, 16).unwrap())
+        })
+        .unwrap_or_else(|| panic!("{symbol} not in {}", elf.display()))
+}
+
+#[test]
+fn a_kernel_built_without_the_optional_members_reads_too() {
+    hwm_elf("mps2-an385"); // the firmware build fetches the kernel sources
+    let dir = tempdir("tasks-minimal");
+    let elf = minimal_kernel_firmware(&dir);
+    let v = memlife_json(&[
+        "tasks",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "mps2-an385",
+        "--at",
+        "work",
+        "--hit",
+        "7",
+        "--json",
+    ]);
+    assert_eq!(v["anomalies"], serde_json::json!([]), "{v}");
+    assert_eq!(v["port"]["name"], "ARM_CM3");
+    assert_eq!(v["scheduler"], "running");
+    assert_eq!(v["stack_fill"]["counted"], false, "no fill in this build");
+    assert!(
+        v["heap"]["error"].is_string(),
+        "no heap to walk: {}",
+        v["heap"]
+    );
+    let tasks = v["tasks"].as_array().unwrap();
+    let names: Vec<&str> = tasks.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    for (name, prio, stack, words) in [
+        ("TaskA", 1, "stack_a", 160),
+        ("TaskB", 2, "stack_b", 200),
+        ("IDLE", 0, "uxIdleTaskStack", 128),
+    ] {
+        let t = tasks.iter().find(|t| t["name"] == name).unwrap();
+        assert_eq!(t["priority"], prio, "{name}");
+        for absent in ["number", "base_priority", "allocation", "high_water_bytes"] {
+            assert!(t[absent].is_null(), "{name}: {absent} in {t}");
+        }
+        // No pxEndOfStack: the top is the end of the static array that holds the stack.
+        assert_eq!(t["stack_low"], nm(&elf, stack), "{name}");
+        assert_eq!(t["stack_size"], 4 * words, "{name}");
+        assert_eq!(t["stack_high_from"], "static-array", "{name}");
+        let sp = t["sp"].as_u64().unwrap();
+        assert!(sp > t["stack_low"].as_u64().unwrap(), "{name}: {t}");
+    }
+    // The task that called work() runs; the other waits in vTaskDelay with its saved context.
+    let running = v["running"]["label"].as_str().unwrap();
+    assert!(running == "TaskA" || running == "TaskB", "{}", v["running"]);
+    let other = if running == "TaskA" { "TaskB" } else { "TaskA" };
+    let t = tasks.iter().find(|t| t["name"] == other).unwrap();
+    assert_eq!(t["registers"]["frame"], "basic-0x40", "{t}");
+    assert!(
+        ["blocked", "ready"].contains(&t["state"].as_str().unwrap()),
+        "{t}"
+    );
+    let running = tasks.iter().find(|t| t["name"] == running).unwrap();
+    assert_eq!(running["function"], "work", "{running}");
+}

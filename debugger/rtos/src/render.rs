@@ -77,6 +77,7 @@ fn task_json(t: &Task) -> Value {
         "stack_high_from": t.stack.high_from.map(|f| match f {
             StackTop::EndOfStack => "pxEndOfStack",
             StackTop::HeapBlock => "heap-block",
+            StackTop::StaticArray => "static-array",
         }),
         "top_of_stack": t.top_of_stack,
         "high_water_bytes": t.high_water.map(|h| h.bytes),

@@ -74,6 +74,9 @@ pub enum StackTop {
     EndOfStack,
     /// The end of the heap block that holds the stack (no `pxEndOfStack` in this build).
     HeapBlock,
+    /// The end of the static array that holds the stack (`xTaskCreateStatic`'s buffer), from
+    /// the ELF's symbol table (no `pxEndOfStack` in this build).
+    StaticArray,
 }
 
 /// A task's stack: `[low, high)`, growing down from `high`.
@@ -277,11 +280,24 @@ impl TaskSnapshot {
         self.tasks.iter().find(|t| t.tcb == tcb)
     }
 
-    /// Fills each task's `location` from its pc.
-    pub fn locate(&mut self, symbols: &memlife_dwarf::Symbols) {
+    /// Fills in what the ELF tells: each task's `location` from its pc, and the top of a
+    /// stack still unknown (no `pxEndOfStack`, not in a heap block: call
+    /// [`TaskSnapshot::attribute_heap`] first) from the static array that starts at
+    /// `pxStack`.
+    pub fn annotate(&mut self, symbols: &memlife_dwarf::Symbols) {
         for t in &mut self.tasks {
             if let Some(r) = &t.registers {
                 t.location = symbols.locate(u64::from(r.regs.pc())).into_iter().next();
+            }
+            if t.stack.high.is_none()
+                && let Some(sym) = symbols.elf_symbols().iter().find(|s| {
+                    s.address == t.stack.low
+                        && s.size > 0
+                        && s.kind == memlife_dwarf::SymbolKind::Data
+                })
+            {
+                t.stack.high = t.stack.low.checked_add(sym.size);
+                t.stack.high_from = Some(StackTop::StaticArray);
             }
         }
     }

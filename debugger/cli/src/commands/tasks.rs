@@ -30,7 +30,7 @@ pub fn run(args: TasksArgs) -> Result<ExitCode> {
     if let Ok(state) = &heap {
         snap.attribute_heap(state);
     }
-    snap.locate(&symbols);
+    snap.annotate(&symbols);
     let ctx = memlife_heap::render::Context {
         at: args.stop.at.as_deref().map(|f| (f, args.stop.hit)),
         ..memlife_heap::render::Context::of(target, &symbols, Default::default())
