@@ -3,7 +3,7 @@
 //! word; the layouts, from the ports' `xPortPendSVHandler` and `pxPortInitialiseStack`
 //! (docs/rtos.md):
 //!
-//! - ARM_CM3 and ARM_CM0 (no FPU context): r4..r11 at +0x00, then the hardware frame r0, r1,
+//! - ARM_CM3 (no FPU context): r4..r11 at +0x00, then the hardware frame r0, r1,
 //!   r2, r3, r12, lr, pc, xPSR at +0x20; 0x40 bytes.
 //! - ARM_CM4F and ARM_CM7: r4..r11, then the `EXC_RETURN` the task was switched out with at
 //!   +0x20. Bit 4 set: the basic hardware frame at +0x24; 0x44 bytes. Bit 4 clear (the task
@@ -19,7 +19,7 @@ use memlife_core::cortex_m::{CoreRegisters, ExcReturn, LR, PC, SP};
 /// What the port's context switch saves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContextLayout {
-    /// r4..r11 and the hardware frame (ARM_CM3, ARM_CM0).
+    /// r4..r11 and the hardware frame (ARM_CM3).
     NoFpu,
     /// r4..r11, `EXC_RETURN`, and the FPU registers when the task used them (ARM_CM4F,
     /// ARM_CM7).
@@ -29,7 +29,7 @@ pub enum ContextLayout {
 /// Which of the three frames a task's saved context is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameKind {
-    /// ARM_CM3/CM0: 0x40 bytes.
+    /// ARM_CM3: 0x40 bytes.
     Basic,
     /// ARM_CM4F/CM7 without FPU context: 0x44 bytes.
     BasicWithExcReturn,

@@ -2,14 +2,15 @@
 //! without the FPU context (docs/rtos.md, "Which port"). From the ELF and DWARF, in this
 //! order:
 //!
-//! 1. not an ARM image, an MPU port (`xMPUSettings` in the TCB) or an ARMv8-M port
-//!    (`vRestoreContextOfFirstTask`, whose context adds PSPLIM and CONTROL): no layout, tasks
-//!    are listed without their saved registers;
+//! 1. not an ARM image, an MPU port (`xMPUSettings` in the TCB), or a port whose context
+//!    switch is in a `portasm.c` (`vStartFirstTask`: the ARMv8-M ports, and ARM_CM0 in
+//!    V11.2.0, which save `EXC_RETURN` first and, on ARMv8-M, PSPLIM): no layout, tasks are listed
+//!    without their saved registers;
 //! 2. `vPortEnableVFP` in the symbol table: the ARM_CM4F and ARM_CM7 ports, which save
 //!    `EXC_RETURN` and, when the task used the FPU, s16..s31;
 //! 3. the path of the compile unit that defines the port's `uxCriticalNesting` (DWARF), when
 //!    it names the port's folder (`portable/GCC/ARM_CM4F/port.c`);
-//! 4. otherwise the ARM_CM3 layout (also ARM_CM0's).
+//! 4. otherwise the ARM_CM3 layout.
 //!
 //! A wrong guess does not go unnoticed: every decoded frame is checked (an `EXC_RETURN` where
 //! the FPU ports keep it, the Thumb bit in the stacked xPSR), and a frame that fails is an
@@ -32,7 +33,7 @@ pub struct Port {
 
 /// Port folders whose contexts have the FPU layout, and those with the plain one.
 const FPU_PORTS: &[&str] = &["ARM_CM4F", "ARM_CM7"];
-const PLAIN_PORTS: &[&str] = &["ARM_CM3", "ARM_CM0"];
+const PLAIN_PORTS: &[&str] = &["ARM_CM3"];
 
 impl Port {
     /// Detects the port from the ELF's symbols and DWARF (see the module doc).
@@ -54,9 +55,10 @@ impl Port {
                 "MPU port (xMPUSettings in the TCB): its saved context is not decoded".into(),
             );
         }
-        if symbols.elf_symbol("vRestoreContextOfFirstTask").is_some() {
+        if symbols.elf_symbol("vStartFirstTask").is_some() {
             return unsupported(
-                "ARMv8-M port (vRestoreContextOfFirstTask): its saved context is not decoded"
+                "a port with portasm.c (vStartFirstTask: ARMv8-M, or ARM_CM0 in V11.2.0): its \
+                 saved context is not decoded"
                     .into(),
             );
         }

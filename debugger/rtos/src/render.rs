@@ -242,3 +242,146 @@ fn heap_lines(out: &mut String, snap: &TaskSnapshot) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::AnomalyKind;
+    use crate::frame::{ContextLayout, FrameKind};
+    use crate::testing::{Builder, kernel};
+
+    /// The backticked keys in the first column of the table under `heading` in
+    /// docs/tasks-json.md (the first table when `heading` is empty).
+    fn documented(heading: &str) -> Vec<String> {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tasks-json.md"),
+        )
+        .unwrap();
+        let start = if heading.is_empty() {
+            0
+        } else {
+            doc.find(heading).unwrap()
+        };
+        let table = doc[start..]
+            .lines()
+            .skip_while(|l| !l.starts_with("| "))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2);
+        table
+            .flat_map(|row| {
+                let first = row.split('|').nth(1).unwrap_or("").to_string();
+                first
+                    .split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn snapshot() -> TaskSnapshot {
+        let mut b = Builder::new();
+        let l = b.layout.clone();
+        let run = b.task(
+            "Infer",
+            1,
+            l.ready_list(1),
+            FrameKind::Extended,
+            0x0800_0100,
+        );
+        b.task(
+            "Float",
+            1,
+            l.ready_list(1),
+            FrameKind::Extended,
+            0x0800_0300,
+        );
+        b.task(
+            "Idle",
+            0,
+            l.ready_list(0),
+            FrameKind::BasicWithExcReturn,
+            0x0800_0200,
+        );
+        let mut mem = b.finish(run);
+        let mut s = kernel(ContextLayout::Fpu)
+            .read_tasks(&mut mem, None)
+            .unwrap();
+        s.anomalies.push(crate::Anomaly::new(
+            AnomalyKind::Cycle,
+            Some(0x2000_0000),
+            "a test anomaly",
+        ));
+        s
+    }
+
+    #[test]
+    fn every_documented_key_is_in_the_json_and_every_key_is_documented() {
+        let v = json(&snapshot());
+        let top: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        let doc_top = documented("");
+        for key in &doc_top {
+            // Added by the command, with the heap walk and the target.
+            if !["heap", "target", "at"].contains(&key.as_str()) {
+                assert!(top.contains(key), "documented key {key} missing");
+            }
+        }
+        for key in &top {
+            assert!(doc_top.contains(key), "key {key} not documented");
+        }
+        let task = v["tasks"][1].as_object().unwrap();
+        let doc_task = documented("## Each task");
+        for key in &doc_task {
+            assert!(task.contains_key(key), "documented task key {key} missing");
+        }
+        for key in task.keys() {
+            assert!(doc_task.contains(key), "task key {key} not documented");
+        }
+        let kinds = documented("## Anomaly kinds");
+        for kind in [
+            AnomalyKind::Cycle,
+            AnomalyKind::BadPointer,
+            AnomalyKind::CountMismatch,
+            AnomalyKind::ListMismatch,
+            AnomalyKind::TooManyItems,
+            AnomalyKind::BadFrame,
+            AnomalyKind::BadStack,
+            AnomalyKind::StackOverflow,
+            AnomalyKind::FreeBlock,
+        ] {
+            let name = serde_json::to_value(kind).unwrap();
+            assert!(
+                kinds.contains(&name.as_str().unwrap().to_string()),
+                "{name}"
+            );
+        }
+        assert_eq!(kinds.len(), 9);
+        assert_eq!(v["anomalies"][0]["kind"], "cycle");
+        assert_eq!(v["tasks"][1]["registers"]["frame"], "extended-0xcc");
+        assert_eq!(
+            v["tasks"][1]["registers"]["s"].as_array().unwrap().len(),
+            32
+        );
+        assert_eq!(v["tasks"][2]["registers"]["frame"], "basic-0x44");
+        assert!(
+            v["tasks"][0]["registers"].is_null(),
+            "running, and no core registers given"
+        );
+        assert_eq!(v["running"]["label"], "Infer");
+    }
+
+    #[test]
+    fn the_table_names_every_task_and_what_is_wrong() {
+        let t = text(&snapshot());
+        assert!(
+            t.starts_with("FreeRTOS, port with FPU context, scheduler running, tick 1234, 3 tasks"),
+            "{t}"
+        );
+        assert!(t.contains("running: Infer (TCB 0x20001000)"), "{t}");
+        let row = t.lines().find(|l| l.contains(" Idle ")).unwrap();
+        assert!(row.contains("ready") && row.contains("0x08000200"), "{row}");
+        assert!(t.contains("anomalies:\n  cycle: a test anomaly"), "{t}");
+    }
+}
