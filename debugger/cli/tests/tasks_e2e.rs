@@ -262,6 +262,22 @@ fn board(board: &str) {
         compared += compare(&what, &mine, &gdb);
         compared += compare_firmware(&what, &mine, &fw);
         assert_eq!(mine["running"]["label"], "StackMon", "{what}");
+        if round == 2 {
+            // Offline: a snapshot of the same stop gives the same tasks.
+            let snap = tempdir("tasks-snapshot").join("stop.mlsnap");
+            let snap_s = snap.to_str().unwrap();
+            let elf_s = elf.to_str().unwrap();
+            let out = run_memlife(&[
+                "snapshot", "--elf", elf_s, "--gdb", &server, "-o", snap_s, "--leave", "halted",
+            ]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let offline = memlife_json(&["tasks", "--elf", elf_s, "--snapshot", snap_s, "--json"]);
+            assert_eq!(offline["tasks"], mine["tasks"], "{what}: from the snapshot");
+            assert_eq!(
+                offline["running"], mine["running"],
+                "{what}: from the snapshot"
+            );
+        }
         assert_eq!(mine["heap"]["allocator"], "freertos-heap4", "{what}");
         if fpu {
             // The timing check's task computes in floating point: its context has the FPU
@@ -323,6 +339,33 @@ fn tasks_match_gdb_and_the_firmware_on_mps2_an385() {
 #[test]
 fn tasks_match_gdb_and_the_firmware_on_netduinoplus2() {
     board("netduinoplus2");
+}
+
+/// stack-deep: conv_b stages its weights on the inference task's stack, which is sized to
+/// leave a few words (firmware/Makefile): after one inference the task's high-water mark is
+/// that margin, as gdb counts it too, and memlife says nothing overflowed.
+#[test]
+fn stack_deep_shows_the_inference_tasks_few_words_left() {
+    for board in ["mps2-an385", "netduinoplus2"] {
+        let elf = memlife_testkit::firmware::elf("rtos", &format!("{board}-stack-deep"));
+        let q = qemu(board, &elf);
+        let server = q.addr().to_string();
+        let mine = memlife_tasks(&elf, &server, "model_release", 1);
+        let (gdb, _) = gdb_reading(&elf, &server, false);
+        compare(&format!("{board} stack-deep"), &mine, &gdb);
+        let infer = mine["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "Infer")
+            .unwrap();
+        let words = infer["high_water_words"].as_u64().unwrap();
+        assert!(
+            (1..=24).contains(&words),
+            "{board}: Infer has {words} words left"
+        );
+        eprintln!("{board} stack-deep: Infer never used {words} words of its stack");
+    }
 }
 
 #[test]

@@ -21,8 +21,7 @@ pub fn run(args: TasksArgs) -> Result<ExitCode> {
     let mut session = Session::open(&args.target, &args.elf, args.stop.leave)?;
     let target = session.target()?;
     crate::runto::stop_where_asked(target, &symbols, &args.stop)?;
-    // An offline snapshot saved without registers still has its tasks' saved contexts.
-    let core = CoreRegisters::read(target).ok();
+    let core = core_registers(target);
     let mut snap = kernel
         .read_tasks(target.as_memory(), core.as_ref())
         .context("reading the FreeRTOS tasks")?;
@@ -58,6 +57,16 @@ pub fn run(args: TasksArgs) -> Result<ExitCode> {
     // Task names come from the target: no terminal controls.
     std::io::stdout().write_all(memlife_core::text::printable(&out).as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The halted core's registers: by GDB number from a live target, by name from a snapshot
+/// (which keeps them as the backend listed them); `None` when neither answers, and the tasks'
+/// saved contexts are still read.
+fn core_registers(target: &mut dyn Target) -> Option<CoreRegisters> {
+    CoreRegisters::read(target).ok().or_else(|| {
+        let named = target.read_all_registers().ok()?;
+        CoreRegisters::from_named(&named)
+    })
 }
 
 /// The heap at the same stop, for the tasks' blocks; a firmware whose heap memlife cannot walk
