@@ -13,6 +13,7 @@ use memlife_core::Memory;
 use memlife_core::cortex_m::CoreRegisters;
 use memlife_heap::image::MemImage;
 
+use crate::current::IPSR_MASK;
 use crate::frame::{self, MAX_FRAME_LEN, XPSR_THUMB};
 use crate::layout::{Global, KernelLayout};
 use crate::list::{self, Entry};
@@ -386,39 +387,37 @@ pub(crate) fn read_tasks(
         .map(|(lo, hi)| (lo, (hi - lo) as usize))
         .collect();
     let mut stacks = read_each(mem, &stack_ranges)?.into_iter();
-    let handler = core
-        .map(|c| (c.xpsr & 0x1ff) as u16)
-        .filter(|ipsr| *ipsr != 0);
-    let mut tasks = Vec::with_capacity(parsed.len());
+    let mut read: Vec<(Task, Option<Vec<u8>>)> = parsed
+        .into_iter()
+        .map(|p| {
+            let stack = p.stack_read.and_then(|_| stacks.next().flatten());
+            (p.task, stack)
+        })
+        .collect();
     let mut fill = kernel.stack_fill;
-    let mut bytes_of = Vec::with_capacity(parsed.len());
-    for p in parsed {
-        let stack = match p.stack_read {
-            Some(_) => stacks.next().flatten(),
-            None => None,
-        };
-        if fill == StackFill::Unknown
-            && stack
-                .as_deref()
-                .is_some_and(|s| s.len() >= 4 && s[..4] == [STACK_FILL; 4])
-        {
-            fill = StackFill::Seen;
-        }
-        bytes_of.push(stack);
-        tasks.push(p.task);
+    if fill == StackFill::Unknown
+        && read.iter().any(|(_, s)| {
+            s.as_deref()
+                .is_some_and(|s| s.starts_with(&[STACK_FILL; 4]))
+        })
+    {
+        fill = StackFill::Seen;
     }
-    for (task, stack) in tasks.iter_mut().zip(bytes_of) {
-        let running = task.state == TaskState::Running;
+    for (task, stack) in &mut read {
         finish_task(
             kernel,
             mem,
             task,
             stack.as_deref(),
-            running.then_some(core).flatten(),
+            core,
             fill,
             &mut anomalies,
         )?;
     }
+    let mut tasks: Vec<Task> = read.into_iter().map(|(t, _)| t).collect();
+    let handler = core
+        .map(|c| (c.xpsr & IPSR_MASK) as u16)
+        .filter(|ipsr| *ipsr != 0);
     tasks.sort_by_key(|t| (t.number.unwrap_or(u64::MAX), t.tcb));
     if let Some(count) = globals.task_count
         && count != tasks.len() as u64
@@ -447,7 +446,8 @@ pub(crate) fn read_tasks(
     })
 }
 
-/// Registers and high-water mark of one task from its stack bytes (read from `pxStack`).
+/// Registers and high-water mark of one task from its stack bytes (read from `pxStack`);
+/// `core` is the halted core's registers, the running task's own.
 fn finish_task(
     kernel: &FreeRtos,
     mem: &mut dyn Memory,
