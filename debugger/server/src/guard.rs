@@ -53,7 +53,7 @@ impl StopCause {
             StopCause::Interrupted | StopCause::ClientGone => TargetError::Interrupted,
             StopCause::Deadline(after) => TargetError::Timeout {
                 after,
-                waiting_for: "`monitor audit` to end (--audit-deadline)",
+                waiting_for: "`monitor audit`'s deadline, --audit-deadline",
             },
         }
     }
@@ -67,7 +67,7 @@ impl std::fmt::Display for StopCause {
             StopCause::Deadline(after) => write!(
                 f,
                 "it ran past its deadline of {} s (--audit-deadline)",
-                after.as_secs()
+                after.as_secs_f64()
             ),
         }
     }

@@ -95,3 +95,6 @@ pub fn serve(
         outcome,
     }
 }
+
+#[cfg(test)]
+mod tests;
