@@ -90,6 +90,8 @@ pub struct Arrival {
 pub struct Lobby {
     line: Receiver<std::io::Result<Arrival>>,
     stop: Arc<AtomicBool>,
+    /// A client is being served (so one that arrives waits).
+    busy: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -102,16 +104,28 @@ impl Lobby {
             .context("configuring the listener")?;
         let (tx, line) = std::sync::mpsc::sync_channel(MAX_WAITING);
         let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
+        let busy = Arc::new(AtomicBool::new(false));
+        let door = Door {
+            line: tx,
+            stop: Arc::clone(&stop),
+            busy: Arc::clone(&busy),
+            events,
+        };
         let thread = std::thread::Builder::new()
             .name("memlife-serve-accept".into())
-            .spawn(move || accept_loop(&listener, &tx, &stopped, events.as_ref()))
+            .spawn(move || door.accept_loop(&listener))
             .context("starting the thread that accepts clients")?;
         Ok(Lobby {
             line,
             stop,
+            busy,
             thread: Some(thread),
         })
+    }
+
+    /// Says whether a client is being served now.
+    pub fn set_busy(&self, busy: bool) {
+        self.busy.store(busy, Ordering::SeqCst);
     }
 
     /// The next client in line, waiting at most `wait`.
@@ -137,45 +151,53 @@ impl Drop for Lobby {
     }
 }
 
-fn accept_loop(
-    listener: &Listener,
-    line: &SyncSender<std::io::Result<Arrival>>,
-    stop: &AtomicBool,
-    events: Option<&EventSink>,
-) {
-    while !stop.load(Ordering::SeqCst) {
-        let (stream, peer) = match listener.accept() {
-            Ok(c) => c,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                std::thread::sleep(ACCEPT_POLL);
-                continue;
+/// The accepting thread's side of the lobby.
+struct Door {
+    line: SyncSender<std::io::Result<Arrival>>,
+    stop: Arc<AtomicBool>,
+    busy: Arc<AtomicBool>,
+    events: Option<EventSink>,
+}
+
+impl Door {
+    fn accept_loop(&self, listener: &Listener) {
+        while !self.stop.load(Ordering::SeqCst) {
+            let (stream, peer) = match listener.accept() {
+                Ok(c) => c,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                    std::thread::sleep(ACCEPT_POLL);
+                    continue;
+                }
+                // A peer that reset the connection before it was accepted: nothing to serve.
+                Err(e) if e.kind() == ErrorKind::ConnectionAborted => continue,
+                Err(e) => {
+                    // The server ends with this error once it reads it.
+                    let _ = self.line.send(Err(e));
+                    return;
+                }
+            };
+            let arrival = Arrival {
+                stream,
+                peer: peer.clone(),
+                at: Instant::now(),
+            };
+            match self.line.try_send(Ok(arrival)) {
+                Ok(()) if self.busy.load(Ordering::SeqCst) => {
+                    crate::event::emit(self.events.as_ref(), ServeEvent::Queued { peer });
+                }
+                Ok(()) => {}
+                Err(TrySendError::Full(Ok(arrival))) => {
+                    crate::event::emit(
+                        self.events.as_ref(),
+                        ServeEvent::Refused {
+                            peer,
+                            waiting: MAX_WAITING,
+                        },
+                    );
+                    refuse(arrival.stream);
+                }
+                Err(TrySendError::Full(Err(_)) | TrySendError::Disconnected(_)) => return,
             }
-            // A peer that reset the connection before it was accepted: nothing to serve.
-            Err(e) if e.kind() == ErrorKind::ConnectionAborted => continue,
-            Err(e) => {
-                // The server ends with this error once it reads it.
-                let _ = line.send(Err(e));
-                return;
-            }
-        };
-        let arrival = Arrival {
-            stream,
-            peer: peer.clone(),
-            at: Instant::now(),
-        };
-        match line.try_send(Ok(arrival)) {
-            Ok(()) => {}
-            Err(TrySendError::Full(Ok(arrival))) => {
-                crate::event::emit(
-                    events,
-                    ServeEvent::Refused {
-                        peer,
-                        waiting: MAX_WAITING,
-                    },
-                );
-                refuse(arrival.stream);
-            }
-            Err(TrySendError::Full(Err(_)) | TrySendError::Disconnected(_)) => return,
         }
     }
 }

@@ -37,7 +37,10 @@ pub(crate) fn serve_clients(listener: &Listener, bridge: &mut Bridge) -> Result<
             idle(bridge)?;
             continue;
         };
-        match session(bridge, arrival)? {
+        lobby.set_busy(true);
+        let next = session(bridge, arrival);
+        lobby.set_busy(false);
+        match next? {
             Next::End => return Ok(()),
             Next::Serve => bridge.notify(ServeEvent::Waiting),
         }

@@ -155,9 +155,9 @@ impl Drop for OurSocket {
         if self.still_ours() {
             let _ = std::fs::remove_file(&self.path);
         } else {
-            tracing::warn!(
-                "unix:{} is no longer memlife's socket (replaced or removed); left as it is",
-                self.path.display()
+            eprintln!(
+                "memlife serve: unix:{} is no longer memlife's socket (replaced or removed); left as it is",
+                memlife_core::text::printable(&self.path.display().to_string())
             );
         }
     }
