@@ -526,6 +526,67 @@ mod tests {
         String::from_utf8_lossy(&buf).into_owned()
     }
 
+    /// A client that connected and said nothing for the handshake time is dropped at once;
+    /// one that sent its first packet before that is read however late it is served.
+    #[test]
+    fn the_first_packet_must_come_within_the_handshake() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let long_ago = Instant::now()
+            .checked_sub(HANDSHAKE_DEADLINE + Duration::from_secs(1))
+            .unwrap_or_else(|| panic!("a clock too young"));
+        let _silent = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        let (stream, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
+        let mut c =
+            ClientConn::with_watch_stops(Stream::Tcp(stream), WatchStops::Unknown, long_ago);
+        let started = Instant::now();
+        let e = ConnectionExt::read(&mut c).map(|_| ()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("sent no packet within 10s of connecting"),
+            "{e}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        let mut early = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        Write::write_all(&mut early, b"+$?#3f").unwrap_or_else(|e| panic!("{e}"));
+        let (stream, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
+        let mut c =
+            ClientConn::with_watch_stops(Stream::Tcp(stream), WatchStops::Unknown, long_ago);
+        assert_eq!(take(&mut c, 6), b"+$?#3f");
+        // Greeted: between packets it may now be silent without bound.
+        assert_eq!(c.read_timeout().unwrap_or_else(|e| panic!("{e}")), None);
+    }
+
+    /// While a command runs, the interrupt byte is taken off the connection; other bytes stay
+    /// for gdbstub; a closed connection is the client gone.
+    #[test]
+    fn an_interrupt_is_seen_while_a_command_runs() {
+        let (c, mut client) = pair(WatchStops::Unknown);
+        let shared = SharedConn::new(c);
+        assert_eq!(shared.poll(), ClientSignal::Quiet);
+        Write::write_all(&mut client, b"\x03").unwrap_or_else(|e| panic!("{e}"));
+        let mut seen = ClientSignal::Quiet;
+        for _ in 0..100 {
+            seen = shared.poll();
+            if seen != ClientSignal::Quiet {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(seen, ClientSignal::Interrupt);
+        Write::write_all(&mut client, b"+").unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(shared.poll(), ClientSignal::Quiet);
+        let mut gdbstub_side = shared.clone();
+        assert_eq!(
+            ConnectionExt::read(&mut gdbstub_side).unwrap_or_else(|e| panic!("{e}")),
+            b'+'
+        );
+        drop(client);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(shared.poll(), ClientSignal::Gone);
+    }
+
     #[test]
     fn lldb_host_info_is_answered_and_everything_else_passes_through() {
         let (mut c, mut client) = pair(WatchStops::Before { slots: 4 });

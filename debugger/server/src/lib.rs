@@ -42,6 +42,8 @@
 //!   for `memlife heap`.
 //! - [`error`]: [`ServeError`], with its causes as sources.
 
+#![deny(missing_docs)]
+
 mod arch;
 mod audit;
 mod bridge;
