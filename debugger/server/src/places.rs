@@ -71,7 +71,7 @@ impl Default for Places {
 pub fn check_relative(path: &str) -> Result<&Path, PlaceError> {
     if path
         .chars()
-        .any(|c| c.is_control() || memlife_core::text::is_hidden(c))
+        .any(|c| c.is_control() || memlife_core::text::is_deceptive(c))
     {
         return Err(PlaceError::HiddenCharacter(path.to_string()));
     }
@@ -191,7 +191,7 @@ mod tests {
             assert!(
                 !shown
                     .chars()
-                    .any(|c| c.is_control() || memlife_core::text::is_hidden(c)),
+                    .any(|c| c.is_control() || memlife_core::text::is_deceptive(c)),
                 "{shown:?}"
             );
         }

@@ -286,7 +286,7 @@ pub enum ParseError {
 
 /// Whether `c` may not stand in an argument.
 fn hidden(c: char) -> bool {
-    c.is_control() || memlife_core::text::is_hidden(c)
+    c.is_control() || memlife_core::text::is_deceptive(c)
 }
 
 impl MonitorCommand {
@@ -540,7 +540,7 @@ mod tests {
             assert!(
                 !e.to_string()
                     .chars()
-                    .any(|c| c.is_control() || memlife_core::text::is_hidden(c)),
+                    .any(|c| c.is_control() || memlife_core::text::is_deceptive(c)),
                 "{e}"
             );
         }
