@@ -7,6 +7,11 @@
 //! wait, reads) fails with the reason, so the engine unwinds through its own cleanup (its
 //! breakpoints removed); what cleans up (breakpoint removal, writes, halt) still goes through.
 //! The engine is not changed for this: it sees a target that stopped cooperating.
+//!
+//! gdb-multiarch (13.1, measured) sends no 0x03 while it waits for a monitor command's answer:
+//! its Ctrl-C then only quits the command once the answer came. For gdb users the deadline is
+//! what bounds an audit; a client that sends the byte (a raw client, a script, an IDE's own
+//! stub client) stops it at once.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
