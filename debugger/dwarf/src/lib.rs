@@ -15,7 +15,8 @@
 //! - `error`: [`SymbolError`], why loading failed.
 //! - `elf`: the one parse of the file: symbol table ([`ElfSymbol`]), function index, sections,
 //!   the processor ([`Machine`]).
-//! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
+//! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, C++ base classes
+//!   ([`Base`]), arrays, pointers, enums.
 //! - `vars`: variables ([`Variable`]) collected from every compile unit, with their scope.
 //! - `source`: pc → function, file and line through `addr2line`.
 //! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
@@ -36,7 +37,7 @@ pub use demangle::demangle as demangle_name;
 pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::SymbolError;
 pub use source::SourceLocation;
-pub use types::{Member, Type, TypeId, TypeTable};
+pub use types::{Base, Member, Type, TypeId, TypeTable};
 pub use unwind::{Backtrace, Frame, UnwindEnd, Unwinder};
 pub use value::{Value, ValueError, read_c_string, read_typed, read_variable, read_variable_in};
 pub use vars::Variable;
