@@ -311,6 +311,12 @@ impl Symbols {
         self.elf.rodata(addr, len)
     }
 
+    /// The read-only data section (`.rodata`...) holding `addr`, as `(start address, bytes)`:
+    /// constant data whose length the reader learns as it goes (a model flatbuffer in flash).
+    pub fn rodata_section(&self, addr: u64) -> Option<(u64, &[u8])> {
+        self.elf.rodata_section(addr)
+    }
+
     /// The processor the image is built for.
     pub fn machine(&self) -> Machine {
         self.elf.machine

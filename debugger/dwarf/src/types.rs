@@ -334,6 +334,32 @@ impl TypeTable {
         false
     }
 
+    /// An enumeration by tag or typedef name (`BuiltinOperator`), the one with the most
+    /// enumerators when several compile units differ (a declaration has none); returns the id of
+    /// the enumeration itself.
+    pub fn find_enum(&self, name: &str) -> Option<TypeId> {
+        self.types
+            .iter()
+            .filter_map(|(id, ty)| match ty {
+                Type::Enum {
+                    name: Some(n),
+                    variants,
+                    ..
+                } if n == name => Some((*id, variants.len())),
+                Type::Typedef {
+                    name: n,
+                    target: Some(t),
+                } if n == name => match self.resolve(*t) {
+                    Some((eid, Type::Enum { variants, .. })) => Some((eid, variants.len())),
+                    _ => None,
+                },
+                _ => None,
+            })
+            // Deterministic: the most enumerators, then the lowest offset.
+            .max_by_key(|(id, n)| (*n, std::cmp::Reverse(*id)))
+            .map(|(id, _)| id)
+    }
+
     /// Finds a struct (or a typedef of one) by tag or typedef name, preferring a complete
     /// definition; returns the id of the struct itself.
     pub fn find_struct(&self, name: &str) -> Option<TypeId> {

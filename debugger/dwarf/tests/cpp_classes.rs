@@ -36,6 +36,9 @@ class Crate : public Box {
 };
 }  // namespace shapes
 shapes::Crate g_crate;
+enum Colour { Colour_RED = 0, Colour_GREEN = 3, Colour_MIN = Colour_RED, Colour_MAX = Colour_GREEN };
+Colour g_colour = Colour_GREEN;
+extern const unsigned char g_table[] = {7, 8, 9, 10};
 extern "C" void _start() { for (;;) {} }
 // Virtual destructors call these; nothing is deleted.
 void operator delete(void*) noexcept {}
@@ -86,6 +89,37 @@ fn check(dwarf: &str) {
     );
     // The vtable pointers are members too (GCC names them `_vptr.Class`).
     assert_eq!(off(crate_, "_vptr.Sized"), Some(8), "{dwarf}");
+}
+
+#[test]
+fn enums_by_name_and_constants_with_their_section() {
+    let dir = tempdir("dwarf-cpp");
+    let elf = cxx_elf(&dir, "enums", CLASSES, &[]);
+    let symbols = Symbols::load(&elf).unwrap();
+    let types = symbols.types();
+    let colour = types.find_enum("Colour").unwrap();
+    let Some(memlife_dwarf::Type::Enum { variants, .. }) = types.get(colour) else {
+        panic!("Colour is not an enum");
+    };
+    assert!(
+        variants.contains(&("Colour_GREEN".to_string(), 3)),
+        "{variants:?}"
+    );
+    assert_eq!(types.find_enum("Shade"), None);
+    let table = symbols.variable("g_table", &[]).unwrap().address.unwrap();
+    let (start, bytes) = symbols.rodata_section(table + 2).unwrap();
+    let off = usize::try_from(table - start).unwrap();
+    assert_eq!(&bytes[off..off + 4], &[7, 8, 9, 10]);
+    assert!(
+        symbols
+            .rodata_section(start + bytes.len() as u64)
+            .is_none_or(|(s, _)| s != start)
+    );
+    let crate_addr = symbols.variable("g_crate", &[]).unwrap().address.unwrap();
+    assert!(
+        symbols.rodata_section(crate_addr).is_none(),
+        "g_crate is not constant"
+    );
 }
 
 #[test]
