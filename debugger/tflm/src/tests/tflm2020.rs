@@ -1,0 +1,258 @@
+//! TFLM of 2020 (tfmicro 0.1.0) from the real firmware's DWARF (firmware/build/tflm-healthy.elf),
+//! with RAM images laid out as that TFLM lays them: the allocator in place at the arena's top,
+//! the interpreter holding its `MicroAllocator` by value.
+
+use memlife_dwarf::Symbols;
+
+use super::support::{Image, T, tflite_model};
+use crate::layout::{Cursors, Generation, Tflm};
+use crate::{Container, ContainerKind, TensorKind, read_arenas};
+
+pub fn symbols() -> Symbols {
+    Symbols::load(&memlife_testkit::firmware::elf("tflm", "healthy")).unwrap()
+}
+
+const RAM: u64 = 0x2000_0000;
+const MODEL: u64 = 0x2000_0100;
+const ARENA: u64 = 0x2000_2000;
+const ARENA_END: u64 = 0x2000_2800;
+const INTERP: u64 = 0x2000_4000;
+const REGS: u64 = 0x2000_5000;
+const FULLY_CONNECTED: u64 = 9;
+const SOFTMAX: u64 = 25;
+
+pub struct Placed {
+    pub image: Image,
+    pub containers: Vec<Container>,
+    pub allocator: u64,
+    pub tail: u64,
+    pub head: u64,
+    pub tensors: u64,
+}
+
+/// An arena after a successful `AllocateTensors`: input t0 -> FULLY_CONNECTED (weights t1) ->
+/// t2 -> SOFTMAX -> t3, one scratch buffer of 32 bytes for operator 0.
+pub fn allocated(tflm: &Tflm) -> Placed {
+    let mut img = Image::new(RAM, 0x8000);
+    let class = &tflm.arenas[0];
+    let alloc = (ARENA_END - class.size) & !3;
+    let ic = tflm.interpreter.as_ref().unwrap();
+    let ma = tflm.micro_allocator.as_ref().unwrap();
+    let tc = tflm.tensor.as_ref().unwrap();
+    let nc = tflm.node.as_ref().unwrap();
+    let sc = tflm.scratch.as_ref().unwrap();
+    // Tail, top down: the allocator, the tensors, the nodes, the scratch handle.
+    let tensors = alloc - 4 * tc.size;
+    let nodes = tensors - 2 * nc.size;
+    let handle = (nodes - sc.size) & !3;
+    let tail = handle;
+    let head = ARENA + 0x60;
+    let (model, root) = tflite_model(
+        &[
+            T("input", 9, &[1, 16], false),
+            T("weights", 9, &[16, 16], true),
+            T("hidden", 9, &[1, 16], false),
+            T("probabilities", 9, &[1, 4], false),
+        ],
+        &[0],
+        &[3],
+        &[(0, &[0, 1], &[2]), (1, &[2], &[3])],
+        &[(FULLY_CONNECTED as i32, None), (SOFTMAX as i32, None)],
+    );
+    img.put(MODEL, &model);
+    let Cursors::Single {
+        head: h,
+        tail: t,
+        temp: None,
+    } = class.cursors
+    else {
+        panic!("2020 cursors: {:?}", class.cursors);
+    };
+    img.u32(alloc + class.buffer_head, ARENA);
+    img.u32(alloc + class.buffer_tail, ARENA_END);
+    img.u32(alloc + h, head);
+    img.u32(alloc + t, tail);
+    // Planned: input and the scratch at 0..16 and 32..64 (the scratch lives at op 0 only, the
+    // input too), hidden at 16, probabilities at 0 (after the input is dead).
+    let data = [ARENA, MODEL + 0x40, ARENA + 16, ARENA];
+    let bytes = [16, 256, 16, 4];
+    for i in 0..4 {
+        let rec = tensors + i as u64 * tc.size;
+        img.u32(rec + tc.data, data[i]);
+        img.u32(rec + tc.bytes.unwrap(), bytes[i]);
+    }
+    img.u32(handle + sc.data, ARENA + 32);
+    img.u32(handle + sc.bytes, 32);
+    img.u32(handle + sc.node_idx, 0);
+    let (reg0, reg1) = (REGS, REGS + 0x40);
+    img.u32(nodes + nc.registration, reg0);
+    img.u32(nodes + nc.size + nc.registration, reg1);
+    img.u32(reg0 + nc.builtin_code, FULLY_CONNECTED);
+    img.u32(reg1 + nc.builtin_code, SOFTMAX);
+    let m = INTERP + ic.allocator;
+    img.u32(INTERP + ic.model, MODEL + root as u64);
+    img.u32(m + ma.model.unwrap(), MODEL + root as u64);
+    img.u32(m + ma.memory_allocator.unwrap(), alloc);
+    img.u32(m + ma.context.unwrap(), INTERP + ic.context.unwrap());
+    img.u8(m + ma.active.unwrap(), 0);
+    img.u32(m + ma.scratch_handles.unwrap(), handle);
+    img.u32(m + ma.scratch_count.unwrap(), 1);
+    img.u32(INTERP + ic.context_tensors.unwrap(), tensors);
+    img.u32(INTERP + ic.context_tensors_size.unwrap(), 4);
+    img.u32(INTERP + ic.node_and_registrations.unwrap(), nodes);
+    img.u8(INTERP + ic.tensors_allocated.unwrap(), 1);
+    let block = |start: u64, size: u64| Container {
+        start,
+        size,
+        kind: ContainerKind::HeapBlock,
+    };
+    Placed {
+        image: img,
+        containers: vec![
+            block(MODEL - 8, 0x1000),
+            block(ARENA - 8, ARENA_END - ARENA + 8),
+            block(INTERP - 8, 0x100),
+            Container {
+                start: REGS,
+                size: 0x100,
+                kind: ContainerKind::Static {
+                    name: "registrations".into(),
+                },
+            },
+        ],
+        allocator: alloc,
+        tail,
+        head,
+        tensors,
+    }
+}
+
+#[test]
+fn the_2020_classes_are_found_by_name_in_the_firmware() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    assert_eq!(tflm.generation(), Generation::Tflm2020);
+    assert_eq!(tflm.arena_classes(), ["tflite::SimpleMemoryAllocator"]);
+    // As gdb's `ptype /o` shows them for this build.
+    let a = &tflm.arenas[0];
+    assert_eq!((a.size, a.buffer_head, a.buffer_tail), (20, 4, 8));
+    assert_eq!(
+        a.cursors,
+        Cursors::Single {
+            head: 12,
+            tail: 16,
+            temp: None
+        }
+    );
+    assert!(a.vtable.is_none());
+    let ic = tflm.interpreter.as_ref().unwrap();
+    assert!(ic.allocator_by_value);
+    assert_eq!(
+        (ic.model, ic.allocator, ic.context, ic.size),
+        (4, 96, Some(16), 152)
+    );
+    assert_eq!(
+        (
+            ic.context_tensors,
+            ic.context_tensors_size,
+            ic.node_and_registrations
+        ),
+        (Some(24), Some(16), Some(0))
+    );
+    let ma = tflm.micro_allocator.as_ref().unwrap();
+    assert_eq!(
+        (ma.model, ma.memory_allocator, ma.context, ma.active),
+        (Some(0), Some(4), Some(12), Some(16))
+    );
+    let tc = tflm.tensor.as_ref().unwrap();
+    assert_eq!(
+        (tc.name, tc.size, tc.data, tc.bytes),
+        ("TfLiteTensor", 64, 4, Some(24))
+    );
+    let nc = tflm.node.as_ref().unwrap();
+    assert_eq!(
+        (nc.size, nc.registration, nc.builtin_code, nc.custom_name),
+        (40, 36, 20, 24)
+    );
+    assert_eq!(tflm.builtin_name(9), "FULLY_CONNECTED");
+    assert_eq!(tflm.builtin_name(114), "QUANTIZE");
+}
+
+#[test]
+fn a_2020_arena_is_read_with_its_interpreter_plan_and_scratch() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    let p = allocated(&tflm);
+    let mut mem = p.image.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &p.containers).unwrap();
+    assert_eq!(arenas.len(), 1, "{arenas:#?}");
+    let a = &arenas[0];
+    assert_eq!(a.generation, Generation::Tflm2020);
+    assert_eq!(
+        (a.allocator.address, a.start, a.end),
+        (p.allocator, ARENA, ARENA_END)
+    );
+    assert_eq!(a.persistent_bytes, ARENA_END - p.tail);
+    assert_eq!((a.head_bytes, a.temp_bytes), (0x60, 0));
+    assert_eq!(a.free_bytes, p.tail - p.head);
+    // MicroAllocator::used_bytes(): not active, so head + tail.
+    assert_eq!(a.arena_used_bytes, Some(0x60 + ARENA_END - p.tail));
+    assert_eq!(a.micro_allocator, None);
+    assert_eq!(a.interpreter.as_ref().unwrap().address, INTERP);
+    let plan = a.plan.as_ref().unwrap();
+    assert_eq!(plan.tensors[1].kind, TensorKind::ReadOnly);
+    assert_eq!(plan.tensors[1].bytes, Some(256));
+    let names: Vec<&str> = plan.operators.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["FULLY_CONNECTED", "SOFTMAX"]);
+    assert_eq!(plan.scratch.len(), 1);
+    assert_eq!(
+        (plan.scratch[0].operator, plan.scratch[0].offset),
+        (0, Some(32))
+    );
+    // op 0: input 16 + hidden 16 + scratch 32; op 1: hidden 16 + probabilities 4.
+    let live: Vec<u64> = plan.operators.iter().map(|o| o.live_bytes).collect();
+    assert_eq!(live, [64, 20]);
+    assert_eq!(plan.peak_operator, Some(0));
+    assert!(plan.overlaps.is_empty(), "{:?}", plan.overlaps);
+    assert!(a.anomalies.is_empty(), "{:?}", a.anomalies);
+}
+
+#[test]
+fn used_bytes_is_zero_while_the_allocator_is_active() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    let mut p = allocated(&tflm);
+    let ic = tflm.interpreter.as_ref().unwrap();
+    let ma = tflm.micro_allocator.as_ref().unwrap();
+    p.image.u8(INTERP + ic.allocator + ma.active.unwrap(), 1);
+    p.image.u8(INTERP + ic.tensors_allocated.unwrap(), 0);
+    let mut mem = p.image.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &p.containers).unwrap();
+    assert_eq!(arenas[0].arena_used_bytes, Some(0));
+    assert_eq!(
+        arenas[0].interpreter.as_ref().unwrap().tensors_allocated,
+        Some(false)
+    );
+    assert!(
+        arenas[0].plan.is_none(),
+        "no plan before AllocateTensors succeeded"
+    );
+}
+
+#[test]
+fn a_scratch_buffer_over_a_live_tensor_is_an_overlap() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    let mut p = allocated(&tflm);
+    let tc = tflm.tensor.as_ref().unwrap();
+    // hidden moved onto the scratch buffer, both live at operator 0.
+    p.image.u32(p.tensors + 2 * tc.size + tc.data, ARENA + 40);
+    let mut mem = p.image.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &p.containers).unwrap();
+    let plan = arenas[0].plan.as_ref().unwrap();
+    assert_eq!(plan.overlaps_total, 1, "{:?}", plan.overlaps);
+    let o = &plan.overlaps[0];
+    assert_eq!((o.a.what, o.b.what), ("scratch", "tensor"));
+    assert_eq!(o.b.name, "hidden");
+    assert_eq!((o.start, o.end), (ARENA + 40, ARENA + 56));
+}
