@@ -61,7 +61,10 @@ impl<'r, 'a> Fb<'r, 'a> {
         let vtable = u64::try_from(i64::try_from(addr).ok()?.checked_sub(soffset)?).ok()?;
         let vtable_len = self.u16(vtable)?;
         // The vtable holds its own length and the table's, then one u16 per field.
-        if vtable_len < 4 || !vtable_len.is_multiple_of(2) || !self.inside(vtable, u64::from(vtable_len)) {
+        if vtable_len < 4
+            || !vtable_len.is_multiple_of(2)
+            || !self.inside(vtable, u64::from(vtable_len))
+        {
             return None;
         }
         Some(Table {

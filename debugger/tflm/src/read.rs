@@ -100,6 +100,7 @@ pub fn read_arenas(
         arenas.push(assemble(&mut ram, tflm, containers, f, m, &ints));
     }
     mark_overlaps(&mut arenas);
+    arenas.sort_by_key(|a| a.allocator.address);
     Ok(arenas)
 }
 

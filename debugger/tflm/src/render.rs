@@ -84,11 +84,20 @@ fn arena(out: &mut String, i: usize, a: &Arena) {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "  minimum  {} bytes from {:#010x} (tail and head, the free gap given back in 16-byte steps; temporary peaks are not in a snapshot)",
-        a.minimum_bytes, a.start
-    );
+    let allocated = a.interpreter.as_ref().and_then(|i| i.tensors_allocated) == Some(true);
+    if allocated {
+        let _ = writeln!(
+            out,
+            "  minimum  {} bytes from {:#010x} (tail and head, the free gap given back in 16-byte steps; temporary peaks are not in a snapshot)",
+            a.minimum_bytes, a.start
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  minimum  at least {} bytes from {:#010x} (AllocateTensors has not succeeded: the planned activations are not in the arena yet)",
+            a.minimum_bytes, a.start
+        );
+    }
     if let Some(p) = &a.plan {
         plan(out, p);
     }
@@ -208,4 +217,101 @@ pub fn firmware_view(arenas: &[Arena]) -> serde_json::Value {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::arena::{ArenaAnomaly, Interpreter, Object};
+    use crate::layout::Generation;
+
+    fn arena() -> Arena {
+        Arena {
+            generation: Generation::Tflm2020,
+            allocator: Object {
+                address: 0x2000_07ec,
+                class: "tflite::SimpleMemoryAllocator".into(),
+            },
+            start: 0x2000_0000,
+            end: 0x2000_0800,
+            size: 0x800,
+            container: None,
+            persistent_arena: None,
+            head: 0x2000_0030,
+            temp: 0x2000_0030,
+            tail: 0x2000_0600,
+            persistent_bytes: 0x200,
+            head_bytes: 0x30,
+            temp_bytes: 0,
+            free_bytes: 0x5d0,
+            arena_used_bytes: Some(0x230),
+            minimum_bytes: 0x230,
+            minimum_complete: false,
+            micro_allocator: None,
+            interpreter: Some(Interpreter {
+                address: 0x2000_1000,
+                container: None,
+                model: 0x2000_2000,
+                tensors_allocated: Some(false),
+            }),
+            plan: None,
+            anomalies: vec![ArenaAnomaly {
+                kind: "overlapping-arenas",
+                message: "m".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn the_section_names_the_figures_and_the_anomalies() {
+        let t = text(&[arena()]);
+        assert!(t.starts_with("arena 0    tflite::SimpleMemoryAllocator at 0x200007ec (TFLM 2020), interpreter 0x20001000"), "{t}");
+        assert!(
+            t.contains("  tail     512 bytes persistent (from 0x20000600)"),
+            "{t}"
+        );
+        assert!(t.contains("  used     arena_used_bytes() = 560"), "{t}");
+        assert!(t.contains("  minimum  at least 560 bytes"), "{t}");
+        assert!(t.contains("  anomaly  overlapping-arenas: m"), "{t}");
+        assert!(text(&[]).contains("no live arena"));
+    }
+
+    #[test]
+    fn the_json_keys_are_the_documented_ones() {
+        let v = json(&[arena()]);
+        let keys: Vec<&str> = v[0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "generation",
+                "allocator",
+                "start",
+                "end",
+                "size",
+                "container",
+                "head",
+                "temp",
+                "tail",
+                "persistent_bytes",
+                "head_bytes",
+                "temp_bytes",
+                "free_bytes",
+                "arena_used_bytes",
+                "minimum_bytes",
+                "minimum_complete",
+                "micro_allocator",
+                "interpreter",
+                "plan",
+                "anomalies"
+            ]
+        );
+        assert_eq!(v[0]["generation"], "2020");
+        assert_eq!(firmware_view(&[arena()])[0]["arena_used_bytes"], 0x230);
+    }
 }

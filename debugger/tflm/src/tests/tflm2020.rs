@@ -34,8 +34,22 @@ pub struct Placed {
 /// t2 -> SOFTMAX -> t3, one scratch buffer of 32 bytes for operator 0.
 pub fn allocated(tflm: &Tflm) -> Placed {
     let mut img = Image::new(RAM, 0x8000);
+    let mut p = allocated_in(tflm, &mut img, 0);
+    p.image = img;
+    p
+}
+
+/// [`allocated`]'s objects written into `img`, every address `shift` bytes up.
+fn allocated_in(tflm: &Tflm, img: &mut Image, shift: u64) -> Placed {
+    let (model_at, arena, arena_end, interp, regs) = (
+        MODEL + shift,
+        ARENA + shift,
+        ARENA_END + shift,
+        INTERP + shift,
+        REGS + shift,
+    );
     let class = &tflm.arenas[0];
-    let alloc = (ARENA_END - class.size) & !3;
+    let alloc = (arena_end - class.size) & !3;
     let ic = tflm.interpreter.as_ref().unwrap();
     let ma = tflm.micro_allocator.as_ref().unwrap();
     let tc = tflm.tensor.as_ref().unwrap();
@@ -46,7 +60,7 @@ pub fn allocated(tflm: &Tflm) -> Placed {
     let nodes = tensors - 2 * nc.size;
     let handle = (nodes - sc.size) & !3;
     let tail = handle;
-    let head = ARENA + 0x60;
+    let head = arena + 0x60;
     let (model, root) = tflite_model(
         &[
             T("input", 9, &[1, 16], false),
@@ -59,7 +73,7 @@ pub fn allocated(tflm: &Tflm) -> Placed {
         &[(0, &[0, 1], &[2]), (1, &[2], &[3])],
         &[(FULLY_CONNECTED as i32, None), (SOFTMAX as i32, None)],
     );
-    img.put(MODEL, &model);
+    img.put(model_at, &model);
     let Cursors::Single {
         head: h,
         tail: t,
@@ -68,52 +82,52 @@ pub fn allocated(tflm: &Tflm) -> Placed {
     else {
         panic!("2020 cursors: {:?}", class.cursors);
     };
-    img.u32(alloc + class.buffer_head, ARENA);
-    img.u32(alloc + class.buffer_tail, ARENA_END);
+    img.u32(alloc + class.buffer_head, arena);
+    img.u32(alloc + class.buffer_tail, arena_end);
     img.u32(alloc + h, head);
     img.u32(alloc + t, tail);
     // Planned: input and the scratch at 0..16 and 32..64 (the scratch lives at op 0 only, the
     // input too), hidden at 16, probabilities at 0 (after the input is dead).
-    let data = [ARENA, MODEL + 0x40, ARENA + 16, ARENA];
+    let data = [arena, model_at + 0x40, arena + 16, arena];
     let bytes = [16, 256, 16, 4];
     for i in 0..4 {
         let rec = tensors + i as u64 * tc.size;
         img.u32(rec + tc.data, data[i]);
         img.u32(rec + tc.bytes.unwrap(), bytes[i]);
     }
-    img.u32(handle + sc.data, ARENA + 32);
+    img.u32(handle + sc.data, arena + 32);
     img.u32(handle + sc.bytes, 32);
     img.u32(handle + sc.node_idx, 0);
-    let (reg0, reg1) = (REGS, REGS + 0x40);
+    let (reg0, reg1) = (regs, regs + 0x40);
     img.u32(nodes + nc.registration, reg0);
     img.u32(nodes + nc.size + nc.registration, reg1);
     img.u32(reg0 + nc.builtin_code, FULLY_CONNECTED);
     img.u32(reg1 + nc.builtin_code, SOFTMAX);
-    let m = INTERP + ic.allocator;
-    img.u32(INTERP + ic.model, MODEL + root as u64);
-    img.u32(m + ma.model.unwrap(), MODEL + root as u64);
+    let m = interp + ic.allocator;
+    img.u32(interp + ic.model, model_at + root as u64);
+    img.u32(m + ma.model.unwrap(), model_at + root as u64);
     img.u32(m + ma.memory_allocator.unwrap(), alloc);
-    img.u32(m + ma.context.unwrap(), INTERP + ic.context.unwrap());
+    img.u32(m + ma.context.unwrap(), interp + ic.context.unwrap());
     img.u8(m + ma.active.unwrap(), 0);
     img.u32(m + ma.scratch_handles.unwrap(), handle);
     img.u32(m + ma.scratch_count.unwrap(), 1);
-    img.u32(INTERP + ic.context_tensors.unwrap(), tensors);
-    img.u32(INTERP + ic.context_tensors_size.unwrap(), 4);
-    img.u32(INTERP + ic.node_and_registrations.unwrap(), nodes);
-    img.u8(INTERP + ic.tensors_allocated.unwrap(), 1);
+    img.u32(interp + ic.context_tensors.unwrap(), tensors);
+    img.u32(interp + ic.context_tensors_size.unwrap(), 4);
+    img.u32(interp + ic.node_and_registrations.unwrap(), nodes);
+    img.u8(interp + ic.tensors_allocated.unwrap(), 1);
     let block = |start: u64, size: u64| Container {
         start,
         size,
         kind: ContainerKind::HeapBlock,
     };
     Placed {
-        image: img,
+        image: Image::new(RAM, 0),
         containers: vec![
-            block(MODEL - 8, 0x1000),
-            block(ARENA - 8, ARENA_END - ARENA + 8),
-            block(INTERP - 8, 0x100),
+            block(model_at - 8, 0x1000),
+            block(arena - 8, arena_end - arena + 8),
+            block(interp - 8, 0x100),
             Container {
-                start: REGS,
+                start: regs,
                 size: 0x100,
                 kind: ContainerKind::Static {
                     name: "registrations".into(),
@@ -215,6 +229,38 @@ fn a_2020_arena_is_read_with_its_interpreter_plan_and_scratch() {
     assert_eq!(plan.peak_operator, Some(0));
     assert!(plan.overlaps.is_empty(), "{:?}", plan.overlaps);
     assert!(a.anomalies.is_empty(), "{:?}", a.anomalies);
+}
+
+#[test]
+fn two_interpreters_at_once_each_get_their_own_arena() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    let mut img = Image::new(RAM, 0x10000);
+    let first = allocated_in(&tflm, &mut img, 0);
+    let second = allocated_in(&tflm, &mut img, 0x8000);
+    let containers: Vec<Container> = first
+        .containers
+        .iter()
+        .chain(&second.containers)
+        .cloned()
+        .collect();
+    let mut mem = img.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &containers).unwrap();
+    let seen: Vec<(u64, u64)> = arenas
+        .iter()
+        .map(|a| (a.allocator.address, a.interpreter.as_ref().unwrap().address))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (first.allocator, INTERP),
+            (second.allocator, INTERP + 0x8000)
+        ]
+    );
+    for a in &arenas {
+        assert_eq!(a.plan.as_ref().unwrap().operators.len(), 2);
+        assert!(a.anomalies.is_empty(), "{:?}", a.anomalies);
+    }
 }
 
 #[test]
