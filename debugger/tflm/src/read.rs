@@ -262,29 +262,31 @@ fn assemble(
         arena.interpreter = Some(info);
     }
     if let Some(p) = &arena.plan {
-        for o in &p.overlaps {
-            arena.anomalies.push(ArenaAnomaly {
-                kind: "tensor-overlap",
-                message: o.describe(),
-            });
-        }
-        for t in p
-            .tensors
-            .iter()
-            .filter(|t| t.kind == crate::plan::TensorKind::Outside)
-        {
-            arena.anomalies.push(ArenaAnomaly {
-                kind: "tensor-outside-arena",
-                message: format!(
-                    "tensor {} \"{}\" points at {:#010x}, outside the arena and the model",
-                    t.index,
-                    t.name.as_deref().unwrap_or(""),
-                    t.address.unwrap_or(0)
-                ),
-            });
-        }
+        arena.anomalies.extend(plan_anomalies(p));
     }
     arena
+}
+
+/// What a plan finds wrong: each overlap, each tensor pointing outside the arena and the model.
+fn plan_anomalies(p: &crate::plan::TensorPlan) -> Vec<ArenaAnomaly> {
+    let overlaps = p.overlaps.iter().map(|o| ArenaAnomaly {
+        kind: "tensor-overlap",
+        message: o.describe(),
+    });
+    let outside = p
+        .tensors
+        .iter()
+        .filter(|t| t.kind == crate::plan::TensorKind::Outside)
+        .map(|t| ArenaAnomaly {
+            kind: "tensor-outside-arena",
+            message: format!(
+                "tensor {} \"{}\" points at {:#010x}, outside the arena and the model",
+                t.index,
+                t.name.as_deref().unwrap_or(""),
+                t.address.unwrap_or(0)
+            ),
+        });
+    overlaps.chain(outside).collect()
 }
 
 /// `MicroInterpreter::arena_used_bytes()` as the firmware computes it now (docs/tflm.md):
@@ -310,12 +312,12 @@ fn used_bytes(
             Some(if flag != 0 {
                 0
             } else {
-                (f.head - f.buffer_head) + persistent
+                (f.head - f.buffer_head).saturating_add(persistent)
             })
         }
         Generation::Current => {
             micro?;
-            Some((np_temp - np_start) + persistent)
+            Some((np_temp - np_start).saturating_add(persistent))
         }
     }
 }
@@ -396,10 +398,10 @@ fn read_plan(
         ..PlanInput::default()
     };
     for i in 0..n.min(runtime.tensor_count.unwrap_or(n)) {
-        let rec = runtime.tensors.checked_add(i * tc.size);
+        let rec = runtime.tensors.checked_add(i.saturating_mul(tc.size));
         input
             .data
-            .push(rec.and_then(|r| ram.uint(r + tc.data, ptr)));
+            .push(rec.and_then(|r| ram.uint(r.wrapping_add(tc.data), ptr)));
         input.bytes.push(
             tc.bytes
                 .and_then(|b| rec.and_then(|r| ram.uint(r + b, ptr))),
@@ -460,8 +462,8 @@ fn runtime_current(ram: &mut Ram<'_>, tflm: &Tflm, interp: u64) -> Option<Runtim
     if sa == 0 {
         return None;
     }
-    let tensors = ram.uint(sa + sc.tensors, ptr)?;
-    let nodes = ram.uint(sa + sc.node_and_registrations, ptr);
+    let tensors = ram.uint(sa.wrapping_add(sc.tensors), ptr)?;
+    let nodes = ram.uint(sa.wrapping_add(sc.node_and_registrations), ptr);
     (tensors != 0).then_some(Runtime {
         tensors,
         tensor_count: None,
@@ -489,19 +491,20 @@ fn op_names(ram: &mut Ram<'_>, tflm: &Tflm, model: &Model, nodes: Option<u64>) -
     (0..model.operators.len())
         .map(|i| {
             let registration = tflm.node.as_ref().zip(nodes).and_then(|(nc, base)| {
-                let reg = ram.uint(base.checked_add(i as u64 * nc.size)? + nc.registration, ptr)?;
+                let rec = base.checked_add((i as u64).checked_mul(nc.size)?)?;
+                let reg = ram.uint(rec.wrapping_add(nc.registration), ptr)?;
                 (reg != 0).then_some((nc, reg))
             });
             let Some((nc, reg)) = registration else {
                 return from_model(i);
             };
             let custom = ram
-                .uint(reg + nc.custom_name, ptr)
+                .uint(reg.wrapping_add(nc.custom_name), ptr)
                 .and_then(|p| ram.c_string(p, MAX_OP_NAME));
             if let Some(name) = custom {
                 return memlife_core::text::printable(&name).into_owned();
             }
-            match ram.uint(reg + nc.builtin_code, nc.builtin_code_size) {
+            match ram.uint(reg.wrapping_add(nc.builtin_code), nc.builtin_code_size) {
                 Some(code) => tflm.builtin_name(i64::from(code as u32 as i32)),
                 None => from_model(i),
             }
@@ -524,19 +527,22 @@ fn scratch_2020(ram: &mut Ram<'_>, tflm: &Tflm, interp: u64) -> Vec<(u32, u32, u
     let (Some(h), Some(c)) = (ma.scratch_handles, ma.scratch_count) else {
         return Vec::new();
     };
-    let (Some(handles), Some(count)) = (ram.uint(base + h, ptr), ram.uint(base + c, ptr)) else {
+    let (Some(handles), Some(count)) = (
+        ram.uint(base.wrapping_add(h), ptr),
+        ram.uint(base.wrapping_add(c), ptr),
+    ) else {
         return Vec::new();
     };
     let count = count.min(MAX_SCRATCH);
     let mut out = Vec::new();
     for k in 0..count {
-        let Some(at) = handles.checked_add(k * sc.size) else {
+        let Some(at) = handles.checked_add(k.saturating_mul(sc.size)) else {
             break;
         };
         let (Some(data), Some(bytes), Some(node)) = (
-            ram.uint(at + sc.data, ptr),
-            ram.uint(at + sc.bytes, ptr),
-            ram.u32(at + sc.node_idx),
+            ram.uint(at.wrapping_add(sc.data), ptr),
+            ram.uint(at.wrapping_add(sc.bytes), ptr),
+            ram.u32(at.wrapping_add(sc.node_idx)),
         ) else {
             continue;
         };
