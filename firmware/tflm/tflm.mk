@@ -11,7 +11,7 @@
 # `cargo metadata` says where. tflm/lib.mk compiles it once into build/tflm/libtflm.a, which
 # every ELF links; the application (tflm/app/) is ours.
 
-TFLM_SCENARIOS := healthy op-leak arena-roomy arena-tight scratch shared-tensor view
+TFLM_SCENARIOS := healthy op-leak arena-roomy arena-tight scratch shared-tensor two-models view
 TFLM_MODELS    := hello_world micro_speech magic_wand
 # 96 KiB, as the other firmwares: room for arena-roomy's magic_wand (model copy and a 64 KiB
 # arena).
@@ -21,6 +21,9 @@ TFLM_DIR        := $(BUILD)/tflm
 TFLM_CRATE_FILE := $(TFLM_DIR)/crate-dir
 TFLM_LIB        := $(TFLM_DIR)/libtflm.a
 TFLM_MANIFEST   := tflm/sources/Cargo.toml
+# Only the crates a build for the board would need are fetched (65 MB, not the 206 MB with
+# every platform's).
+TFLM_CARGO_TARGET := thumbv7em-none-eabi
 TFLM_ELFS       := $(foreach s,$(TFLM_SCENARIOS),$(OUT)/tflm-$(s).elf)
 # TFLM's headers (the crate's folder is read when a recipe runs), as system headers: their
 # warnings are not ours.
@@ -33,7 +36,7 @@ TFLM_APP_CXXFLAGS := $(ARCH) -O2 -g -std=c++17 -Wall -Wextra -fno-exceptions -fn
     -fno-threadsafe-statics -fno-use-cxa-atexit -ffunction-sections -fdata-sections \
     -MMD -MP $(TFLM_ABI) -Itflm/app -Icpp -Isrc $(ITERDEF)
 TFLM_C_FLAGS := $(filter-out -DconfigTOTAL_HEAP_SIZE=%,$(CFLAGS)) -fno-short-enums -DconfigTOTAL_HEAP_SIZE=$(TFLM_HEAP_SIZE)
-TFLM_LDFLAGS := $(ARCH) --specs=nano.specs -nostartfiles -Lld -Tld/netduinoplus2.ld \
+TFLM_LDFLAGS := $(ARCH) --specs=nano.specs -nostartfiles -Lld -Tld/netduinoplus2-heap-first.ld \
     -Wl,--gc-sections -Wl,--no-warn-rwx-segments -Wl,--no-enum-size-warning
 
 # Compiled once per output folder; the rest once per scenario (scenario.h, the variant name
@@ -55,9 +58,11 @@ ELFS += $(TFLM_ELFS)
 $(TFLM_CRATE_FILE): $(TFLM_MANIFEST) tflm/sources/Cargo.lock
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found (it fetches TFLM)"; exit 2; }
 	@mkdir -p $(TFLM_DIR)
-	env -u MAKEFLAGS -u MFLAGS $(CARGO) fetch --locked --manifest-path $(TFLM_MANIFEST)
+	env -u MAKEFLAGS -u MFLAGS $(CARGO) fetch --locked --target $(TFLM_CARGO_TARGET) \
+	    --manifest-path $(TFLM_MANIFEST)
 	env -u MAKEFLAGS -u MFLAGS $(CARGO) metadata --locked --format-version 1 \
-	    --manifest-path $(TFLM_MANIFEST) | python3 tools/crate_dir.py tfmicro 0.1.0 > $@.tmp
+	    --filter-platform $(TFLM_CARGO_TARGET) --manifest-path $(TFLM_MANIFEST) \
+	    | python3 tools/crate_dir.py tfmicro 0.1.0 > $@.tmp
 	@mv $@.tmp $@
 
 # Always asks lib.mk (a no-op when the library is up to date), so a lost object is rebuilt.
@@ -87,7 +92,7 @@ $(OUT)/tflm-obj/$(1)/%.o: tflm/app/%.cpp $(TFLM_CRATE_FILE) tflm/tflm.mk
 $(OUT)/tflm-obj/$(1)/board.o: cpp/board/board.cpp tflm/tflm.mk
 	@mkdir -p $$(dir $$@)
 	$(CXX) $(TFLM_APP_CXXFLAGS) -DCPP_VARIANT_NAME='"tflm-$(1)"' -c -o $$@ $$<
-$(OUT)/tflm-$(1).elf: $(call tflm_objs,$(1)) $(TFLM_LIB) ld/netduinoplus2.ld ld/common_sections.ld
+$(OUT)/tflm-$(1).elf: $(call tflm_objs,$(1)) $(TFLM_LIB) ld/netduinoplus2-heap-first.ld ld/common_sections.ld
 	$(CXX) $(TFLM_LDFLAGS) -Wl,-Map=$$(@:.elf=.map) -o $$@ $(call tflm_objs,$(1)) $(TFLM_LIB) -lm
 -include $(patsubst %.o,%.d,$(call tflm_objs,$(1)))
 endef

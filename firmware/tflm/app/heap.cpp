@@ -7,22 +7,12 @@
 #include "heap.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
 #include "board/board.h"
 #include "heap4.h"
-
-namespace {
-
-void* AllocateOrFail(size_t bytes)
-{
-    void* block = pvPortMalloc(bytes != 0 ? bytes : 1);
-    if (block == nullptr) board::OutOfMemory();
-    return block;
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -63,12 +53,14 @@ void* _calloc_r(struct _reent*, size_t count, size_t size)
 
 void* operator new(size_t bytes)
 {
-    return AllocateOrFail(bytes);
+    void* block = pvPortMalloc(bytes != 0 ? bytes : 1);
+    if (block == nullptr) board::OutOfMemory();
+    return block;
 }
 
 void* operator new[](size_t bytes)
 {
-    return AllocateOrFail(bytes);
+    return operator new(bytes);
 }
 
 void operator delete(void* block) noexcept
