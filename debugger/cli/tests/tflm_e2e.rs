@@ -62,6 +62,8 @@ const FAILURE: Stop = Stop {
 /// What one scenario's stops must show beyond agreeing with gdb.
 #[derive(Default)]
 struct Expect {
+    /// Arenas live at once where a model runs (0 means 1: one model at a time).
+    arenas: usize,
     /// The model whose plan must have the in-place overlap.
     overlap_on: Option<&'static str>,
     /// The view build: `g_tflm_view` holds what the firmware computed.
@@ -103,11 +105,20 @@ fn scenario(name: &str, stops: &[Stop], expect: Expect) -> usize {
             "{what}"
         );
         assert_eq!(v["status"], "ok", "{what}: {}", v["anomalies"]);
-        let ops = v["arenas"][0]["plan"]["operators"]
+        // gdb reads the session first; then, knowing which arena is the session's, the nodes
+        // of that arena's plan (their count is the model's: gdb does not parse flatbuffers).
+        let source = format!("source {}", script.display());
+        let first = format!("ref-tflm {}", stop.session);
+        let r = reference(&gdb_batch(&elf, &server, &[&source, &first, "disconnect"]));
+        let ops = v["arenas"]
             .as_array()
+            .and_then(|all| {
+                all.iter()
+                    .find(|a| !r.is_null() && a["start"] == r["buffer_head"])
+            })
+            .and_then(|a| a["plan"]["operators"].as_array())
             .map_or(0, Vec::len)
             .to_string();
-        let source = format!("source {}", script.display());
         let read = format!("ref-tflm {} {ops}", stop.session);
         let gdb = gdb_batch(&elf, &server, &[&source, &read, "disconnect"]);
         let r = reference(&gdb);
@@ -130,8 +141,26 @@ fn check(what: &str, v: &Value, r: &Value, expect: &Expect) -> usize {
         assert!(arenas.is_empty(), "{what}: {arenas:#?}");
         return 0;
     }
-    assert_eq!(arenas.len(), 1, "{what}: one model at a time: {arenas:#?}");
-    let a = &arenas[0];
+    assert_eq!(arenas.len(), expect.arenas.max(1), "{what}: {arenas:#?}");
+    // The arena of the session gdb reads (the others are their own sessions' at their stops).
+    let index = arenas
+        .iter()
+        .position(|a| u(&a["start"]) == u(&r["buffer_head"]))
+        .unwrap_or_else(|| panic!("{what}: no arena at gdb's buffer_head_: {arenas:#?}"));
+    let a = &arenas[index];
+    // Each live arena has its own interpreter, and no two arenas share bytes.
+    for (i, x) in arenas.iter().enumerate() {
+        for y in arenas.iter().skip(i + 1) {
+            assert_ne!(
+                x["interpreter"]["address"], y["interpreter"]["address"],
+                "{what}"
+            );
+            assert!(
+                u(&x["end"]) <= u(&y["start"]) || u(&y["end"]) <= u(&x["start"]),
+                "{what}"
+            );
+        }
+    }
     let model = r["model_name"].as_str().unwrap();
     let what = format!("{what} ({model})");
     assert_eq!(a["generation"], "2020", "{what}");
@@ -191,7 +220,7 @@ fn check(what: &str, v: &Value, r: &Value, expect: &Expect) -> usize {
         (head - bh) + (bt - tail)
     };
     assert_eq!(u(&a["arena_used_bytes"]), used, "{what}: arena_used_bytes");
-    let fv = &v["firmware_view"]["tflm"][0];
+    let fv = &v["firmware_view"]["tflm"][index];
     assert_eq!(
         u(&fv["arena_used_bytes"]),
         used,
@@ -345,6 +374,17 @@ fn scratch_op_leak_and_roomy_arenas_equal_gdbs_reading() {
     scenario("scratch", &[RUN, RUN, RELEASE], Expect::default());
     scenario("op-leak", &[RUN, RUN, RUN], Expect::default());
     scenario("arena-roomy", &[RUN, RUN, RUN], Expect::default());
+}
+
+#[test]
+fn two_models_loaded_together_each_have_their_own_arena() {
+    let expect = Expect {
+        arenas: 2,
+        ..Expect::default()
+    };
+    // hello_world runs while micro_speech is built, then micro_speech runs: each stop compares
+    // the running model's arena with gdb, and both arenas are listed at both.
+    scenario("two-models", &[RUN, RUN, RELEASE, RUN, RUN], expect);
 }
 
 #[test]
