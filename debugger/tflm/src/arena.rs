@@ -53,8 +53,8 @@ pub struct Interpreter {
 /// Something found wrong with an arena (data, not an error).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ArenaAnomaly {
-    /// `overlapping-arenas`, `several-interpreters`, `model-unreadable`, `tensors-unreadable`,
-    /// `tensor-overlap`, `tensor-outside-arena`.
+    /// `allocator-damaged`, `overlapping-arenas`, `several-interpreters`, `model-unreadable`,
+    /// `tensors-unreadable`, `tensor-overlap`, `tensor-outside-arena`.
     pub kind: &'static str,
     /// What, in words.
     pub message: String,

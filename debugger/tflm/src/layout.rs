@@ -106,6 +106,8 @@ pub(crate) struct InterpreterClass {
     /// Current: `graph_.subgraph_allocations_`, `graph_.allocator_`.
     pub subgraph_allocations: Option<u64>,
     pub graph_allocator: Option<u64>,
+    /// Current: `graph_.context_`, which points at the interpreter's own `context_`.
+    pub graph_context: Option<u64>,
 }
 
 /// A tensor record: `TfLiteTensor` (2020) or `TfLiteEvalTensor` (current).
@@ -417,6 +419,7 @@ fn interpreter_class(types: &TypeTable) -> Option<InterpreterClass> {
         context_tensors_size: f("context_.tensors_size"),
         subgraph_allocations: f("graph_.subgraph_allocations_"),
         graph_allocator: f("graph_.allocator_"),
+        graph_context: f("graph_.context_"),
     })
 }
 

@@ -37,6 +37,12 @@
 //! word is `allocator_.memory_allocator_`, and `allocator_.model_` must equal `model_` and
 //! `allocator_.context_` point at the interpreter's own `context_`.
 //!
+//! **A damaged allocator**: an interpreter that holds together by itself (2020: its
+//! `MicroAllocator`'s `context_` points back at its `context_` and has its `model_`; current: its
+//! `graph_` points back at its `context_` and holds its `MicroAllocator`), outside every arena,
+//! whose arena allocator lies in a container but fails the rules above, is reported with that
+//! allocator and an `allocator-damaged` anomaly (no figures).
+//!
 //! **Stale copies**: of two arenas that overlap, one an interpreter uses wins over one no
 //! interpreter uses (a new arena covering an old one's memory); overlaps that remain are
 //! reported. Several interpreters at once each get their own arena.

@@ -215,3 +215,92 @@ fn interpreter_valid(ram: &mut Ram<'_>, tflm: &Tflm, base: u64, target: u64) -> 
             .is_none_or(|g| ram.uint(base + g, ptr) == Some(target))
     }
 }
+
+/// An interpreter found by its own consistency, and the arena allocator it points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Orphan {
+    pub interpreter: InterpreterFound,
+    /// The arena allocator object its pointers lead to.
+    pub allocator: u64,
+}
+
+/// Interpreters that hold together by themselves, whatever their arena: 2020, the
+/// `MicroAllocator` inside points back at the interpreter's `context_` and has its `model_`;
+/// current, `graph_` points back at `context_` and holds the same `MicroAllocator` as
+/// `allocator_`. Those not in `known`, outside every arena span, whose arena allocator lies in
+/// a container and is none of the `valid` ones, at most `max`: the arena allocator they lead to
+/// failed its rules.
+pub(crate) fn orphans(
+    ram: &mut Ram<'_>,
+    tflm: &Tflm,
+    containers: &[Container],
+    (known, valid): (&[u64], &[u64]),
+    spans: &[(u64, u64)],
+    max: usize,
+) -> Vec<Orphan> {
+    let (Some(ic), Some(ma)) = (&tflm.interpreter, &tflm.micro_allocator) else {
+        return Vec::new();
+    };
+    let Some(context) = ic.context else {
+        return Vec::new();
+    };
+    let ptr = tflm.ptr_size;
+    let mut out = Vec::new();
+    for (ci, c) in containers.iter().enumerate() {
+        let Some(bytes) = ram.loaded(c.start, c.size).map(<[u8]>::to_vec) else {
+            continue;
+        };
+        let mut off = 0u64;
+        while off.saturating_add(ic.size) <= c.size && out.len() < max {
+            let base = c.start + off;
+            off += ptr;
+            let end = base + ic.size;
+            if known.contains(&base) || spans.iter().any(|&(s, e)| base < e && s < end) {
+                continue;
+            }
+            let w = |o: u64| scan::word(&bytes, (base - c.start).saturating_add(o), ptr);
+            let Some(model) = w(ic.model).filter(|&m| m != 0) else {
+                continue;
+            };
+            let allocator = if ic.allocator_by_value {
+                let (Some(mc), Some(mm), Some(mem)) = (ma.context, ma.model, ma.memory_allocator)
+                else {
+                    return out;
+                };
+                if w(ic.allocator + mc) != Some(base + context)
+                    || w(ic.allocator + mm) != Some(model)
+                {
+                    continue;
+                }
+                w(ic.allocator + mem)
+            } else {
+                let (Some(gc), Some(ga), Some(p)) =
+                    (ic.graph_context, ic.graph_allocator, ma.persistent)
+                else {
+                    return out;
+                };
+                let micro = w(ic.allocator).filter(|&m| m != 0);
+                if w(gc) != Some(base + context) || micro.is_none() || w(ga) != micro {
+                    continue;
+                }
+                let iface = tflm.arenas.first().map_or(0, |a| a.persistent_iface);
+                micro
+                    .and_then(|m| ram.uint(m.wrapping_add(p), ptr))
+                    .map(|a| a.wrapping_sub(iface))
+            };
+            let Some(allocator) = allocator.filter(|&a| {
+                !valid.contains(&a) && scan::holder(containers, a, a.saturating_add(1)).is_some()
+            }) else {
+                continue;
+            };
+            out.push(Orphan {
+                interpreter: InterpreterFound {
+                    address: base,
+                    container: ci,
+                },
+                allocator,
+            });
+        }
+    }
+    out
+}

@@ -10,7 +10,7 @@ use crate::arena::{
 };
 use crate::error::TflmError;
 use crate::flatbuffer::Fb;
-use crate::layout::{Generation, Tflm};
+use crate::layout::{Cursors, Generation, Tflm};
 use crate::link::{self, InterpreterFound, MicroAllocatorFound};
 use crate::model::{self, MAX_ENTRIES, Model};
 use crate::plan::{self, PlanInput};
@@ -99,9 +99,91 @@ pub fn read_arenas(
         let ints = interps.get(i).cloned().unwrap_or_default();
         arenas.push(assemble(&mut ram, tflm, containers, f, m, &ints));
     }
+    let known: Vec<u64> = interps.iter().flatten().map(|i| i.address).collect();
+    let room = MAX_ARENAS.saturating_sub(arenas.len());
+    let valid: Vec<u64> = found.iter().map(|f| f.address).collect();
+    for orphan in link::orphans(&mut ram, tflm, containers, (&known, &valid), &spans, room) {
+        arenas.push(damaged(&mut ram, tflm, containers, &orphan));
+    }
     mark_overlaps(&mut arenas);
     arenas.sort_by_key(|a| a.allocator.address);
     Ok(arenas)
+}
+
+/// An interpreter whose arena allocator failed the rules: the allocator's members as read (for
+/// the message), no figures, the anomaly that says so.
+fn damaged(
+    ram: &mut Ram<'_>,
+    tflm: &Tflm,
+    containers: &[Container],
+    orphan: &link::Orphan,
+) -> Arena {
+    let ptr = tflm.ptr_size;
+    let a = orphan.allocator;
+    // The class whose vtable the object still has, else the first (2020 has one, no vtable).
+    let vptr = ram.uint(a, ptr);
+    let class = tflm
+        .arenas
+        .iter()
+        .find(|c| {
+            c.vtable
+                .as_ref()
+                .is_some_and(|vt| Some(vt.address.wrapping_add(2 * ptr)) == vptr)
+        })
+        .or_else(|| tflm.arenas.first());
+    let mut read = |off: Option<u64>| off.and_then(|o| ram.uint(a.wrapping_add(o), ptr));
+    let (bh, bt) = (
+        read(class.map(|c| c.buffer_head)),
+        read(class.map(|c| c.buffer_tail)),
+    );
+    let (head, tail, temp) = match class.map(|c| c.cursors) {
+        Some(Cursors::Single { head, tail, temp }) => {
+            (read(Some(head)), read(Some(tail)), read(temp))
+        }
+        _ => (None, None, None),
+    };
+    let show =
+        |v: Option<u64>| v.map_or_else(|| "unreadable".to_string(), |v| format!("{v:#010x}"));
+    let interpreter = read_interpreter(ram, tflm, &orphan.interpreter, containers);
+    let (start, end) = (bh.unwrap_or(0), bt.unwrap_or(0));
+    Arena {
+        generation: tflm.generation,
+        allocator: Object {
+            address: a,
+            class: class.map_or_else(String::new, |c| c.name.clone()),
+        },
+        start,
+        end,
+        size: end.saturating_sub(start),
+        container: scan::holder(containers, a, a.saturating_add(1))
+            .and_then(|i| containers.get(i).cloned()),
+        persistent_arena: None,
+        head: head.unwrap_or(0),
+        temp: temp.or(head).unwrap_or(0),
+        tail: tail.unwrap_or(0),
+        persistent_bytes: 0,
+        head_bytes: 0,
+        temp_bytes: 0,
+        free_bytes: 0,
+        arena_used_bytes: None,
+        minimum_bytes: 0,
+        minimum_complete: false,
+        micro_allocator: None,
+        anomalies: vec![ArenaAnomaly {
+            kind: "allocator-damaged",
+            message: format!(
+                "the interpreter at {:#010x} uses the arena allocator at {a:#010x}, which is not a valid one: buffer_head_ {}, head_ {}, temp_ {}, tail_ {}, buffer_tail_ {} (out of order, or the object is not at its arena's top)",
+                orphan.interpreter.address,
+                show(bh),
+                show(head),
+                show(temp),
+                show(tail),
+                show(bt)
+            ),
+        }],
+        interpreter: Some(interpreter),
+        plan: None,
+    }
 }
 
 /// Which candidates are live: of two whose arenas overlap, one used by an interpreter wins over

@@ -122,6 +122,10 @@ fn interpreter_objects(
     img.u32(INTERP + ic.allocator, ma);
     img.u32(INTERP + ic.graph_allocator.unwrap(), ma);
     img.u32(INTERP + ic.subgraph_allocations.unwrap(), sa);
+    img.u32(
+        INTERP + ic.graph_context.unwrap(),
+        INTERP + ic.context.unwrap(),
+    );
     img.u8(INTERP + ic.tensors_allocated.unwrap(), 1);
     (nodes, data)
 }
@@ -413,4 +417,56 @@ fn the_split_pair_is_read_through_its_micro_allocator() {
     assert_eq!(a.interpreter.as_ref().unwrap().address, INTERP);
     let plan = a.plan.as_ref().unwrap();
     assert_eq!(plan.tensors[2].offset, Some(16));
+}
+
+#[test]
+fn a_damaged_allocator_is_reported_through_its_interpreter() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    let mut p = single_arena(&symbols, &tflm);
+    // head_ above tail_: the object fails the arena rules.
+    p.image.u32(p.allocator + 16, p.tail + 0x40);
+    let mut mem = p.image.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &p.containers).unwrap();
+    assert_eq!(arenas.len(), 1, "{arenas:#?}");
+    let a = &arenas[0];
+    assert_eq!(a.allocator.address, p.allocator);
+    assert_eq!(a.interpreter.as_ref().unwrap().address, INTERP);
+    assert_eq!((a.arena_used_bytes, a.plan.is_none()), (None, true));
+    let kinds: Vec<&str> = a.anomalies.iter().map(|x| x.kind).collect();
+    assert_eq!(kinds, ["allocator-damaged"]);
+    assert!(
+        a.anomalies[0]
+            .message
+            .contains(&format!("head_ {:#010x}", p.tail + 0x40)),
+        "{}",
+        a.anomalies[0].message
+    );
+}
+
+#[test]
+fn a_damaged_model_or_tensor_pointer_is_an_anomaly() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    let mut p = single_arena(&symbols, &tflm);
+    let tc = tflm.tensor.as_ref().unwrap();
+    let tensors = p.micro_allocator - 0x200;
+    // hidden's data in the interpreter's block: neither the arena nor the model.
+    p.image.u32(tensors + 2 * tc.size + tc.data, INTERP + 0x40);
+    let mut mem = p.image.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &p.containers).unwrap();
+    let kinds: Vec<&str> = arenas[0].anomalies.iter().map(|x| x.kind).collect();
+    assert_eq!(kinds, ["tensor-outside-arena"]);
+    assert_eq!(
+        arenas[0].plan.as_ref().unwrap().tensors[2].kind,
+        TensorKind::Outside
+    );
+    // model_ at zeros.
+    let ic = tflm.interpreter.as_ref().unwrap();
+    p.image.u32(INTERP + ic.model, MODEL + 0x800);
+    let mut mem = p.image.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &p.containers).unwrap();
+    let kinds: Vec<&str> = arenas[0].anomalies.iter().map(|x| x.kind).collect();
+    assert_eq!(kinds, ["model-unreadable"]);
+    assert!(arenas[0].plan.is_none());
 }

@@ -302,3 +302,20 @@ fn a_scratch_buffer_over_a_live_tensor_is_an_overlap() {
     assert_eq!(o.b.name, "hidden");
     assert_eq!((o.start, o.end), (ARENA + 40, ARENA + 56));
 }
+
+#[test]
+fn a_2020_allocator_overwritten_is_reported_through_its_interpreter() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    let mut p = allocated(&tflm);
+    // Something wrote over the allocator object at the arena's top.
+    for w in 0..5 {
+        p.image.u32(p.allocator + 4 * w, 0xdead_beef);
+    }
+    let mut mem = p.image.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &p.containers).unwrap();
+    assert_eq!(arenas.len(), 1, "{arenas:#?}");
+    assert_eq!(arenas[0].anomalies[0].kind, "allocator-damaged");
+    assert_eq!(arenas[0].interpreter.as_ref().unwrap().address, INTERP);
+    assert_eq!(arenas[0].allocator.address, p.allocator);
+}
