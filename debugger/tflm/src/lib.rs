@@ -58,6 +58,8 @@
 //! - `scan`: where objects are looked for ([`Container`]) and the arena allocator rules.
 //! - `link`: the `MicroAllocator` and interpreter of each arena.
 //! - `read`: one reading of a halted target ([`read_arenas`]).
+//! - `runtime`: an interpreter's model, runtime tensors, registrations and scratch buffers,
+//!   read for its plan.
 //! - `arena`: the arena view ([`Arena`]) and [`minimum_arena_bytes`].
 //! - `plan`: the tensor plan ([`TensorPlan`]), lifetimes, live bytes, reuse, overlaps.
 //! - `flatbuffer`, `model`: the bounded flatbuffer reader and the TFLite schema fields used.
@@ -74,6 +76,7 @@ mod plan;
 mod ram;
 mod read;
 pub mod render;
+mod runtime;
 mod scan;
 #[cfg(test)]
 mod tests;

@@ -470,3 +470,22 @@ fn a_damaged_model_or_tensor_pointer_is_an_anomaly() {
     assert_eq!(kinds, ["model-unreadable"]);
     assert!(arenas[0].plan.is_none());
 }
+
+#[test]
+fn an_arena_in_a_static_array_is_named_by_it() {
+    let symbols = symbols();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    let mut p = single_arena(&symbols, &tflm);
+    p.containers[1] = Container {
+        start: ARENA,
+        size: ARENA_END - ARENA,
+        kind: ContainerKind::Static {
+            name: "tensor_arena".into(),
+        },
+    };
+    let mut mem = p.image.snapshot();
+    let arenas = read_arenas(&mut mem, &symbols, &tflm, &p.containers).unwrap();
+    let c = arenas[0].container.as_ref().unwrap();
+    assert_eq!(c.describe(), "static tensor_arena (4096 bytes)");
+    assert_eq!(arenas[0].interpreter.as_ref().unwrap().address, INTERP);
+}

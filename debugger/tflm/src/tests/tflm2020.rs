@@ -319,3 +319,35 @@ fn a_2020_allocator_overwritten_is_reported_through_its_interpreter() {
     assert_eq!(arenas[0].interpreter.as_ref().unwrap().address, INTERP);
     assert_eq!(arenas[0].allocator.address, p.allocator);
 }
+
+#[test]
+fn containers_are_blocks_in_use_and_statics_off_the_heap() {
+    let symbols = Symbols::load(&memlife_testkit::firmware::elf("tflm", "view")).unwrap();
+    let heap = symbols.variable("ucHeap", &[]).unwrap();
+    let (start, size) = (heap.address.unwrap(), 98304);
+    let block = (start + 0x40, 0x80);
+    let all = crate::containers(&symbols, &[block], Some((start, size)));
+    assert!(
+        all.iter()
+            .any(|c| (c.start, c.size, &c.kind) == (block.0, block.1, &ContainerKind::HeapBlock))
+    );
+    let view = all
+        .iter()
+        .find(|c| {
+            c.kind
+                == ContainerKind::Static {
+                    name: "g_tflm_view".into(),
+                }
+        })
+        .expect("the firmware's own view is a static worth looking in");
+    assert!(view.size >= 16);
+    for c in &all {
+        if let ContainerKind::Static { name } = &c.kind {
+            assert!(c.size >= 16, "{name}");
+            assert!(
+                c.end() <= start || c.start >= start + size,
+                "{name} is on the heap"
+            );
+        }
+    }
+}
