@@ -4,7 +4,7 @@
 //! The block of a user pointer and the header to prefetch come from the walker
 //! ([`HeapWalker::block_of`](memlife_heap::HeapWalker::block_of),
 //! [`header_range`](memlife_heap::HeapWalker::header_range)); a backtrace at every allocation is
-//! read from one stack window fetched together with that header ([`crate::unwind`]).
+//! read from one stack window fetched together with that header (`crate::unwind`).
 //!
 //! # Layout
 //! - `recorder`: [`AllocationTrace`], the trace's state and its stops.

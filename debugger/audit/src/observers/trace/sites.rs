@@ -1,5 +1,5 @@
 //! Allocation sites and the backtraces they come from. A backtrace at every allocation is read
-//! from one stack window fetched together with the block's header ([`crate::unwind`]); the site
+//! from one stack window fetched together with the block's header (`crate::unwind`); the site
 //! is its first frame outside the allocator and the configured wrappers.
 
 use memlife_dwarf::Symbols;
