@@ -151,6 +151,19 @@ impl Debugger {
         Ok((PresentRoles(roles), start))
     }
 
+    /// What a cycle (or the wait after a failure) runs to first: the next call of a role; or,
+    /// when the target is halted where the last cycle ended, at the entry of the start role's
+    /// function `start`, that call, already reached.
+    pub(super) fn first_goal(&mut self, roles: &PresentRoles, start: &str) -> Goal {
+        if self.take_cycle_start(start) {
+            return Goal::Role {
+                functions: Vec::new(),
+                hit: Some(start.to_string()),
+            };
+        }
+        roles.goal()
+    }
+
     /// Removes the roles' entries [`Debugger::arm_roles`] added.
     pub(super) fn disarm_roles(&mut self, roles: &PresentRoles) {
         for (_, function, addr) in &roles.0 {
@@ -187,14 +200,7 @@ impl Debugger {
         }
         let start_role = self.cycle_start_role()?;
         let (roles, start) = self.arm_roles(&start_role)?;
-        let mut goal = roles.goal();
-        if self.take_cycle_start(&start) {
-            // Halted where the last cycle ended: this call begins the new one.
-            goal = Goal::Role {
-                functions: Vec::new(),
-                hit: Some(start.clone()),
-            };
-        }
+        let goal = self.first_goal(&roles, &start);
         Ok(CycleRun {
             roles,
             start_role,
@@ -224,10 +230,7 @@ impl Debugger {
                 self.cycle_call_returned(run)?;
                 continue;
             }
-            let function = match &mut run.goal {
-                Goal::Role { hit, .. } => hit.take().unwrap_or_default(),
-                _ => String::new(),
-            };
+            let function = run.goal.take_hit();
             run.goal = run.roles.goal();
             if function == run.start {
                 if run.state == State::Between {

@@ -141,26 +141,18 @@ impl Debugger {
         };
         let start_role = self.cycle_start_role()?;
         let (roles, start) = self.arm_roles(&start_role)?;
-        let mut wait = FailureWait {
+        let goal = self.first_goal(&roles, &start);
+        Ok(FailureWait {
             roles,
-            start: start.clone(),
-            goal: Goal::PhaseReturn,
+            start,
+            goal,
             open: None,
             made_before,
             starts: 0,
             calls: Vec::new(),
             end: None,
             after: None,
-        };
-        wait.goal = wait.roles.goal();
-        if self.take_cycle_start(&start) {
-            // Halted at the entry a cycle ended on: that call is the first to observe.
-            wait.goal = Goal::Role {
-                functions: Vec::new(),
-                hit: Some(start),
-            };
-        }
-        Ok(wait)
+        })
     }
 
     fn failure_made(&self, wait: &FailureWait) -> bool {
@@ -221,10 +213,7 @@ impl Debugger {
                 wait.goal = wait.roles.goal();
                 continue;
             }
-            let function = match &mut wait.goal {
-                Goal::Role { hit, .. } => hit.take().unwrap_or_default(),
-                _ => String::new(),
-            };
+            let function = wait.goal.take_hit();
             wait.goal = wait.roles.goal();
             if function == wait.start {
                 if self.failure_made(wait) {

@@ -34,6 +34,14 @@ pub enum Goal {
 }
 
 impl Goal {
+    /// The lifecycle function a role goal reached, taken out of it (empty for other goals).
+    pub fn take_hit(&mut self) -> String {
+        match self {
+            Goal::Role { hit, .. } => hit.take().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
     /// What the goal is, for messages (`open` is the open phase's function).
     pub fn describe(&self, open: Option<&str>) -> String {
         match self {
