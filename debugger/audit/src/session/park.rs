@@ -14,20 +14,20 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use memlife_core::Target;
 use memlife_core::cortex_m::CoreRegisters;
-
-use super::Debugger;
+use memlife_dwarf::Symbols;
 
 /// Time between samples.
-pub(super) const POLL: Duration = Duration::from_millis(250);
+pub const POLL: Duration = Duration::from_millis(250);
 /// Samples in a row that make a park.
-pub(super) const POLLS: u32 = 5;
+pub const POLLS: u32 = 5;
 /// The span of pcs a parked loop stays within.
 const WINDOW: u64 = 16;
 
 /// Samples since the last stop (each wait for a stop starts a new watch).
 #[derive(Debug, Default)]
-pub(super) struct ParkWatch {
+pub struct ParkWatch {
     samples: Vec<(u64, u64)>,
 }
 
@@ -48,28 +48,25 @@ impl ParkWatch {
     }
 }
 
-impl Debugger {
-    /// Where the halted core is parked: pc, function and line, and the call chain.
-    pub(super) fn parked_at(&mut self, pc: u64) -> String {
-        let mut text = format!("pc {pc:#010x}");
-        if let Some(loc) = self.symbols.locate(pc).into_iter().next() {
-            let _ = write!(text, " in {}", loc.function.as_deref().unwrap_or("?"));
-            if let (Some(file), Some(line)) = (&loc.file, loc.line) {
-                // The base name, as sites are named.
-                let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
-                let _ = write!(text, " ({file}:{line})");
-            }
+/// Where the halted core is parked: pc, function and line, and the call chain.
+pub fn parked_at(target: &mut dyn Target, symbols: &Symbols, pc: u64) -> String {
+    let mut text = format!("pc {pc:#010x}");
+    if let Some(loc) = symbols.locate(pc).into_iter().next() {
+        let _ = write!(text, " in {}", loc.function.as_deref().unwrap_or("?"));
+        if let (Some(file), Some(line)) = (&loc.file, loc.line) {
+            // The base name, as sites are named.
+            let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
+            let _ = write!(text, " ({file}:{line})");
         }
-        let target = self.target.as_mut();
-        if let Ok(regs) = CoreRegisters::read(target) {
-            let frames = self.symbols.backtrace(target.as_memory(), &regs, 16);
-            let chain = super::fault::frame_names(&frames);
-            if chain.len() > 1 {
-                let _ = write!(text, ", call chain: {}", chain.join(" <- "));
-            }
-        }
-        text
     }
+    if let Ok(regs) = CoreRegisters::read(target) {
+        let frames = symbols.backtrace(target.as_memory(), &regs, 16);
+        let chain = super::fault::frame_names(&frames);
+        if chain.len() > 1 {
+            let _ = write!(text, ", call chain: {}", chain.join(" <- "));
+        }
+    }
+    text
 }
 
 #[cfg(test)]

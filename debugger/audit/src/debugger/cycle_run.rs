@@ -16,14 +16,14 @@
 
 use std::rc::Rc;
 
+use memlife_core::TargetError;
 use memlife_heap::HeapState;
 
-use super::Debugger;
-use super::breakpoints::BreakRole;
-use super::run::{Goal, Outcome};
+use super::facade::Debugger;
+use super::goal::{Goal, Outcome};
 use crate::error::AuditError;
+use crate::events::Role;
 use crate::model::PhaseRecord;
-use memlife_core::TargetError;
 
 /// One call of a role's function inside a cycle.
 #[derive(Debug, Clone)]
@@ -56,21 +56,6 @@ pub struct Cycle {
     pub after: Rc<HeapState>,
     /// The program's exit status when its exit ended this cycle.
     pub exit: Option<i32>,
-}
-
-/// Where the last cycle left the target: halted at the entry of `function`, which no phase
-/// recorded yet, as of the `stops`-th stop.
-#[derive(Debug, Clone)]
-pub(super) struct CycleStart {
-    function: String,
-    stops: u64,
-}
-
-impl CycleStart {
-    /// Halted at the entry of `function` at the `stops`-th stop.
-    pub(super) fn new(function: String, stops: u64) -> Self {
-        CycleStart { function, stops }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,8 +103,8 @@ pub struct CycleRun {
     role_open: String,
     index: u64,
     calls: Vec<PhaseCall>,
-    after: Option<Rc<HeapState>>,
-    exit: Option<i32>,
+    /// How it ended: the heap then and the exit status when an exit ended it.
+    end: Option<(Rc<HeapState>, Option<i32>)>,
 }
 
 impl Debugger {
@@ -127,8 +112,9 @@ impl Debugger {
     /// with those functions; a function two roles name belongs to the first.
     pub fn present_roles(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
-        for (role, function) in self.config.roles() {
-            if self.symbols.function(function).is_some() && !out.iter().any(|(_, f)| f == function)
+        for (role, function) in self.settings.config.roles() {
+            if self.session.symbols().function(function).is_some()
+                && !out.iter().any(|(_, f)| f == function)
             {
                 out.push((role.to_string(), function.to_string()));
             }
@@ -150,7 +136,7 @@ impl Debugger {
         }
         let plan: Vec<(u64, Option<String>)> = roles
             .iter()
-            .map(|(_, f, a)| (*a, self.config.span_of(f).map(str::to_string)))
+            .map(|(_, f, a)| (*a, self.settings.config.span_of(f).map(str::to_string)))
             .collect();
         self.check_budget(&plan)?;
         let start = roles
@@ -159,20 +145,38 @@ impl Debugger {
             .map(|(_, f, _)| f.clone())
             .unwrap_or_default();
         for (_, function, addr) in &roles {
-            self.bps.add_entry(
-                *addr,
-                BreakRole::Role {
-                    function: function.clone(),
-                },
-            );
+            let function = function.clone();
+            self.session.add_entry(*addr, Role::Lifecycle { function });
         }
         Ok((PresentRoles(roles), start))
+    }
+
+    /// What a cycle (or the wait after a failure) runs to first: the next call of a role; or,
+    /// when the target is halted where the last cycle ended, at the entry of the start role's
+    /// function `start`, that call, already reached.
+    pub(super) fn first_goal(&mut self, roles: &PresentRoles, start: &str) -> Goal {
+        if self.take_cycle_start(start) {
+            return Goal::Role {
+                functions: Vec::new(),
+                hit: Some(start.to_string()),
+            };
+        }
+        roles.goal()
+    }
+
+    /// Removes the roles' entries [`Debugger::arm_roles`] added.
+    pub(super) fn disarm_roles(&mut self, roles: &PresentRoles) {
+        for (_, function, addr) in &roles.0 {
+            let function = function.clone();
+            self.session
+                .remove_entry(*addr, &Role::Lifecycle { function });
+        }
     }
 
     /// The role whose calls begin cycles: `[lifecycle] cycle_starts`, else the first present.
     pub fn cycle_start_role(&self) -> Result<String, AuditError> {
         let present = self.present_roles();
-        match &self.config.lifecycle.cycle_starts {
+        match &self.settings.config.lifecycle.cycle_starts {
             Some(r) if present.iter().any(|(p, _)| p == r) => Ok(r.clone()),
             Some(r) => Err(AuditError::Config(format!(
                 "[lifecycle] cycle_starts = \"{r}\": that role maps to no function of this firmware (add [phases] {r} = \"your_function\" to memlife.toml)"
@@ -185,46 +189,29 @@ impl Debugger {
         }
     }
 
-    /// Whether the target is halted at the entry of `function` where the last cycle ended,
-    /// that call still unrecorded; consumes it.
-    pub(super) fn take_cycle_start(&mut self, function: &str) -> bool {
-        self.cycle_start
-            .take()
-            .is_some_and(|s| s.function == function && s.stops == self.progress.stops)
-    }
-
     /// Starts observing one cycle. Drive it with [`Debugger::cycle_step`], close it with
     /// [`Debugger::cycle_finish`] (which also removes its breakpoints after an error).
     pub fn cycle_begin(&mut self) -> Result<CycleRun, AuditError> {
-        if self.phases.open_function().is_some() {
+        if self.lifecycle.in_phase() {
             return Err(AuditError::Config("a phase is already running".into()));
         }
-        if let Some(status) = self.exited {
-            return Err(self.exited_error(status));
+        if let Some(status) = self.lifecycle.cycles.exited() {
+            return Err(self.lifecycle.cycles.exited_error(status, None));
         }
         let start_role = self.cycle_start_role()?;
         let (roles, start) = self.arm_roles(&start_role)?;
-        let mut run = CycleRun {
+        let goal = self.first_goal(&roles, &start);
+        Ok(CycleRun {
             roles,
             start_role,
             start,
-            goal: Goal::PhaseReturn,
+            goal,
             state: State::WaitStart,
             role_open: String::new(),
-            index: self.cycles_done + 1,
+            index: self.lifecycle.cycles.done() + 1,
             calls: Vec::new(),
-            after: None,
-            exit: None,
-        };
-        run.goal = run.roles.goal();
-        if self.take_cycle_start(&run.start.clone()) {
-            // Halted where the last cycle ended: this call begins the new one.
-            run.goal = Goal::Role {
-                functions: Vec::new(),
-                hit: Some(run.start.clone()),
-            };
-        }
-        Ok(run)
+            end: None,
+        })
     }
 
     /// Advances a cycle. `Some(Outcome::Hook)` when a script hook fired (call again after
@@ -240,33 +227,16 @@ impl Debugger {
                 Err(e) => return Err(e),
             }
             if run.state == State::InPhase {
-                let (record, before, after) = self.phase_finish()?;
-                let tensors = crate::buffers::read_tensors(self)
-                    .map_err(AuditError::Config)?
-                    .map(Rc::new);
-                run.calls.push(PhaseCall {
-                    role: std::mem::take(&mut run.role_open),
-                    record,
-                    before,
-                    after,
-                    tensors,
-                });
-                run.state = State::Between;
-                run.goal = run.roles.goal();
+                self.cycle_call_returned(run)?;
                 continue;
             }
-            let function = match &mut run.goal {
-                Goal::Role { hit, .. } => hit.take().unwrap_or_default(),
-                _ => String::new(),
-            };
+            let function = run.goal.take_hit();
             run.goal = run.roles.goal();
             if function == run.start {
                 if run.state == State::Between {
-                    run.after = Some(Rc::new(self.walk()?));
-                    self.cycle_start = Some(CycleStart {
-                        function,
-                        stops: self.progress.stops,
-                    });
+                    run.end = Some((Rc::new(self.session.walk()?), None));
+                    let stops = self.session.stops();
+                    self.lifecycle.cycles.ended_at(function, stops);
                     return Ok(None);
                 }
             } else if run.state == State::WaitStart {
@@ -280,54 +250,66 @@ impl Debugger {
         }
     }
 
+    /// The role call open in `run` returned: its record, with the tensor table then.
+    fn cycle_call_returned(&mut self, run: &mut CycleRun) -> Result<(), AuditError> {
+        let (record, before, after) = self.phase_finish()?;
+        let tensors = self
+            .read_tensors()
+            .map_err(AuditError::Config)?
+            .map(Rc::new);
+        run.calls.push(PhaseCall {
+            role: std::mem::take(&mut run.role_open),
+            record,
+            before,
+            after,
+            tensors,
+        });
+        run.state = State::Between;
+        run.goal = run.roles.goal();
+        Ok(())
+    }
+
+    /// The firmware's tensor table now, when `[tensors]` describes one (see `crate::buffers`).
+    pub fn read_tensors(&mut self) -> Result<Option<Vec<crate::buffers::Tensor>>, String> {
+        let symbols = self.session.symbols_rc();
+        crate::buffers::read_tensors(&self.settings.config, &symbols, self.session.memory())
+    }
+
     /// The program exited while `run` waited: between phases of a begun cycle that completes
     /// it; before its first call or inside a phase it is an error.
     fn cycle_exited(&mut self, run: &mut CycleRun, status: i32) -> Result<(), AuditError> {
-        self.exited = Some(status);
+        self.lifecycle.cycles.set_exited(status);
         match (run.state, run.calls.last()) {
             (State::Between, Some(last)) => {
-                run.after = Some(Rc::clone(&last.after));
-                run.exit = Some(status);
+                run.end = Some((Rc::clone(&last.after), Some(status)));
                 Ok(())
             }
-            _ => Err(self.exited_error(status)),
-        }
-    }
-
-    fn exited_error(&self, status: i32) -> AuditError {
-        AuditError::ExitedAfterCycles {
-            cycles: self.cycles_done,
-            status,
-            during: self.phases.open_function().map(str::to_string),
+            _ => {
+                let during = self.lifecycle.phases.open_function().map(str::to_string);
+                Err(self.lifecycle.cycles.exited_error(status, during))
+            }
         }
     }
 
     /// Removes the cycle's breakpoints; the cycle when it completed.
     pub fn cycle_finish(&mut self, run: CycleRun) -> Option<Cycle> {
-        for (_, function, addr) in &run.roles.0 {
-            self.bps.remove_entry(
-                *addr,
-                &BreakRole::Role {
-                    function: function.clone(),
-                },
-            );
-        }
-        let after = run.after?;
+        self.disarm_roles(&run.roles);
+        let (after, exit) = run.end?;
         let before = run
             .calls
             .first()
             .map_or_else(|| Rc::clone(&after), |c| Rc::clone(&c.before));
-        self.cycles_done = run.index;
         // A long run keeps its first and last cycles; the one leaving the tail is folded.
-        self.history
-            .cycle_done(run.index, &mut self.trace.events, self.phases.records_mut());
+        let (cycles, phases) = (&mut self.lifecycle.cycles, &mut self.lifecycle.phases);
+        self.trace
+            .fold(|events| cycles.completed(run.index, events, phases.records_mut()));
         Some(Cycle {
             index: run.index,
             start_role: run.start_role,
             calls: run.calls,
             before,
             after,
-            exit: run.exit,
+            exit,
         })
     }
 }

@@ -11,13 +11,12 @@ use memlife_core::cortex_m::{self, CoreRegisters, thumb};
 use memlife_core::{Memory, Register, Target};
 use memlife_dwarf::Symbols;
 
-use super::breakpoints::BreakpointSet;
 use crate::error::AuditError;
 use crate::unwind::Prefetch;
 
 /// Whether breakpoint instructions are executed here, and how often that worked.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct HostResume {
+pub struct HostResume {
     enabled: bool,
     /// Resumes done by executing the breakpoint's instruction here.
     pub emulated: u64,
@@ -35,13 +34,14 @@ impl HostResume {
         }
     }
 
-    /// Prepares the core for a continue: when it is halted on one of our breakpoints, executes
-    /// that instruction here. `stop_cache` is the memory already read at this stop.
+    /// Prepares the core for a continue: when it is halted on one of our breakpoints (an
+    /// address `inserted` says has one), executes that instruction here. `stop_cache` is the
+    /// memory already read at this stop.
     pub fn before_resume(
         &mut self,
         target: &mut dyn Target,
         symbols: &Symbols,
-        bps: &BreakpointSet,
+        inserted: &dyn Fn(u64) -> bool,
         stop_cache: &mut Vec<(u64, Vec<u8>)>,
     ) -> Result<(), AuditError> {
         if !self.enabled {
@@ -50,7 +50,7 @@ impl HostResume {
         let Ok(pc) = target.read_register(Register::ProgramCounter) else {
             return Ok(());
         };
-        if !bps.is_inserted(pc) {
+        if !inserted(pc) {
             return Ok(());
         }
         let Some(code) = symbols.code(pc, 4).or_else(|| symbols.code(pc, 2)) else {

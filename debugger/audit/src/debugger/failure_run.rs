@@ -22,13 +22,11 @@ use std::rc::Rc;
 use memlife_core::TargetError;
 use memlife_heap::HeapState;
 
-use super::Debugger;
-use super::alloc_trace::LiveAlloc;
-use super::breakpoints::BreakRole;
-use super::cycles::PhaseCall;
-use super::fail_alloc::Injected;
-use super::run::{Goal, Outcome};
+use super::cycle_run::{PhaseCall, PresentRoles};
+use super::facade::Debugger;
+use super::goal::{Goal, Outcome};
 use crate::error::AuditError;
+use crate::observers::{Injected, LiveAlloc};
 
 /// How the firmware's handling of a failed allocation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +102,7 @@ pub struct FailureRun {
 /// A wait in progress (kept by the caller across hooks).
 #[derive(Debug)]
 pub struct FailureWait {
-    roles: super::cycles::PresentRoles,
+    roles: PresentRoles,
     start: String,
     goal: Goal,
     /// The role of the phase open, when one is.
@@ -122,43 +120,39 @@ impl Debugger {
     /// Starts waiting for the end of the error handling (see the module doc). A failure must
     /// be armed (`fail_alloc`) or made since the last wait.
     pub fn failure_begin(&mut self) -> Result<FailureWait, AuditError> {
-        if self.phases.open_function().is_some() {
+        if self.lifecycle.in_phase() {
             return Err(AuditError::Config("a phase is already running".into()));
         }
-        if let Some(status) = self.exited {
+        if let Some(status) = self.lifecycle.cycles.exited() {
             return Err(AuditError::Target(TargetError::Exited(status)));
         }
         let made = self.injected().len();
-        let awaited = self.fail_pending() || made > self.fail_waited;
+        let awaited = self.fail_pending() || made > self.injection.waited();
         if !awaited {
             return Err(AuditError::Config(
                 "after_failure: no allocation failure is armed (call t.fail_alloc(...) first)"
                     .into(),
             ));
         }
-        let made_before = if self.fail_pending() { made } else { made - 1 };
+        let made_before = if self.fail_pending() {
+            made
+        } else {
+            made.saturating_sub(1)
+        };
         let start_role = self.cycle_start_role()?;
         let (roles, start) = self.arm_roles(&start_role)?;
-        let mut wait = FailureWait {
+        let goal = self.first_goal(&roles, &start);
+        Ok(FailureWait {
             roles,
-            start: start.clone(),
-            goal: Goal::PhaseReturn,
+            start,
+            goal,
             open: None,
             made_before,
             starts: 0,
             calls: Vec::new(),
             end: None,
             after: None,
-        };
-        wait.goal = wait.roles.goal();
-        if self.take_cycle_start(&start) {
-            // Halted at the entry a cycle ended on: that call is the first to observe.
-            wait.goal = Goal::Role {
-                functions: Vec::new(),
-                hit: Some(start),
-            };
-        }
-        Ok(wait)
+        })
     }
 
     fn failure_made(&self, wait: &FailureWait) -> bool {
@@ -171,19 +165,18 @@ impl Debugger {
         loop {
             // Watch for a parked firmware from the failure on, also inside the phase it
             // failed in (a halt loop reached from the allocation's caller).
-            self.park_watch = self.failure_made(wait);
-            self.park_on_failure = true;
+            let made = self.failure_made(wait);
+            self.faults.begin_failure_wait(&mut self.session, made);
             let ran = self.run(&mut wait.goal);
-            self.park_watch = false;
-            self.park_on_failure = false;
+            self.faults.end_failure_wait(&mut self.session);
             let end = match ran {
                 Ok(Outcome::Hook(h)) => return Ok(Some(Outcome::Hook(h))),
                 Ok(Outcome::Reached) => None,
                 Err(AuditError::Target(TargetError::Exited(status))) => {
-                    self.exited = Some(status);
+                    self.lifecycle.cycles.set_exited(status);
                     Some(FailureEnd::Exit {
                         status,
-                        during: self.phases.open_function().map(str::to_string),
+                        during: self.lifecycle.phases.open_function().map(str::to_string),
                     })
                 }
                 Err(AuditError::Faulted(what)) if self.failure_made(wait) => {
@@ -220,18 +213,13 @@ impl Debugger {
                 wait.goal = wait.roles.goal();
                 continue;
             }
-            let function = match &mut wait.goal {
-                Goal::Role { hit, .. } => hit.take().unwrap_or_default(),
-                _ => String::new(),
-            };
+            let function = wait.goal.take_hit();
             wait.goal = wait.roles.goal();
             if function == wait.start {
                 if self.failure_made(wait) {
-                    wait.after = Some(Rc::new(self.walk()?));
-                    self.cycle_start = Some(super::cycles::CycleStart::new(
-                        function.clone(),
-                        self.progress.stops,
-                    ));
+                    wait.after = Some(Rc::new(self.session.walk()?));
+                    let stops = self.session.stops();
+                    self.lifecycle.cycles.ended_at(function.clone(), stops);
                     wait.end = Some(FailureEnd::NextCycle(function));
                     return Ok(None);
                 }
@@ -239,7 +227,7 @@ impl Debugger {
                 if wait.starts > 1 {
                     return Err(AuditError::Config(format!(
                         "after_failure: a whole cycle passed without the allocation fail_alloc chose ({}): this firmware makes no such allocation",
-                        self.fail_request_text()
+                        self.injection.request_text()
                     )));
                 }
             }
@@ -252,19 +240,12 @@ impl Debugger {
 
     /// Removes the wait's breakpoints; what it saw when it ended.
     pub fn failure_finish(&mut self, wait: FailureWait) -> Option<FailureRun> {
-        self.park_watch = false;
-        for (_, function, addr) in &wait.roles.0 {
-            self.bps.remove_entry(
-                *addr,
-                &BreakRole::Role {
-                    function: function.clone(),
-                },
-            );
-        }
+        self.session.set_park_watch(false);
+        self.disarm_roles(&wait.roles);
         let end = wait.end?;
         let injected = self.injected().get(wait.made_before).cloned();
         if injected.is_some() {
-            self.fail_waited = wait.made_before + 1;
+            self.injection.set_waited(wait.made_before + 1);
         }
         let before = injected.as_ref().and_then(|i| i.before.clone());
         let leaks = match (&injected, &end) {

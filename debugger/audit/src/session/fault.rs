@@ -1,17 +1,18 @@
-//! Faults: a breakpoint on each Cortex-M fault handler's entry (by its CMSIS name), so a
-//! firmware that faults ends the run at once with what happened, instead of the run waiting
-//! for its timeout and reporting a breakpoint that was never reached. The report names the
-//! fault, the faulting pc with its function and source line (from the exception frame the
-//! core stacked), the phase it happened in, the fault status registers decoded, and the call
-//! chain unwound from the interrupted code.
+//! Faults: the Cortex-M fault handlers' entries (by their CMSIS names), where the engine puts a
+//! breakpoint so that a firmware that faults ends the run at once with what happened, instead of
+//! the run waiting for its timeout and reporting a breakpoint that was never reached; and the
+//! decoding of such a stop. The message names the fault, the faulting pc with its function and
+//! source line (from the exception frame the core stacked), when it happened (the caller says:
+//! a phase, a wait), the fault status registers decoded, and the call chain unwound from the
+//! interrupted code.
 
 use std::fmt::Write as _;
 
+use memlife_core::Target;
 use memlife_core::cortex_m::{CoreRegisters, ExcReturn, ExceptionFrame};
+use memlife_dwarf::Symbols;
 
-use super::Debugger;
-use super::breakpoints::BreakRole;
-use crate::AuditError;
+use crate::error::AuditError;
 
 /// Handler symbols and the fault each one stands for.
 const HANDLERS: [(&str, &str); 4] = [
@@ -64,7 +65,7 @@ fn decode(value: u32, bits: &[(u32, &str)]) -> Vec<String> {
 }
 
 /// `CFSR` decoded, with `MMFAR`/`BFAR` when they hold a valid address.
-pub(super) fn describe_status(cfsr: u32, hfsr: u32, mmfar: u32, bfar: u32) -> String {
+pub fn describe_status(cfsr: u32, hfsr: u32, mmfar: u32, bfar: u32) -> String {
     let mut cfsr_bits = decode(cfsr, &CFSR_BITS);
     if cfsr & (1 << CFSR_UNALIGNED) != 0 {
         cfsr_bits.push("UNALIGNED (unaligned access)".into());
@@ -89,58 +90,60 @@ pub(super) fn describe_status(cfsr: u32, hfsr: u32, mmfar: u32, bfar: u32) -> St
     )
 }
 
-impl Debugger {
-    /// Arms a breakpoint at every fault handler the ELF has (once; roles are deduplicated).
-    pub(super) fn arm_fault_breakpoints(&mut self) {
-        for (symbol, fault) in HANDLERS {
-            if let Some((addr, _)) = self.symbols.function(symbol) {
-                self.bps.add_entry(addr, BreakRole::Fault { fault });
-            }
-        }
-    }
+/// The fault handlers this ELF has: entry address and the fault each one stands for.
+pub fn handlers(symbols: &Symbols) -> Vec<(u64, &'static str)> {
+    HANDLERS
+        .iter()
+        .filter_map(|(symbol, fault)| symbols.function(symbol).map(|(addr, _)| (addr, *fault)))
+        .collect()
+}
 
-    /// The error for a stop at a fault handler's entry: everything the core says about it.
-    pub(super) fn faulted(&mut self, fault: &str, during: &str) -> AuditError {
-        let target = self.target.as_mut();
-        let handler = match CoreRegisters::read(target) {
-            Ok(r) => r,
-            Err(e) => return AuditError::Faulted(format!("{fault} (registers unreadable: {e})")),
-        };
-        let mut text = String::new();
-        let frame = ExcReturn::from_lr(handler.lr()).and_then(|exc| {
-            ExceptionFrame::read(target.as_memory(), exc, handler.sp())
-                .ok()
-                .flatten()
-        });
-        match &frame {
-            Some(f) => {
-                let pc = u64::from(f.pc & !1);
-                let _ = write!(text, "{fault} at pc {pc:#010x}");
-                if let Some(loc) = self.symbols.locate(pc).into_iter().next() {
-                    let function = loc.function.as_deref().unwrap_or("?");
-                    let _ = write!(text, " in {function}");
-                    if let (Some(file), Some(line)) = (&loc.file, loc.line) {
-                        let _ = write!(text, " ({file}:{line})");
-                    }
+/// The error for a stop at a fault handler's entry: everything the core says about it.
+/// `during` says when it happened (`phase graph_build`).
+pub fn describe(
+    target: &mut dyn Target,
+    symbols: &Symbols,
+    fault: &str,
+    during: &str,
+) -> AuditError {
+    let handler = match CoreRegisters::read(target) {
+        Ok(r) => r,
+        Err(e) => return AuditError::Faulted(format!("{fault} (registers unreadable: {e})")),
+    };
+    let mut text = String::new();
+    let frame = ExcReturn::from_lr(handler.lr()).and_then(|exc| {
+        ExceptionFrame::read(target.as_memory(), exc, handler.sp())
+            .ok()
+            .flatten()
+    });
+    match &frame {
+        Some(f) => {
+            let pc = u64::from(f.pc & !1);
+            let _ = write!(text, "{fault} at pc {pc:#010x}");
+            if let Some(loc) = symbols.locate(pc).into_iter().next() {
+                let function = loc.function.as_deref().unwrap_or("?");
+                let _ = write!(text, " in {function}");
+                if let (Some(file), Some(line)) = (&loc.file, loc.line) {
+                    let _ = write!(text, " ({file}:{line})");
                 }
             }
-            None => {
-                let _ = write!(text, "{fault} (no exception frame readable)");
-            }
         }
-        let _ = write!(text, ", during {during}");
-        let mut word = |addr: u64| target.as_memory().read_u32(addr).unwrap_or(0);
-        let (cfsr, hfsr, mmfar, bfar) = (word(CFSR), word(HFSR), word(MMFAR), word(BFAR));
-        let _ = write!(text, "; {}", describe_status(cfsr, hfsr, mmfar, bfar));
-        if let Some(interrupted) = frame.as_ref().and_then(|f| f.interrupted(&handler)) {
-            let frames = self.symbols.backtrace(target.as_memory(), &interrupted, 16);
-            let chain = frame_names(&frames);
-            if !chain.is_empty() {
-                let _ = write!(text, "; call chain: {}", chain.join(" <- "));
-            }
+        None => {
+            let _ = write!(text, "{fault} (no exception frame readable)");
         }
-        AuditError::Faulted(text)
     }
+    let _ = write!(text, ", during {during}");
+    let mut word = |addr: u64| target.as_memory().read_u32(addr).unwrap_or(0);
+    let (cfsr, hfsr, mmfar, bfar) = (word(CFSR), word(HFSR), word(MMFAR), word(BFAR));
+    let _ = write!(text, "; {}", describe_status(cfsr, hfsr, mmfar, bfar));
+    if let Some(interrupted) = frame.as_ref().and_then(|f| f.interrupted(&handler)) {
+        let frames = symbols.backtrace(target.as_memory(), &interrupted, 16);
+        let chain = frame_names(&frames);
+        if !chain.is_empty() {
+            let _ = write!(text, "; call chain: {}", chain.join(" <- "));
+        }
+    }
+    AuditError::Faulted(text)
 }
 
 /// A call chain's function names, innermost first (the pc where a frame has no name).
