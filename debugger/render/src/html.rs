@@ -311,6 +311,7 @@ fn peak_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
             leaked: false,
             deferred: false,
             site: Some(e.site.clone()),
+            task: e.task.clone(),
         })
         .collect();
     // The arena: the release map's when there is one, else from the lowest traced block.

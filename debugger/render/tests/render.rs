@@ -55,6 +55,8 @@ fn phase(
         seq_begin: seq.0,
         seq_end: seq.1,
         cycle: None,
+        ticks: None,
+        scope: None,
     }
 }
 
@@ -73,6 +75,7 @@ fn span(function: &str, arg: u64, before: u64, after: u64, seq: u64) -> SpanReco
         seq_begin: seq,
         seq_end: seq,
         damage: Vec::new(),
+        ticks: None,
     }
 }
 
@@ -123,6 +126,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         deferred: Vec::new(),
         deferred_unlisted: 0,
         injected: Vec::new(),
+        tasks: Vec::new(),
         error: None,
         exit_code: 1,
     }
@@ -195,6 +199,8 @@ fn event(seq: u64, used_after: u64) -> TraceEvent {
             line: Some(3),
             chain: vec![],
         },
+        task: None,
+        tick: None,
     }
 }
 
@@ -408,6 +414,8 @@ fn alloc(seq: u64, addr: u64, size: u64, function: &str, line: u32) -> TraceEven
             line: Some(line),
             chain: vec![format!("{function} (loader.c:{line})")],
         },
+        task: None,
+        tick: None,
     }
 }
 

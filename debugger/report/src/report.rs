@@ -11,7 +11,7 @@ use memlife_core::output::{WriteError, write_atomic};
 
 use crate::model::{
     CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure, PeakMethod,
-    PhaseRecord, RunFacts, ScriptError, Totals, TraceEvent, Verdict, summarize,
+    PhaseRecord, RunFacts, ScriptError, TaskRecord, Totals, TraceEvent, Verdict, summarize,
 };
 
 /// Everything an audit recorded.
@@ -61,6 +61,10 @@ pub struct AuditReport {
     pub deferred_unlisted: u64,
     /// Allocations memlife made fail (`t.fail_alloc`), with what the phase returned.
     pub injected: Vec<InjectedFailure>,
+    /// An RTOS firmware's tasks: what each allocated and freed, what it still held at the end,
+    /// its least stack margin. Absent without an RTOS.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskRecord>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -146,6 +150,8 @@ pub struct EngineRecord {
     pub deferred_unlisted: u64,
     /// Allocations made to fail.
     pub injected: Vec<InjectedFailure>,
+    /// An RTOS firmware's tasks.
+    pub tasks: Vec<TaskRecord>,
 }
 
 /// What the script recorded.
@@ -197,6 +203,7 @@ impl AuditReport {
             deferred: engine.deferred,
             deferred_unlisted: engine.deferred_unlisted,
             injected: engine.injected,
+            tasks: engine.tasks,
             error: script.error,
             exit_code,
         }

@@ -13,6 +13,7 @@
 //! - [`folded`]: what a long run keeps of its folded cycles.
 //! - [`deferred`]: late frees.
 //! - [`run`]: facts about the run, breakpoint use, injected allocation failures.
+//! - [`tasks`]: an RTOS firmware's tasks: their allocations and stack margins.
 
 pub mod checks;
 pub mod deferred;
@@ -20,6 +21,7 @@ pub mod folded;
 pub mod heap;
 pub mod phase;
 pub mod run;
+pub mod tasks;
 pub mod trace;
 
 pub use checks::{CheckResult, CheckSummary, ScriptError, Verdict, summarize};
@@ -29,6 +31,7 @@ pub use folded::{
     Totals,
 };
 pub use heap::{HeapMap, HeapSummary, MapBlock};
-pub use phase::{Damage, Part, PeakMethod, PeakSite, PhaseRecord, SpanRecord};
+pub use phase::{Damage, Part, PeakMethod, PeakSite, PhaseRecord, SpanRecord, Ticks};
 pub use run::{BreakpointUse, InjectedFailure, RunFacts};
+pub use tasks::{StackMargin, TaskRecord};
 pub use trace::{EventKind, Site, TraceEvent};
