@@ -10,8 +10,11 @@
 //! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
 //! # with gdb or qemu: reset = "reset halt"   (the server's monitor command; chosen if absent)
 //! # with gdb or qemu: semihosting_dir = "sh"  (the only files the firmware may use; none if absent)
+//! # halt_on = ["my_assert"]        # more functions that end an audit at once (vAssertCalled...)
 //! [phases]                        # aliases scripts use with t.phase("load")
 //! load = "model_load"
+//! # run = { function = "inference_run", task = "Infer" }   # only task Infer's calls count
+//! # release = { function = "model_release", caller = "infer_cycle" }
 //! [spans]                         # nested calls recorded inside a phase
 //! graph_build = "op_init"
 //! [lifecycle]
@@ -31,6 +34,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+mod scope;
+pub use scope::Scope;
 
 // How the peak inside a phase is found: a report record, kept with the others in memlife-report.
 pub use memlife_report::PeakMethod;
@@ -58,6 +64,11 @@ pub struct TargetConfig {
     /// With `gdb` or `qemu`: the one directory the firmware's semihosting calls may use
     /// (relative to this file); none by default.
     pub semihosting_dir: Option<PathBuf>,
+    /// Functions that end an audit at once when the firmware calls them (its own assert or
+    /// panic handlers), besides the ones memlife knows (`vAssertCalled`, `assert_failed`,
+    /// `__assert_func`).
+    #[serde(default)]
+    pub halt_on: Vec<String>,
 }
 
 /// Tracing settings.
@@ -191,8 +202,13 @@ pub struct AuditConfig {
     pub poisoning: Option<String>,
     /// How heap walks read the arena: `bulk`, `sparse` or `auto` (`--walk` wins).
     pub walk: Option<String>,
-    /// Phase aliases (`load` → `model_load`).
+    /// Phase aliases (`load` → `model_load`), from a function name or a table with `function`.
+    #[serde(deserialize_with = "scope::functions")]
     pub phases: BTreeMap<String, String>,
+    /// Roles limited to a task's calls or a caller's (`[phases]` tables with `task` or
+    /// `caller`), by role.
+    #[serde(skip)]
+    pub scopes: BTreeMap<String, Scope>,
     /// Spans per phase function (`graph_build` → `op_init`).
     pub spans: BTreeMap<String, String>,
     /// Budgets for scripts.
@@ -262,6 +278,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
             "connect_under_reset",
             "reset",
             "semihosting_dir",
+            "halt_on",
         ]),
     ),
     ("phases", None),
@@ -388,29 +405,10 @@ impl AuditConfig {
             path: path.display().to_string(),
             source,
         })?;
-        let invalid = |message: String| ConfigError::Invalid {
+        let mut cfg = Self::parse(&text).map_err(|message| ConfigError::Invalid {
             path: path.display().to_string(),
             message,
-        };
-        let table: toml::Table =
-            toml::from_str(&text).map_err(|e| invalid(e.to_string().trim().replace('\n', " ")))?;
-        check_names(&table).map_err(invalid)?;
-        let mut cfg: AuditConfig =
-            toml::from_str(&text).map_err(|e| invalid(e.to_string().trim().replace('\n', " ")))?;
-        if let Some(secs) = cfg.timeout
-            && let Err(message) = memlife_core::limits::timeout_secs(secs)
-        {
-            return Err(invalid(message));
-        }
-        if let Some(Err(message)) = cfg.trace.keep_cycles.map(|k| k.count()) {
-            return Err(invalid(format!("[trace] {message}")));
-        }
-        // TOML has nan and inf; a budget compared with either is never exceeded.
-        if let Some((k, v)) = cfg.budgets.iter().find(|(_, v)| !v.is_finite()) {
-            return Err(invalid(format!(
-                "[budgets] {k} = {v}: a budget must be a finite number"
-            )));
-        }
+        })?;
         if let (Some(elf), Some(dir)) = (&cfg.elf, path.parent())
             && elf.is_relative()
         {
@@ -420,6 +418,30 @@ impl AuditConfig {
             && sh.is_relative()
         {
             cfg.target.semihosting_dir = Some(dir.join(sh));
+        }
+        Ok(cfg)
+    }
+
+    /// A file's text, parsed and checked (names, role scopes, values); its paths stay as
+    /// written.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let syntax = |e: toml::de::Error| e.to_string().trim().replace('\n', " ");
+        let table: toml::Table = toml::from_str(text).map_err(syntax)?;
+        check_names(&table)?;
+        let scopes = scope::scopes(&table)?;
+        let mut cfg: AuditConfig = toml::from_str(text).map_err(syntax)?;
+        cfg.scopes = scopes;
+        if let Some(secs) = cfg.timeout {
+            memlife_core::limits::timeout_secs(secs)?;
+        }
+        if let Some(Err(message)) = cfg.trace.keep_cycles.map(|k| k.count()) {
+            return Err(format!("[trace] {message}"));
+        }
+        // TOML has nan and inf; a budget compared with either is never exceeded.
+        if let Some((k, v)) = cfg.budgets.iter().find(|(_, v)| !v.is_finite()) {
+            return Err(format!(
+                "[budgets] {k} = {v}: a budget must be a finite number"
+            ));
         }
         Ok(cfg)
     }
@@ -469,6 +491,27 @@ impl AuditConfig {
             if !known(function) {
                 return Err(format!(
                     "[phases] {role}: no function `{function}` in the ELF{}",
+                    nearest(function, functions.iter().copied())
+                ));
+            }
+        }
+        for (role, scope) in &self.scopes {
+            if let Some(caller) = &scope.caller
+                && !known(caller)
+            {
+                return Err(format!(
+                    "[phases] {role}: caller `{caller}` is not a function in the ELF{}",
+                    nearest(caller, functions.iter().copied())
+                ));
+            }
+            if !self.phases.contains_key(role) {
+                return Err(format!("[phases] {role}: a scope without a function"));
+            }
+        }
+        for function in &self.target.halt_on {
+            if !known(function) {
+                return Err(format!(
+                    "[target] halt_on: no function `{function}` in the ELF{}",
                     nearest(function, functions.iter().copied())
                 ));
             }
@@ -579,6 +622,15 @@ impl AuditConfig {
                 .filter(|(_, f)| self.span_of(f) == Some(span_fn))
                 .find_map(|(role, _)| self.labels.get(role))
         })
+    }
+
+    /// What the calls of `function` are limited to, when a role that stands for it is scoped.
+    pub fn scope_of(&self, function: &str) -> Option<(&str, &Scope)> {
+        self.phases
+            .iter()
+            .filter(|(_, f)| f.as_str() == function)
+            .find_map(|(role, _)| self.scopes.get_key_value(role))
+            .map(|(role, scope)| (role.as_str(), scope))
     }
 
     /// The function a phase name stands for (an alias or the function itself).

@@ -56,6 +56,10 @@ pub enum AuditError {
         /// The phase it exited in, when one was open.
         during: Option<String>,
     },
+    /// The firmware called its assert handler (`vAssertCalled`, what `configASSERT` calls, or
+    /// a function of `[target] halt_on`): where, and in which task.
+    #[error("the firmware asserted at {0}")]
+    Asserted(String),
     /// A setting is wrong.
     #[error("{0}")]
     Config(String),
@@ -65,6 +69,9 @@ pub enum AuditError {
     /// The heap could not be read.
     #[error(transparent)]
     Heap(#[from] HeapError),
+    /// The RTOS kernel's tasks could not be read.
+    #[error(transparent)]
+    Tasks(#[from] memlife_rtos::RtosError),
 }
 
 fn cycles_text(n: u64) -> String {

@@ -255,6 +255,8 @@ mod tests {
                     function: Some(format!("site{}", addr & 0xf00)),
                     ..Site::default()
                 },
+                task: None,
+                tick: None,
             };
             *seq += 1;
             e
@@ -279,6 +281,8 @@ mod tests {
             seq_begin: begin,
             seq_end: end,
             cycle: Some(cycle),
+            ticks: None,
+            scope: None,
         };
         for c in 1..=cycles {
             let (begin, before) = (seq, used);

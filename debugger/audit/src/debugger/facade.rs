@@ -18,7 +18,9 @@ use crate::config::{AuditConfig, PeakMethod};
 use crate::error::AuditError;
 use crate::events::{AuditSession, Observer, ObserverId, Open, Role};
 use crate::observers::trace::Sites;
-use crate::observers::{AllocationTrace, Faults, Injection, Lifecycle, Spans, Watermark};
+use crate::observers::{
+    AllocationTrace, Asserts, Faults, Injection, Lifecycle, Spans, TaskObserver, Watermark,
+};
 use crate::session::{Session, SessionOptions};
 
 /// What the audit was asked to do: the settings and the peak method.
@@ -128,6 +130,22 @@ impl Debugger {
         if self.settings.method == PeakMethod::Trace {
             self.set_tracing(true)?;
         }
+        self.add_firmware_observers()
+    }
+
+    /// The observers this firmware calls for: the task observer on an RTOS firmware (or for a
+    /// role limited to a caller), the assert handlers' breakpoints when it has any.
+    fn add_firmware_observers(&mut self) -> Result<(), AuditError> {
+        let symbols = self.session.symbols_rc();
+        let config = &self.settings.config;
+        let tasks = TaskObserver::for_firmware(&symbols, config)?;
+        let asserts = Asserts::for_firmware(&symbols, &config.target.halt_on);
+        if let Some(tasks) = tasks {
+            self.add_observer(Box::new(tasks))?;
+        }
+        if let Some(asserts) = asserts {
+            self.add_observer(Box::new(asserts))?;
+        }
         Ok(())
     }
 
@@ -143,6 +161,12 @@ impl Debugger {
     pub fn add_observer(&mut self, observer: Box<dyn Observer>) -> Result<ObserverId, AuditError> {
         let open = self.open_view();
         self.extensions.add(&mut self.session, observer, &open)
+    }
+
+    /// The added observer of type `T`, when there is one (the task observer on a FreeRTOS
+    /// firmware, say).
+    pub fn observer<T: Observer>(&self) -> Option<&T> {
+        self.extensions.find::<T>()
     }
 
     /// The added observers' records for the report, by observer name.
@@ -243,6 +267,7 @@ impl Debugger {
         self.session.breakpoints_mut().clear_returns();
         self.trace.on_reset();
         self.lifecycle.cycles.on_reset();
+        self.extensions.on_reset();
         if let Some(c) = self.session.target().control() {
             c.reset(true)?;
         }

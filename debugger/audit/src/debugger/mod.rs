@@ -29,7 +29,8 @@
 //!   ([`CycleRun`], [`Cycle`]); `failure_run`: the firmware run through an injected failure
 //!   ([`FailureWait`], [`FailureRun`]); `fail_alloc`: the failure asked for.
 //! - `plan`: the breakpoints a cycle needs, checked against the target's before the run.
-//! - `extensions`: the observers added at run time.
+//! - `extensions`: the observers added at run time; `tasks`: what the task observer knows, as
+//!   scripts read it.
 //! - `progress`: [`Progress`] for the progress bar.
 //!
 //! The engine's unit tests (`tests`) drive it over a fake target that replays a script of
@@ -47,6 +48,7 @@ mod plan;
 mod progress;
 mod run;
 mod span_stops;
+mod tasks;
 mod views;
 
 #[cfg(test)]

@@ -13,7 +13,14 @@
 //! - `watermark`: [`Watermark`]: the allocator's low-water mark reset and read per phase.
 //! - `faults`: [`Faults`]: fault handlers' stops, and the park watch after a failure.
 //! - `inject`: [`Injection`]: the allocation made to fail, and what failed.
+//!
+//! Added at run time through [`crate::events::Observer`], when the firmware has what they
+//! watch:
+//! - `tasks`: [`TaskObserver`]: on an RTOS firmware, each event's task and tick count, each
+//!   task's heap and stack margin, roles limited to a task or a caller.
+//! - `asserts`: [`Asserts`]: the firmware's assert handlers, which end an audit at once.
 
+pub mod asserts;
 pub mod cycles;
 pub mod faults;
 pub mod inject;
@@ -21,9 +28,11 @@ pub mod labels;
 pub mod lifecycle;
 pub mod phases;
 pub mod spans;
+pub mod tasks;
 pub mod trace;
 pub mod watermark;
 
+pub use asserts::Asserts;
 pub use cycles::Cycles;
 pub use faults::Faults;
 pub use inject::{AllocSite, FailChoice, Injected, Injection};
@@ -31,5 +40,6 @@ pub use labels::SpanLabels;
 pub use lifecycle::Lifecycle;
 pub use phases::PhaseTracker;
 pub use spans::Spans;
+pub use tasks::TaskObserver;
 pub use trace::{AllocationTrace, LiveAlloc};
 pub use watermark::Watermark;

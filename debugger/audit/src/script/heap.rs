@@ -3,6 +3,7 @@
 //!
 //! ```rhai
 //! let h = t.heap();                 // free, used, size, largest_free, ratio, blocks, ...
+//! h.by_task;                        // RTOS: #{Infer: #{bytes, blocks}, ...}
 //! let d = diff(before, h);          // free_delta, used_delta, allocated, freed
 //! t.heap_caps_free_size("8BIT");    // ESP-IDF heaps only
 //! ```
@@ -16,6 +17,7 @@ use rhai::{Array, Dynamic, Engine, Map, NativeCallContext};
 use super::convert::{int, json_to_dynamic, opt_float, opt_int};
 use super::handle::{RhaiResult, TargetHandle, err};
 use crate::figures::delta;
+use crate::observers::tasks::{ByTask, Held};
 
 /// Registers the heap area.
 pub(crate) fn register(engine: &mut Engine) {
@@ -23,7 +25,12 @@ pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(
         "heap",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<HeapHandle> {
-            Ok(HeapHandle(Rc::new(t.try_with(&ctx, |d| d.walk())?)))
+            let (state, tasks) = t.try_with(&ctx, |d| {
+                let state = d.walk()?;
+                let tasks = d.heap_by_task(&state)?;
+                Ok((state, tasks))
+            })?;
+            Ok(HeapHandle(Rc::new(state), tasks.map(Rc::new)))
         },
     );
     // `t.heap_caps_free_size(caps)` and friends: a walk, then the ESP-IDF figure.
@@ -92,9 +99,17 @@ pub(crate) fn diff(a: &HeapState, b: &HeapState) -> Map {
     m
 }
 
-/// The `Heap` object of scripts: one walk, immutable.
+/// The `Heap` object of scripts: one walk, immutable; on an RTOS firmware, from `t.heap()`,
+/// told apart by task.
 #[derive(Clone)]
-pub struct HeapHandle(pub Rc<HeapState>);
+pub struct HeapHandle(pub Rc<HeapState>, pub Option<Rc<ByTask>>);
+
+impl HeapHandle {
+    /// A walk not told apart by task (a phase's or a cycle's heap).
+    pub fn of(state: Rc<HeapState>) -> Self {
+        HeapHandle(state, None)
+    }
+}
 
 /// Registers the `Heap` type and its getters.
 fn register_heap(engine: &mut Engine) {
@@ -122,6 +137,22 @@ fn register_heap(engine: &mut Engine) {
     });
     engine.register_get("allocator", |h: &mut HeapHandle| h.0.allocator.to_string());
     engine.register_get("blocks", |h: &mut HeapHandle| heap_blocks(h));
+    // On an RTOS firmware, `t.heap()`'s blocks in use by task: the one that allocated each
+    // (traced), else the one whose TCB or stack it holds, else `(untraced)`; `()` elsewhere.
+    engine.register_get("by_task", |h: &mut HeapHandle| {
+        h.1.as_ref().map_or(Dynamic::UNIT, |t| {
+            let mut m = Map::new();
+            for (task, held) in &t.tasks {
+                m.insert(task.as_str().into(), held_map(*held));
+            }
+            Dynamic::from_map(m)
+        })
+    });
+    // The blocks holding a listed task's TCB or stack (never leaks while it is listed).
+    engine.register_get("task_blocks", |h: &mut HeapHandle| {
+        h.1.as_ref()
+            .map_or(Dynamic::UNIT, |t| held_map(t.task_blocks))
+    });
     engine.register_get("largest_allocatable", |h: &mut HeapHandle| {
         opt_int(h.0.largest_allocatable)
     });
@@ -287,9 +318,21 @@ fn heap_blocks(h: &HeapHandle) -> Array {
             m.insert("size".into(), Dynamic::from_int(int(b.size)));
             m.insert("free".into(), Dynamic::from_bool(b.free));
             m.insert("alloc_size".into(), opt_int(b.alloc_size));
+            if let Some(t) = &h.1 {
+                let task = t.owners.get(&b.addr).cloned();
+                m.insert("task".into(), task.map_or(Dynamic::UNIT, Dynamic::from));
+            }
             Dynamic::from_map(m)
         })
         .collect()
+}
+
+/// `#{bytes, blocks}`.
+fn held_map(h: Held) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("bytes".into(), Dynamic::from_int(int(h.bytes)));
+    m.insert("blocks".into(), Dynamic::from_int(int(h.blocks)));
+    Dynamic::from_map(m)
 }
 
 #[cfg(test)]
@@ -322,7 +365,7 @@ mod tests {
         let mut engine = Engine::new();
         register(&mut engine);
         let mut scope = rhai::Scope::new();
-        scope.push("h", HeapHandle(Rc::new(state(0, 128))));
+        scope.push("h", HeapHandle::of(Rc::new(state(0, 128))));
         let got: Array = engine
             .eval_with_scope(
                 &mut scope,

@@ -22,6 +22,8 @@
 //!   - `spans`: span labels and functions, damaged blocks;
 //!   - `errors`: error paths (`t.fail_alloc`, `t.after_failure()`, `t.alloc_sites`);
 //!   - `target`: run control and reads (`t.run_to`, `t.reset`, `t.on_break`, `t.var`);
+//!   - `tasks`: an RTOS firmware's tasks (`t.has_tasks()`, `t.stack_margins()`,
+//!     `t.task_totals()`);
 //!   - `outputs`: `check`, `warn`, `skip`, `dump`, `budget`, `kib`.
 //! - `convert`: conversions the areas share.
 //!
@@ -38,6 +40,7 @@ mod run;
 mod sandbox;
 mod spans;
 mod target;
+mod tasks;
 #[cfg(test)]
 mod testing;
 mod trace;

@@ -38,6 +38,7 @@ fn engine(print: Rc<dyn Fn(&str)>, budgets: &BTreeMap<String, f64>) -> Engine {
     super::spans::register(&mut engine);
     super::errors::register(&mut engine);
     super::target::register(&mut engine);
+    super::tasks::register(&mut engine);
     super::outputs::register(&mut engine, budgets);
     engine
 }

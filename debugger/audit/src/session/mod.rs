@@ -13,7 +13,8 @@
 //! - `roles`: what a role tells the budget: [`EntryRole`] (when it is armed: [`Arm`]),
 //!   [`ReturnRole`].
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
-//! - `park`: a firmware parked in a loop, told from one still working, while waiting.
+//! - [`park`]: a firmware parked in a loop, told from one still working, while waiting (the
+//!   CLI's waits use it too).
 //! - `fault`: the fault handlers' entries, and a stop there decoded (fault status registers,
 //!   the call chain from the exception frame).
 
@@ -21,7 +22,7 @@ mod breakpoints;
 mod budget;
 mod fault;
 mod live;
-mod park;
+pub mod park;
 mod resume;
 mod roles;
 mod run;

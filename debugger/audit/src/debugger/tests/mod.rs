@@ -6,6 +6,7 @@
 
 pub(crate) mod fake;
 mod observers;
+mod tasks;
 
 use fake::{BLOCKS, FREERTOS_LIKE, Firmware, HEAP_SIZE, MIN, NO_EXITS, RAM, STACK};
 
