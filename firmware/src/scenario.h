@@ -32,6 +32,8 @@
 #define SCENARIO_NAME "stack-deep"
 #elif defined(SCENARIO_HWM)
 #define SCENARIO_NAME "hwm"
+#elif defined(SCENARIO_ASSERT)
+#define SCENARIO_NAME "assert"
 #else
 #error "define one SCENARIO_xxx"
 #endif
@@ -58,7 +60,9 @@
  * SCEN_STACK_DEEP       conv_b stages its weights on the inference task's stack, whose size
  *                       leaves a few words to spare at that layer.
  * SCEN_STACK_HWM        healthy, plus a task that stores every task's
- *                       uxTaskGetStackHighWaterMark in g_stack_hwm (the test build). */
+ *                       uxTaskGetStackHighWaterMark in g_stack_hwm (the test build).
+ * SCEN_ASSERT           the Logger's configASSERT on its line count fails at its third
+ *                       line: vAssertCalled(__FILE__, __LINE__) parks the firmware. */
 #define SCEN_COMPRESSED_MODEL 0
 #define SCEN_NHWC_CONV_B      0
 #define SCEN_BRANCH_BUFFERS   0
@@ -71,6 +75,7 @@
 #define SCEN_TASK_LEAK        0
 #define SCEN_STACK_DEEP       0
 #define SCEN_STACK_HWM        0
+#define SCEN_ASSERT           0
 #if defined(SCENARIO_LOAD_PEAK)
 #undef SCEN_COMPRESSED_MODEL
 #define SCEN_COMPRESSED_MODEL 1
@@ -107,6 +112,9 @@
 #elif defined(SCENARIO_HWM)
 #undef SCEN_STACK_HWM
 #define SCEN_STACK_HWM 1
+#elif defined(SCENARIO_ASSERT)
+#undef SCEN_ASSERT
+#define SCEN_ASSERT 1
 #endif
 #define SCEN_DEFERRED_DECODE (SCEN_BRANCH_BUFFERS || SCEN_BAD_SHARE_HINT)
 
