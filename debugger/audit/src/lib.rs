@@ -9,7 +9,9 @@
 //! site, which gives the exact curve and the allocation site of leaked blocks.
 //!
 //! # Layout
-//! - [`config`]: `memlife.toml`, the settings file.
+//! - [`config`]: the engine's settings ([`EngineSettings`]), resolved before it runs (memlife-plan
+//!   reads `memlife.toml` and the flags into them).
+//! - [`runner`]: one audit start to end, as `memlife audit` and `monitor audit` both run it.
 //! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
 //! - [`composition`]: what each phase's peak is made of, by component or allocation site.
 //! - [`deferred`]: late frees, blocks one cycle allocates and a later one frees (not leaks).
@@ -34,11 +36,12 @@ pub mod history;
 pub mod labels;
 pub mod model;
 pub mod report;
+pub mod runner;
 pub mod script;
 mod unwind;
 mod values;
 
-pub use config::{AuditConfig, PeakMethod};
+pub use config::{AuditConfig, EngineSettings, EngineTuning, PeakMethod};
 pub use debugger::Debugger;
 pub use error::AuditError;
 pub use report::AuditReport;

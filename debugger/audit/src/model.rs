@@ -361,6 +361,18 @@ pub enum Verdict {
     Skip,
 }
 
+impl Verdict {
+    /// The word a check's line starts with (`PASS`, `FAIL`, `WARN`, `SKIP`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Warn => "WARN",
+            Verdict::Skip => "SKIP",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

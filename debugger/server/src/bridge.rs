@@ -76,6 +76,11 @@ pub struct Bridge {
     pub restart: Option<Restart>,
     /// When this backend's watchpoint stops come, for LLDB clients.
     pub watch_stops: crate::client::WatchStops,
+    /// How heap walks (`monitor heap`, `monitor audit`) read the target: `--walk`, and the
+    /// link's model once given or measured.
+    pub link: memlife_heap::LinkState,
+    /// How `monitor audit` uses the target's debug hardware.
+    pub tuning: memlife_audit::EngineTuning,
 }
 
 /// The sentence that says how the firmware ended.
@@ -121,6 +126,8 @@ impl Bridge {
             ended: None,
             restart: None,
             watch_stops: crate::client::WatchStops::Unknown,
+            link: memlife_heap::LinkState::default(),
+            tuning: memlife_audit::EngineTuning::default(),
         }
     }
 

@@ -5,17 +5,19 @@ use std::path::Path;
 
 use memlife_core::Target;
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker, render};
+use memlife_heap::{HeapState, HeapWalker, LinkState, render};
 
 use crate::error::{Context, Result};
 
-/// Walks the heap and renders it with the context of where the target stands.
+/// Walks the heap as `link` says and renders it with the context of where the target stands.
 pub fn walk_rendered(
     target: &mut dyn Target,
     symbols: &Symbols,
     walker: &dyn HeapWalker,
+    link: &mut LinkState,
 ) -> Result<(HeapState, serde_json::Value, String)> {
-    let walked = memlife_heap::walk_halted(walker, symbols, target).context("walking the heap")?;
+    let walked =
+        memlife_heap::walk_halted(walker, symbols, target, link).context("walking the heap")?;
     let (state, link) = (walked.state, walked.link);
     let ctx = render::Context::of(target, symbols, link);
     let json = render::json(&state, Some(&ctx));

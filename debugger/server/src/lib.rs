@@ -169,6 +169,13 @@ pub fn serve_watching(
     bridge.firmware = firmware;
     bridge.places = places;
     bridge.restart = restart;
+    serve_bridge(listener, bridge)
+}
+
+/// Serves gdb clients over a [`Bridge`] set up by the caller (its public fields: the firmware,
+/// the directories, the restart, the watchpoint stops, the walk choices) until a client asks
+/// for `monitor shutdown`, or the backend fails; gives the backend back in any case.
+pub fn serve_bridge(listener: &Listener, mut bridge: Bridge) -> (Box<dyn Target>, Result<()>) {
     let outcome = serve_clients(listener, &mut bridge);
     (bridge.into_target(), outcome)
 }

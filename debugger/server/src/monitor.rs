@@ -52,7 +52,12 @@ impl Bridge {
         self.ensure_halted().context("halting the target")?;
         self.walker()?;
         let walker = self.walker.take().context("no allocator")?;
-        let out = crate::heap::walk_rendered(self.target.as_mut(), &self.symbols, walker.as_ref());
+        let out = crate::heap::walk_rendered(
+            self.target.as_mut(),
+            &self.symbols,
+            walker.as_ref(),
+            &mut self.link,
+        );
         self.walker = Some(walker);
         out
     }

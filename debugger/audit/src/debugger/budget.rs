@@ -160,13 +160,12 @@ impl PlanCount {
 }
 
 impl Debugger {
-    /// Asks the target for its breakpoint count and whether it catches faults by itself.
-    pub(super) fn init_budget(&mut self) -> Result<(), AuditError> {
+    /// Asks the target for its breakpoint count and, with `vector_catch`, whether it catches
+    /// faults by itself.
+    pub(super) fn init_budget(&mut self, vector_catch: bool) -> Result<(), AuditError> {
         let capacity = self.target.breakpoints().and_then(|b| b.capacity());
         self.bps.budget.capacity = capacity;
-        if std::env::var_os("MEMLIFE_NO_VECTOR_CATCH").is_none()
-            && let Some(c) = self.target.control()
-        {
+        if vector_catch && let Some(c) = self.target.control() {
             self.bps.budget.faults_caught = c.catch_faults(true)?;
         }
         Ok(())

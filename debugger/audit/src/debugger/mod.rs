@@ -58,9 +58,9 @@ use std::time::Duration;
 
 use memlife_core::Target;
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker, LowWaterMark};
+use memlife_heap::{HeapState, HeapWalker, LinkState, LowWaterMark};
 
-use crate::config::{AuditConfig, PeakMethod};
+use crate::config::{AuditConfig, EngineSettings, PeakMethod};
 use crate::error::AuditError;
 use crate::model::{HeapMap, PhaseRecord, TraceEvent};
 use alloc_trace::AllocationTrace;
@@ -84,6 +84,8 @@ pub struct Debugger {
     config: AuditConfig,
     method: PeakMethod,
     timeout: Duration,
+    /// How walks read the target, and the link's model once measured.
+    link: LinkState,
     bps: BreakpointSet,
     resume: HostResume,
     trace: AllocationTrace,
@@ -134,26 +136,47 @@ const STACK_TOP_SYMBOLS: [&str; 5] = [
     "__initial_sp",
 ];
 
+/// The engine declined a target ([`Debugger::new`]): why, and the target, handed back so the
+/// caller can still leave it as the user asked.
+pub struct Refused {
+    /// Why.
+    pub error: AuditError,
+    /// The target, breakpoints removed.
+    pub target: Box<dyn Target>,
+}
+
+impl std::fmt::Debug for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Refused")
+            .field("error", &self.error)
+            .field("target", &self.target.describe())
+            .finish()
+    }
+}
+
 impl Debugger {
     /// Takes over a halted live target. Tracing breakpoints are set now when the method is trace.
-    /// On failure the target is handed back with the error, so the caller can still leave it as
-    /// the user asked.
     pub fn new(
         target: Box<dyn Target>,
         symbols: Rc<Symbols>,
         walker: Box<dyn HeapWalker>,
-        config: AuditConfig,
-        method: PeakMethod,
-        timeout: Duration,
-    ) -> Result<Debugger, (AuditError, Box<dyn Target>)> {
+        settings: EngineSettings,
+    ) -> Result<Debugger, Refused> {
+        let EngineSettings {
+            config,
+            method,
+            timeout,
+            keep_cycles,
+            link,
+            tuning,
+        } = settings;
         let mut skip: Vec<String> = config.trace.skip.clone();
         skip.extend(walker.entry_points().iter().map(|e| e.function.to_string()));
         let stack_top = STACK_TOP_SYMBOLS
             .iter()
             .find_map(|n| symbols.elf_symbol(n).map(|s| s.address));
-        // Host-side resume decodes Thumb; `MEMLIFE_NO_EMULATION` turns it off for comparisons.
-        let emulate = std::env::var_os("MEMLIFE_NO_EMULATION").is_none()
-            && symbols.machine() == memlife_dwarf::Machine::Arm;
+        // Host-side resume decodes Thumb.
+        let emulate = tuning.host_resume && symbols.machine() == memlife_dwarf::Machine::Arm;
         let mut dbg = Debugger {
             target,
             symbols,
@@ -161,6 +184,7 @@ impl Debugger {
             config,
             method,
             timeout,
+            link,
             bps: BreakpointSet::default(),
             resume: HostResume::new(emulate),
             trace: AllocationTrace::new(skip, stack_top),
@@ -177,15 +201,18 @@ impl Debugger {
             fail_waited: 0,
             park_watch: false,
             park_on_failure: false,
-            history: crate::history::History::default(),
+            history: crate::history::History::new(keep_cycles),
         };
-        match dbg.prepare() {
+        match dbg.prepare(tuning.vector_catch) {
             Ok(()) => Ok(dbg),
-            Err(e) => Err((e, dbg.into_target())),
+            Err(error) => Err(Refused {
+                error,
+                target: dbg.into_target(),
+            }),
         }
     }
 
-    fn prepare(&mut self) -> Result<(), AuditError> {
+    fn prepare(&mut self, vector_catch: bool) -> Result<(), AuditError> {
         if self.target.control().is_none() || self.target.breakpoints().is_none() {
             return Err(AuditError::NeedsLiveTarget(self.target.describe()));
         }
@@ -208,7 +235,7 @@ impl Debugger {
                 ));
             }
         }
-        self.init_budget()?;
+        self.init_budget(vector_catch)?;
         let state = self.walk()?;
         self.trace.used = state.used;
         self.heap_size = state.heap_size;
@@ -291,12 +318,6 @@ impl Debugger {
         &self.trace.events
     }
 
-    /// Keeps `keep` observed cycles in full at each end of the run and folds the cycles between
-    /// (`None`: keeps every cycle). See `crate::history`.
-    pub fn set_keep_cycles(&mut self, keep: Option<u64>) {
-        self.history = crate::history::History::new(keep);
-    }
-
     /// The cycles folded out of the middle of the run, once any were.
     pub fn folded(&self) -> Option<&crate::history::Folded> {
         self.history.folded()
@@ -345,9 +366,19 @@ impl Debugger {
 
     /// Walks the heap now (the target must be halted).
     pub fn walk(&mut self) -> Result<HeapState, AuditError> {
-        let walked =
-            memlife_heap::walk_halted(self.walker.as_ref(), &self.symbols, self.target.as_mut())?;
+        let walked = memlife_heap::walk_halted(
+            self.walker.as_ref(),
+            &self.symbols,
+            self.target.as_mut(),
+            &mut self.link,
+        )?;
         Ok(walked.state)
+    }
+
+    /// How walks read the target, with the link's model once measured (for the caller's next
+    /// walks).
+    pub fn link(&self) -> LinkState {
+        self.link
     }
 
     /// Resets the target and halts it at the reset vector. Trace state starts over. A phase

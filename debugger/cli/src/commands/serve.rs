@@ -24,7 +24,7 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
         crate::boards::require_cortex_m(chip)?;
     }
     let symbols = super::load_symbols(&args.elf)?;
-    super::set_walk(args.walk)?;
+    let env = super::environment::read()?;
     let (listener, bound, socket) = match args.listen.strip_prefix("unix:") {
         Some(path) => {
             let path = PathBuf::from(path);
@@ -60,16 +60,15 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
     };
     // QEMUs started again after the firmware ended: they outlive the connections to them.
     let restarted: Rc<RefCell<Vec<QemuProcess>>> = Rc::default();
-    let watch_stops = watch_stops(&args);
-    let (target, outcome) = memlife_server::serve_watching(
-        &listener,
-        target,
-        symbols,
-        Some(args.elf.display().to_string()),
-        restart(&args, Rc::clone(&restarted)),
-        places,
-        watch_stops,
-    );
+    let mut bridge = memlife_server::Bridge::new(target, symbols);
+    bridge.firmware = Some(args.elf.display().to_string());
+    bridge.restart = restart(&args, Rc::clone(&restarted));
+    bridge.places = places;
+    bridge.watch_stops = watch_stops(&args);
+    // The same walk choices as `memlife heap`, for `monitor heap` and `monitor audit` alike.
+    bridge.link = super::environment::link(args.walk, &env);
+    bridge.tuning = env.tuning;
+    let (target, outcome) = memlife_server::serve_bridge(&listener, bridge);
     session.give_back(target);
     let closed = session.close();
     drop(restarted);
