@@ -341,7 +341,9 @@ fn parse_poisoning(s: &str) -> Result<Poisoning, String> {
 /// in the error.
 fn method_parser() -> impl TypedValueParser<Value = PeakMethod> {
     let help = |method| match method {
-        PeakMethod::Trace => "Breakpoints on malloc/free: every event, exact curve, allocation sites",
+        PeakMethod::Trace => {
+            "Breakpoints on malloc/free: every event, exact curve, allocation sites"
+        }
         PeakMethod::Sample => "Snapshots at phase and span boundaries only",
         PeakMethod::Watermark => {
             "The allocator's low-water mark, reset at phase entry (writes target RAM; restored)"

@@ -24,6 +24,11 @@ struct Server {
 impl Server {
     /// A server whose dump directory is a fresh one and whose scripts come from `scripts/`.
     fn start(elf: &Path) -> Server {
+        Server::start_with(elf, &[], &[])
+    }
+
+    /// [`Server::start`] with more flags and environment variables.
+    fn start_with(elf: &Path, flags: &[&str], env: &[(&str, &str)]) -> Server {
         // One directory per server: the tests of this file run in parallel in one process.
         static SERVERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -36,6 +41,8 @@ impl Server {
             .arg(&dumps)
             .arg("--script-dir")
             .arg(repo().join("scripts"))
+            .args(flags)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -233,6 +240,42 @@ fn drive(scenario: &str, leak: u64) {
     assert_eq!(log.matches("connected").count(), 2, "{log}");
     server.wait_exit();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--walk` and `MEMLIFE_LINK_MODEL` reach the server's heap walks as they reach `memlife heap`'s
+/// (they travel with the server's session, not in a setting of the process).
+#[test]
+fn serve_walks_the_heap_as_its_walk_flag_and_link_model_say() {
+    let elf = elf("heap4", "fragmentation");
+    for (flags, env, wanted) in [
+        (["--walk", "sparse"], None, "(sparse walk)"),
+        (["--walk", "bulk"], None, "(bulk walk)"),
+        // On a 1 ms, 500 KB/s probe the heap's few dozen blocks are cheaper one by one.
+        (
+            ["--walk", "auto"],
+            Some(("MEMLIFE_LINK_MODEL", "1000:500000")),
+            "(sparse walk)",
+        ),
+    ] {
+        let env: Vec<(&str, &str)> = env.into_iter().collect();
+        let server = Server::start_with(&elf, &flags, &env);
+        let out = gdb_batch(
+            &elf,
+            &server.addr,
+            &[
+                "break model_release",
+                "continue",
+                "monitor heap",
+                "monitor shutdown",
+            ],
+        );
+        let text = all_output(&out);
+        assert!(text.contains("freertos-heap4: "), "{flags:?}: {text}");
+        assert!(text.contains(wanted), "{flags:?} {env:?}: {text}");
+        let dumps = server.dumps.clone();
+        server.wait_exit();
+        let _ = std::fs::remove_dir_all(&dumps);
+    }
 }
 
 #[test]
