@@ -27,7 +27,7 @@
 //! ```
 //!
 //! # Layout
-//! - [`file`]: `memlife.toml` as written ([`ConfigFile`]): read, names checked, values checked,
+//! - [`file`](mod@file): `memlife.toml` as written ([`ConfigFile`]): read, names checked, values checked,
 //!   paths made relative to it, deprecated budget names renamed.
 //! - `schema`: the tables and keys the file may have, and the nearest-name errors.
 //! - [`flags`]: the command line's flags and environment as plain data.

@@ -264,3 +264,90 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use clap::Parser;
+    use memlife_heap::{AllocatorKind, WalkStrategy};
+    use memlife_plan::ProbeText;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn audit_args(args: &[&str]) -> AuditArgs {
+        match Cli::try_parse_from(args).unwrap().command {
+            Command::Audit(a) => *a,
+            _ => panic!("not audit"),
+        }
+    }
+
+    #[test]
+    fn every_flag_reaches_the_plan() {
+        let args = audit_args(&[
+            "memlife",
+            "audit",
+            "s.rhai",
+            "--gdb",
+            "h:1",
+            "--semihosting-dir",
+            "/srv/x",
+            "--allocator",
+            "nano",
+            "--walk",
+            "sparse",
+            "--budget",
+            "cycles=2",
+            "--phase",
+            "load=my_load",
+            "--json",
+            "a.json",
+            "--out",
+            "o",
+        ]);
+        let f = flags(&args).unwrap();
+        assert_eq!(f.script.as_deref(), Some(Path::new("s.rhai")));
+        assert_eq!(f.config, None);
+        assert_eq!(f.target.gdb.as_deref(), Some("h:1"));
+        assert_eq!(
+            f.target.semihosting_dir.as_deref(),
+            Some(Path::new("/srv/x"))
+        );
+        assert_eq!(f.heap.allocator, Some(AllocatorKind::Nano));
+        assert_eq!(f.heap.walk, Some(WalkStrategy::Sparse));
+        assert_eq!(f.budgets, [("cycles".to_string(), 2.0)]);
+        assert_eq!(f.phases, [("load".to_string(), "my_load".to_string())]);
+        assert_eq!(f.outputs.json.as_deref(), Some(Path::new("a.json")));
+        assert_eq!(f.outputs.out_dir, Path::new("o"));
+        let two = audit_args(&[
+            "memlife", "audit", "s.rhai", "--config", "a", "--config", "b",
+        ]);
+        assert!(
+            flags(&two)
+                .unwrap_err()
+                .to_string()
+                .contains("internal error")
+        );
+    }
+
+    #[test]
+    fn a_probe_from_the_file_is_read_here_and_its_error_says_where_it_came_from() {
+        let plan = |text: &str| TargetPlan {
+            chip: Some("STM32F405RGTx".into()),
+            probe: Some(ProbeText {
+                text: text.into(),
+                from_file: true,
+            }),
+            ..TargetPlan::default()
+        };
+        let args = target_args(&plan("qemu")).unwrap();
+        assert_eq!(
+            args.probe.probe,
+            Some(ProbeChoice::Qemu {
+                machine: crate::probe_choice::DEFAULT_MACHINE.into()
+            })
+        );
+        let e = target_args(&plan("qemu:")).unwrap_err().to_string();
+        assert!(e.starts_with("memlife.toml [target] probe: "), "{e}");
+    }
+}

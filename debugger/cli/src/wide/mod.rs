@@ -28,10 +28,7 @@ pub fn targets(args: &AuditArgs) -> Result<Option<Vec<Target>>> {
     let wide_flags =
         args.jobs.is_some() || args.shard.is_some() || args.target_timeout.is_some() || args.expect;
     let configs = if args.config.is_empty() {
-        Some(PathBuf::from("memlife.toml"))
-            .filter(|p| p.is_file())
-            .into_iter()
-            .collect()
+        memlife_plan::default_config().into_iter().collect()
     } else {
         args.config.clone()
     };
