@@ -14,53 +14,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use memlife_heap::LinkState;
-use serde::{Deserialize, Serialize};
 
-/// How the peak inside a phase is found (README, "Audits and the Rhai API").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PeakMethod {
-    /// Breakpoints on malloc/free: every event, exact curve, allocation sites.
-    Trace,
-    /// Snapshots at phase and span boundaries only.
-    Sample,
-    /// The allocator's low-water mark, reset at phase entry (writes target RAM; restored).
-    Watermark,
-}
-
-impl PeakMethod {
-    /// Every method, by the name `--method` and `[trace] method` take.
-    pub const ALL: [(PeakMethod, &'static str); 3] = [
-        (PeakMethod::Trace, "trace"),
-        (PeakMethod::Sample, "sample"),
-        (PeakMethod::Watermark, "watermark"),
-    ];
-
-    /// The method's name (`trace`).
-    pub fn name(self) -> &'static str {
-        PeakMethod::ALL
-            .iter()
-            .find(|(m, _)| *m == self)
-            .map_or("", |(_, n)| n)
-    }
-}
-
-impl std::str::FromStr for PeakMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PeakMethod::ALL
-            .iter()
-            .find(|(_, n)| *n == s)
-            .map(|(m, _)| *m)
-            .ok_or_else(|| format!("unknown peak method `{s}` (trace, sample, watermark)"))
-    }
-}
-
-impl std::fmt::Display for PeakMethod {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+// How the peak inside a phase is found: a report record, kept with the others in memlife-report.
+pub use memlife_report::PeakMethod;
 
 /// Tracing settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -302,17 +258,9 @@ mod tests {
     }
 
     #[test]
-    fn peak_methods_read_back_their_names() {
-        for (method, name) in PeakMethod::ALL {
-            assert_eq!(name.parse::<PeakMethod>(), Ok(method));
-            assert_eq!(method.to_string(), name);
-        }
-        assert!(
-            "guess"
-                .parse::<PeakMethod>()
-                .unwrap_err()
-                .contains("trace, sample, watermark")
-        );
+    fn deprecated_budget_names_stand_for_the_current_ones() {
+        assert_eq!(budget_name("iterations"), "cycles");
+        assert_eq!(budget_name("switches"), "more_cycles");
         assert_eq!(budget_name("lifecycles"), "cycles");
         assert_eq!(budget_name("build_step"), "build_step");
     }

@@ -13,16 +13,19 @@
 //!   reads `memlife.toml` and the flags into them).
 //! - [`runner`]: one audit start to end, as `memlife audit` and `monitor audit` both run it.
 //! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
-//! - [`composition`]: what each phase's peak is made of, by component or allocation site.
+//! - [`composition`]: what each phase's peak is made of, by component or allocation site (the
+//!   report's view, `memlife_report::views::composition`, run at each traced peak).
 //! - [`deferred`]: late frees, blocks one cycle allocates and a later one frees (not leaks).
 //! - [`history`]: what a long run keeps: the first and last cycles in full, the middle folded
 //!   into exact totals.
-//! - [`model`]: the records (phases, spans, events, checks), serialisable.
+//! - [`model`]: the records (phases, spans, events, checks): `memlife_report::model`, named
+//!   here.
 //! - [`script`]: the Rhai API and its sandbox.
 //! - `values`: heaps, phase records, typed variables, leak lists and diffs as script values.
 //! - [`buffers`]: buffer lifetimes for the overlap check (a tensor table, traced allocations).
 //! - [`labels`]: span labels from the firmware's strings.
-//! - [`report`]: the audit report as JSON and JUnit XML.
+//! - [`report`]: what the engine and the script hand the audit report (`memlife-report`'s
+//!   [`AuditReport`], written as JSON; `memlife-render` makes its other forms).
 //! - `unwind`: cheap backtraces at allocation sites.
 //! - [`error`]: [`AuditError`], what ends an audit.
 

@@ -24,28 +24,10 @@ use crate::error::{AuditError, Chain};
 use crate::model::{CheckResult, Verdict};
 use crate::values::{HeapHandle, int, phase_map};
 
+// Where an audit script failed: a report record too, kept in memlife-report.
+pub use memlife_report::ScriptError;
+
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
-
-/// Where an audit script failed.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ScriptError {
-    /// What went wrong.
-    pub message: String,
-    /// Line (1-based).
-    pub line: Option<usize>,
-    /// Column (1-based).
-    pub column: Option<usize>,
-}
-
-impl std::fmt::Display for ScriptError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.line, self.column) {
-            (Some(l), Some(c)) => write!(f, "line {l}, column {c}: {}", self.message),
-            (Some(l), None) => write!(f, "line {l}: {}", self.message),
-            _ => write!(f, "{}", self.message),
-        }
-    }
-}
 
 /// What a script produced.
 #[derive(Debug, Default)]

@@ -270,8 +270,9 @@ pub struct ProbeArgs {
 /// Where to stop before looking.
 #[derive(Debug, Args)]
 pub struct StopArgs {
-    /// Run until the entry of this function first (a breakpoint, removed afterwards).
-    #[arg(long, value_name = "FUNCTION")]
+    /// Run until this location first (a breakpoint, removed afterwards): a function's entry
+    /// (C++ as in the source), FILE:LINE (every place that line's code begins) or *ADDR.
+    #[arg(long, value_name = "LOCATION")]
     pub at: Option<String>,
     /// With --at: stop at the N-th entry.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "at", value_parser = clap::value_parser!(u32).range(1..))]

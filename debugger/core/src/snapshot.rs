@@ -209,7 +209,7 @@ impl Snapshot {
 
     /// Loads a snapshot file.
     pub fn load(path: &Path) -> std::result::Result<Self, SnapshotError> {
-        let bytes = std::fs::read(path)?;
+        let bytes = crate::input::read_regular(path, crate::input::MAX_DATA_BYTES)?;
         Self::read_from(bytes.as_slice())
     }
 

@@ -181,6 +181,16 @@ impl ElfImage {
         Ok((image, file))
     }
 
+    /// The DWARF sections again, parsed from the bytes held (for the rare lookups that need
+    /// a DIE walk after loading: see `location`).
+    pub fn dwarf(&self) -> Result<Option<gimli::Dwarf<Reader>>> {
+        let file = object::File::parse(&self.bytes[..]).map_err(|source| SymbolError::NotElf {
+            path: String::new(),
+            source,
+        })?;
+        load_dwarf(&file, &self.bytes, self.endian, "")
+    }
+
     /// `len` bytes of code at `addr`, from the executable sections.
     pub fn code(&self, addr: u64, len: usize) -> Option<&[u8]> {
         self.bytes_in(&self.code, addr, len)

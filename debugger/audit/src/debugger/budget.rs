@@ -27,7 +27,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+// The breakpoints an audit used (`run.breakpoints`): a report record, kept in memlife-report.
+pub use memlife_report::BreakpointUse;
 
 use super::Debugger;
 use super::breakpoints::{BreakRole, ReturnRole, ReturnWatch};
@@ -48,17 +49,6 @@ pub(super) struct Budget {
     /// The most breakpoints the target had at once.
     pub max_armed: usize,
     /// The largest count checked before observing cycles, as this target arms it.
-    pub planned: Option<usize>,
-}
-
-/// The breakpoints an audit used, for the report (`run.breakpoints`).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct BreakpointUse {
-    /// The most breakpoints the target had at once.
-    pub max_armed: usize,
-    /// Hardware breakpoints the target has; `None`: no limit (a simulator's gdbstub).
-    pub capacity: Option<usize>,
-    /// The count estimated before observing cycles (`None` when no cycle was observed).
     pub planned: Option<usize>,
 }
 

@@ -1,12 +1,13 @@
-//! One time axis for a run: the target has no clock memlife can read, so time is counted in
-//! steps. Every allocator event, phase entry and return, and span entry and return is one step,
-//! in the order they happened (events by sequence number; span boundaries placed by the
-//! sequence numbers recorded with them). The water-level curve and the Perfetto trace share it.
+//! One time axis for a run, and the water level on it. The target has no clock memlife can
+//! read, so time is counted in steps: every allocator event, phase entry and return, and span
+//! entry and return is one step, in the order they happened (events by sequence number; span
+//! boundaries placed by the sequence numbers recorded with them). The water-level curves of
+//! the audit report and the diff report, and the Perfetto trace, share it.
 
 use std::collections::HashMap;
 
-use memlife_audit::AuditReport;
-use memlife_audit::model::{PhaseRecord, SpanRecord, TraceEvent};
+use crate::AuditReport;
+use crate::model::{PhaseRecord, SpanRecord, TraceEvent};
 
 /// A phase on the axis.
 #[derive(Debug, Clone)]
@@ -37,7 +38,7 @@ pub struct SpanSlot<'a> {
 /// The run laid out on the step axis.
 #[derive(Debug, Clone, Default)]
 pub struct Timeline<'a> {
-    /// Used bytes at each step where it is known, in step order.
+    /// Used bytes at each step where it is known, in step order: the water level.
     pub points: Vec<(u64, u64)>,
     /// Phases in order.
     pub phases: Vec<PhaseSlot<'a>>,
@@ -49,41 +50,12 @@ pub struct Timeline<'a> {
     pub end: u64,
 }
 
-/// What a phase is for: its alias, else the alias mapped to its function, else the function.
-pub fn role(report: &AuditReport, p: &PhaseRecord) -> String {
-    if let Some(a) = &p.alias {
-        return a.clone();
-    }
-    report
-        .phase_aliases
-        .iter()
-        .find(|(_, f)| **f == p.function)
-        .map_or_else(|| p.function.clone(), |(a, _)| a.clone())
-}
-
-/// The name of a span: its `[labels]` name, else the script's label for its argument
-/// (`conv_b`), else `function(arg)`.
-pub fn span_label(report: &AuditReport, s: &SpanRecord) -> String {
-    s.label
-        .clone()
-        .unwrap_or_else(|| label_for(report, &s.function, s.args[1]))
-}
-
-/// The label of `function`'s span whose second argument is `arg`.
-pub fn label_for(report: &AuditReport, function: &str, arg: u64) -> String {
-    report
-        .labels
-        .get(function)
-        .and_then(|names| names.get(usize::try_from(arg).ok()?))
-        .cloned()
-        .unwrap_or_else(|| format!("{function}({arg})"))
-}
-
 /// Order of the happenings at one sequence number: the boundaries recorded with it come before
 /// the event that carries it (a boundary records the next event's number). Spans that began
 /// earlier close first, innermost first; then spans that begin here open in order, each closing
 /// right after itself when nothing happened inside.
 type Key = (u64, u8, i64, u8);
+
 impl<'a> Timeline<'a> {
     /// Lays out `report`.
     pub fn build(report: &'a AuditReport) -> Self {
@@ -143,7 +115,7 @@ impl<'a> Timeline<'a> {
             t.phases.push(PhaseSlot {
                 x0,
                 x1: x,
-                role: role(report, p),
+                role: report.role_of(p).to_string(),
                 record: p,
             });
         }
@@ -155,6 +127,17 @@ impl<'a> Timeline<'a> {
         t.spans.sort_by_key(|s| (s.x0, s.x1));
         t.end = x;
         t
+    }
+
+    /// The water level alone: used bytes at every step, in order, one value per step (the same
+    /// steps whether a phase allocated or not, so that two runs' curves line up).
+    pub fn levels(&self) -> impl Iterator<Item = u64> + '_ {
+        self.points.iter().map(|&(_, used)| used)
+    }
+
+    /// The highest water level, 0 for an empty run.
+    pub fn highest(&self) -> u64 {
+        self.levels().max().unwrap_or(0)
     }
 
     /// The step of event `seq`.
@@ -204,4 +187,36 @@ enum Happening<'a> {
     Begin(usize),
     End(usize),
     Event(&'a TraceEvent),
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The water level follows events inside phases, and the span boundaries of a phase without
+    /// events; the same values `memlife diff` drew before the views were shared.
+    #[test]
+    fn the_water_level_follows_events_inside_phases_and_spans_without_them() {
+        let r = AuditReport::from_slice(
+            br#"{"run": {}, "phases": [
+                {"function": "load", "before": {"used": 0}, "after": {"used": 30}, "seq_begin": 0, "seq_end": 2},
+                {"function": "run", "before": {"used": 30}, "after": {"used": 30}, "seq_begin": 2, "seq_end": 4,
+                 "spans": [{"before_used": 30, "after_used": 30, "seq_begin": 2, "seq_end": 2},
+                           {"before_used": 30, "after_used": 30, "seq_begin": 2, "seq_end": 4}]}],
+              "events": [{"seq": 0, "kind": "alloc", "used_after": 40}, {"seq": 1, "kind": "free", "used_after": 30},
+                         {"seq": 2, "kind": "alloc", "used_after": 50}, {"seq": 3, "kind": "free", "used_after": 30}]}"#,
+        )
+        .unwrap();
+        let t = Timeline::build(&r);
+        assert_eq!(
+            t.levels().collect::<Vec<_>>(),
+            [0, 40, 30, 30, 30, 30, 30, 30, 50, 30, 30, 30]
+        );
+        assert_eq!(t.highest(), 50);
+        // One step per value, from 1.
+        let steps: Vec<u64> = t.points.iter().map(|p| p.0).collect();
+        assert_eq!(steps, (1..=12).collect::<Vec<_>>());
+        assert_eq!((t.end, t.step_of(2)), (12, Some(9)));
+    }
 }
