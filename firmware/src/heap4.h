@@ -38,8 +38,11 @@ typedef unsigned long UBaseType_t;
 
 /* Non-zero while pvPortMalloc/vPortFree run (FreeRTOS keeps it in tasks.c and
  * bumps it in vTaskSuspendAll); a halted debugger reads it to tell "heap busy"
- * from "heap corrupt". */
+ * from "heap corrupt". With HEAP4_WITH_FREERTOS the kernel's own (static) one
+ * is used, through vTaskSuspendAll/xTaskResumeAll. */
+#ifndef HEAP4_WITH_FREERTOS
 extern volatile UBaseType_t uxSchedulerSuspended;
+#endif
 
 /* vPortGetHeapStats' output, field names and order as FreeRTOS >= V10.3.0. */
 typedef struct xHeapStats {

@@ -34,6 +34,9 @@ pub enum Command {
     Symbols(SymbolsArgs),
     /// Halt the target, rebuild the heap from RAM, print it, and let the target go.
     Heap(HeapArgs),
+    /// Halt the target, read every FreeRTOS task from RAM (state, priority, stack, saved
+    /// registers, high-water mark, its heap blocks), print them, and let the target go.
+    Tasks(TasksArgs),
     /// Save RAM and registers of the halted target to a file for offline analysis.
     Snapshot(SnapshotArgs),
     /// Drive the firmware through its lifecycle with a Rhai script and report the checks
@@ -379,6 +382,24 @@ pub struct HeapArgs {
     /// Also write the heap map (the arena as a strip, blocks to scale) as an SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+/// `memlife tasks`.
+#[derive(Debug, Args)]
+pub struct TasksArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub stop: StopArgs,
+    /// How the heap is walked to find each task's TCB and stack blocks.
+    #[command(flatten)]
+    pub heap: HeapOptions,
+    /// Print one JSON object (stable keys, see docs/tasks-json.md) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `memlife snapshot`.
