@@ -15,7 +15,7 @@ use memlife_dwarf::Symbols;
 use memlife_heap::{HeapWalker, LinkState};
 
 use crate::config::EngineSettings;
-use crate::debugger::{Debugger, Observer, Refused};
+use crate::debugger::{Debugger, ProgressFn, Refused};
 use crate::error::AuditError;
 use crate::report::{AuditReport, RunContext, now_rfc3339};
 
@@ -64,7 +64,7 @@ pub struct Audit<'a> {
     /// Where the script's `print` goes.
     pub printer: Rc<dyn Fn(&str)>,
     /// Called after every stop with the progress so far.
-    pub observer: Option<Observer>,
+    pub progress: Option<ProgressFn>,
 }
 
 /// A finished audit (its checks passed or failed, or the script stopped with an error: the
@@ -95,8 +95,8 @@ pub fn run(target: &mut Box<dyn Target>, audit: Audit<'_>) -> Result<Audited, Au
             return Err(error);
         }
     };
-    if let Some(observer) = audit.observer {
-        debugger.set_observer(observer);
+    if let Some(progress) = audit.progress {
+        debugger.set_observer(progress);
     }
     let budgets = debugger.config().budgets.clone();
     let (debugger, outcome) = crate::script::run_script(
@@ -190,7 +190,7 @@ mod tests {
             source,
             out_dir: out,
             printer: Rc::new(|_: &str| {}),
-            observer: None,
+            progress: None,
         }
     }
 

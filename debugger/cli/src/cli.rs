@@ -98,6 +98,16 @@ pub struct ServeArgs {
     /// `memlife heap --walk`.
     #[arg(long, value_name = "STRATEGY", value_parser = parse_walk)]
     pub walk: Option<WalkStrategy>,
+    /// The most dumps one `monitor dump-on` writes before it ends by itself (it also ends when
+    /// its gdb client leaves).
+    #[arg(long, value_name = "N", default_value_t = memlife_server::options::DEFAULT_MAX_DUMPS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_dumps: u32,
+    /// Stop a `monitor audit` that runs longer than this many seconds (breakpoints removed,
+    /// target halted, the reply says why). The client's interrupt byte (0x03) stops it too.
+    #[arg(long, value_name = "SECONDS", default_value_t = memlife_server::options::DEFAULT_AUDIT_DEADLINE.as_secs_f64(),
+          value_parser = memlife_core::limits::parse_timeout)]
+    pub audit_deadline: f64,
 }
 
 /// `memlife audit`.

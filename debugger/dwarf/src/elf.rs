@@ -201,6 +201,18 @@ impl ElfImage {
         self.bytes_in(&self.rodata, addr, len)
     }
 
+    /// The read-only data section holding `addr`: its start address and bytes.
+    pub fn rodata_section(&self, addr: u64) -> Option<(u64, &[u8])> {
+        self.rodata.iter().find_map(|(start, section)| {
+            let data: &[u8] = match section {
+                Section::InFile(range) => self.bytes.get(range.clone())?,
+                Section::Decompressed(data) => data,
+            };
+            let end = start.checked_add(data.len() as u64)?;
+            (addr >= *start && addr < end).then_some((*start, data))
+        })
+    }
+
     fn bytes_in<'s>(
         &'s self,
         sections: &'s [(u64, Section)],

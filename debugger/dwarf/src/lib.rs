@@ -15,7 +15,8 @@
 //! - `error`: [`SymbolError`], why loading failed.
 //! - `elf`: the one parse of the file: symbol table ([`ElfSymbol`]), function index, sections,
 //!   the processor ([`Machine`]).
-//! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
+//! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, C++ base classes
+//!   ([`Base`]), arrays, pointers, enums.
 //! - `vars`: variables ([`Variable`]) collected from every compile unit, with their scope.
 //! - `source`: pc → function, file and line through `addr2line`, and a line table's rows.
 //! - [`location`]: where to stop as users write it: a function, `FILE:LINE` or `*ADDR`; the
@@ -40,7 +41,7 @@ pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::SymbolError;
 pub use location::{CodeLocation, InlinedInstance, LocationError, LocationSpec};
 pub use source::SourceLocation;
-pub use types::{Member, Type, TypeId, TypeTable};
+pub use types::{Base, Member, Type, TypeId, TypeTable};
 pub use unwind::{Backtrace, Frame, UnwindEnd, Unwinder};
 pub use value::{Value, ValueError, read_c_string, read_typed, read_variable, read_variable_in};
 pub use vars::Variable;
@@ -367,6 +368,12 @@ impl Symbols {
     /// global's value without reading the target), or `None` outside them.
     pub fn rodata(&self, addr: u64, len: usize) -> Option<&[u8]> {
         self.elf.rodata(addr, len)
+    }
+
+    /// The read-only data section (`.rodata`...) holding `addr`, as `(start address, bytes)`:
+    /// constant data whose length the reader learns as it goes (a model flatbuffer in flash).
+    pub fn rodata_section(&self, addr: u64) -> Option<(u64, &[u8])> {
+        self.elf.rodata_section(addr)
     }
 
     /// The processor the image is built for.

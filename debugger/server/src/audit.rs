@@ -52,7 +52,7 @@ impl Bridge {
                 out_dir: &out_dir,
                 context,
                 printer,
-                observer: None,
+                progress: None,
             },
         )
         .context("preparing the audit")?;

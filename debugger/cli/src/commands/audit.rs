@@ -192,7 +192,7 @@ fn audit(
             out_dir: &plan.outputs.out_dir,
             context: run.clone(),
             printer: progress.printer(),
-            observer: Some(progress.observer()),
+            progress: Some(progress.observer()),
         },
     );
     progress.finish();
