@@ -143,6 +143,9 @@ int8_t *tensor_ptr(uint32_t t);
 uint32_t tensor_size(uint32_t t);
 int op_prepare(engine_t *e, int op_index);              /* ops.c */
 int op_execute(engine_t *e, int layer);
+/* stack-deep: the layer whose op stages its weights on the stack (conv_b), and that op. */
+#define STAGED_LAYER 7
+int conv_staged(const op_desc_t *op, const op_ctx_t *ctx, const int8_t *in0, int8_t *out);
 void op_unprepare(engine_t *e, int op_index);
 uint32_t crc32_update(uint32_t crc, const void *data, uint32_t len);
 

@@ -83,6 +83,16 @@ static uint8_t *pucHeapHighAddress = NULL;
 #define heapALLOCATED_LINK ((BlockLink_t *)NULL)
 #endif
 
+#ifdef HEAP4_WITH_FREERTOS
+/* Linked with the FreeRTOS kernel (the RTOS firmware, rtos/): as in heap_4, malloc and free
+ * run with the scheduler suspended, and the kernel's tasks.c owns uxSchedulerSuspended.
+ * Declared here rather than through task.h, whose portable.h would bring a second
+ * HeapStats_t into this file. */
+void vTaskSuspendAll(void);
+long xTaskResumeAll(void);
+static inline void prvSuspend(void) { vTaskSuspendAll(); }
+static inline void prvResume(void) { (void)xTaskResumeAll(); }
+#else
 volatile UBaseType_t uxSchedulerSuspended = 0U;
 
 /* Stand-ins for vTaskSuspendAll/xTaskResumeAll: no scheduler here, but the
@@ -90,6 +100,7 @@ volatile UBaseType_t uxSchedulerSuspended = 0U;
  * half-updated. */
 static inline void prvSuspend(void) { uxSchedulerSuspended++; }
 static inline void prvResume(void) { uxSchedulerSuspended--; }
+#endif
 
 static inline void prvGetCanary(void)
 {

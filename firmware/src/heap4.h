@@ -21,6 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* also linked into the TFLM firmware (firmware/tflm) */
+#endif
+
 #ifndef configTOTAL_HEAP_SIZE
 #define configTOTAL_HEAP_SIZE ((size_t)98304) /* 96 KiB */
 #endif
@@ -38,8 +42,11 @@ typedef unsigned long UBaseType_t;
 
 /* Non-zero while pvPortMalloc/vPortFree run (FreeRTOS keeps it in tasks.c and
  * bumps it in vTaskSuspendAll); a halted debugger reads it to tell "heap busy"
- * from "heap corrupt". */
+ * from "heap corrupt". With HEAP4_WITH_FREERTOS the kernel's own (static) one
+ * is used, through vTaskSuspendAll/xTaskResumeAll. */
+#ifndef HEAP4_WITH_FREERTOS
 extern volatile UBaseType_t uxSchedulerSuspended;
+#endif
 
 /* vPortGetHeapStats' output, field names and order as FreeRTOS >= V10.3.0. */
 typedef struct xHeapStats {
@@ -90,6 +97,10 @@ typedef struct heap4_view {
     uintptr_t xHeapCanary;     /* 0 without the protector */
 } heap4_view_t;
 void heap4_test_view(heap4_view_t *v);
+#endif
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif

@@ -28,5 +28,6 @@ __attribute__((noreturn)) void fw_halted(void);
 #define FW_EXIT_OUTPUT    4u
 #define FW_EXIT_ENGINE    5u
 #define FW_EXIT_HEAP      6u
+#define FW_EXIT_ASSERT    7u /* configASSERT fired (the RTOS firmware) */
 
 #endif

@@ -127,6 +127,9 @@ int op_execute(engine_t *e, int l)
         return -1;
     }
 
+    if (SCEN_STACK_DEEP && l == STAGED_LAYER) {
+        return conv_staged(op, ctx, in0, out);
+    }
     switch (op->type) {
     case OP_CONV:
     case OP_HEAD:
@@ -164,6 +167,34 @@ int op_execute(engine_t *e, int l)
         break;
     default:
         return -1;
+    }
+    return 0;
+}
+
+/* stack-deep (the RTOS firmware): conv_b stages its weights on the calling task's stack, eight
+ * output channels (2304 bytes) at a time, as a port to a part with a small fast RAM might. Same
+ * arithmetic, same output; the one layer whose op takes the inference task to within a few
+ * words of its stack end (firmware/README.md, "RTOS firmware"). At the end of the file so that
+ * the lines above keep their numbers (documented allocation sites). */
+#define STAGED_CHANNELS 8
+#define STAGED_BYTES    (STAGED_CHANNELS * 32 * 3 * 3)
+
+__attribute__((noinline)) int conv_staged(const op_desc_t *op, const op_ctx_t *ctx,
+                                          const int8_t *in0, int8_t *out)
+{
+    int8_t stage[STAGED_BYTES];
+    const dims_t id = dims(op->in0), od = dims(op->out);
+    const uint32_t per_channel = (uint32_t)id.c * op->k * op->k;
+
+    if (per_channel * STAGED_CHANNELS > sizeof(stage) || od.c % STAGED_CHANNELS != 0) {
+        return -1;
+    }
+    for (int o = 0; o < od.c; o += STAGED_CHANNELS) {
+        dims_t slice = od;
+        slice.c = STAGED_CHANNELS;
+        memcpy(stage, ctx->weights + (uint32_t)o * per_channel, per_channel * STAGED_CHANNELS);
+        k_conv2d(in0, id, stage, ctx->bias + o, ctx->qparams + o, op->k, op->stride,
+                 out + (uint32_t)o * od.h * od.w, slice);
     }
     return 0;
 }

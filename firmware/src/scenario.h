@@ -25,6 +25,13 @@
 #define SCENARIO_NAME "error-path"
 #elif defined(SCENARIO_DEFERRED_RELEASE)
 #define SCENARIO_NAME "deferred-release"
+/* The RTOS firmware's own scenarios (rtos/, FreeRTOS tasks around the same engine). */
+#elif defined(SCENARIO_TASK_LEAK)
+#define SCENARIO_NAME "task-leak"
+#elif defined(SCENARIO_STACK_DEEP)
+#define SCENARIO_NAME "stack-deep"
+#elif defined(SCENARIO_HWM)
+#define SCENARIO_NAME "hwm"
 #else
 #error "define one SCENARIO_xxx"
 #endif
@@ -45,7 +52,13 @@
  *                       op_contexts (every other path, and every other build, frees it).
  *                       No allocation fails by itself: a debugger makes one fail.
  * SCEN_DEFERRED_RELEASE model_release keeps a 64-byte summary of the cycle that the next
- *                       cycle's model_load frees: a late free, not a leak. */
+ *                       cycle's model_load frees: a late free, not a leak.
+ * RTOS firmware only (rtos/):
+ * SCEN_TASK_LEAK        the Logger task forgets to free its line buffer: one block per loop.
+ * SCEN_STACK_DEEP       conv_b stages its weights on the inference task's stack, whose size
+ *                       leaves a few words to spare at that layer.
+ * SCEN_STACK_HWM        healthy, plus a task that stores every task's
+ *                       uxTaskGetStackHighWaterMark in g_stack_hwm (the test build). */
 #define SCEN_COMPRESSED_MODEL 0
 #define SCEN_NHWC_CONV_B      0
 #define SCEN_BRANCH_BUFFERS   0
@@ -55,6 +68,9 @@
 #define SCEN_OVERRUN          0
 #define SCEN_ERROR_PATH       0
 #define SCEN_DEFERRED_RELEASE 0
+#define SCEN_TASK_LEAK        0
+#define SCEN_STACK_DEEP       0
+#define SCEN_STACK_HWM        0
 #if defined(SCENARIO_LOAD_PEAK)
 #undef SCEN_COMPRESSED_MODEL
 #define SCEN_COMPRESSED_MODEL 1
@@ -82,6 +98,15 @@
 #elif defined(SCENARIO_DEFERRED_RELEASE)
 #undef SCEN_DEFERRED_RELEASE
 #define SCEN_DEFERRED_RELEASE 1
+#elif defined(SCENARIO_TASK_LEAK)
+#undef SCEN_TASK_LEAK
+#define SCEN_TASK_LEAK 1
+#elif defined(SCENARIO_STACK_DEEP)
+#undef SCEN_STACK_DEEP
+#define SCEN_STACK_DEEP 1
+#elif defined(SCENARIO_HWM)
+#undef SCEN_STACK_HWM
+#define SCEN_STACK_HWM 1
 #endif
 #define SCEN_DEFERRED_DECODE (SCEN_BRANCH_BUFFERS || SCEN_BAD_SHARE_HINT)
 

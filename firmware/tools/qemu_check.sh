@@ -2,12 +2,22 @@
 # qemu_check.sh ELF... - run each exiting (ITERATIONS) ELF under QEMU 7.2
 # headless, with semihosting for its one-line report and its exit status.
 # Prints one line per ELF; exits 1 if any failed, naming each failure.
+# The machine is netduinoplus2, or the one an RTOS ELF's name says
+# (rtos-<machine>-<scenario>.elf); RTOS ELFs run with -icount, so that their
+# timing self-check sees every tick however busy the host is.
 QEMU=${QEMU:-qemu-system-arm}
 TIMEOUT=${TIMEOUT:-60}
 failed=""
 for elf in "$@"; do
     name=$(basename "$elf" .elf)
-    out=$(timeout "$TIMEOUT" "$QEMU" -M netduinoplus2 -display none -monitor none \
+    machine=netduinoplus2
+    extra=""
+    case $name in
+    rtos-mps2-an385-*) machine=mps2-an385; extra="-icount shift=auto" ;;
+    rtos-*) extra="-icount shift=auto" ;;
+    esac
+    # shellcheck disable=SC2086 # $extra is a word list
+    out=$(timeout "$TIMEOUT" "$QEMU" -M $machine $extra -display none -monitor none \
         -serial null -semihosting-config enable=on,target=native -kernel "$elf" 2>&1)
     rc=$?
     line=$(printf '%s\n' "$out" | tail -n 1)
