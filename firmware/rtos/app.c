@@ -63,6 +63,16 @@ void vApplicationStackOverflowHook(TaskHandle_t xTask, char *pcTaskName)
     vAssertCalled(__FILE__, __LINE__);
 }
 
+#if SCEN_NO_ML
+/* Task switches so far: the no-ml build's trace hook (FreeRTOSConfig.h) counts them. */
+volatile uint32_t g_task_switches;
+
+void xTraceTaskSwitch(void)
+{
+    g_task_switches++;
+}
+#endif
+
 void line_start(line_t *l, const char *who)
 {
     l->len = 0;
@@ -136,7 +146,9 @@ int main(void)
 
     mem_init();
     timing_start();
-    infer_start();
+    if (!SCEN_NO_ML) {
+        infer_start();
+    }
     queue_start();
     churn_start();
     if (SCEN_STACK_HWM) {

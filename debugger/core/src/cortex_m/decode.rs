@@ -7,9 +7,11 @@
 //!
 //! Nothing is executed and no register is known: a branch through a register (`BX`, `BLX Rm`,
 //! a `POP` into pc) is [`Instruction::Other`]. Decoding is linear from a function's first
-//! byte; the caller skips the literal words it has seen loaded, since they are data. Every
-//! other encoding, including one this module does not know, is two or four bytes of
-//! [`Instruction::Other`], so a walk always moves on and always ends.
+//! byte ([`instructions`]), stepping over the literal words the code loads, which are data.
+//! Every other encoding, including one this module does not know, is two or four bytes of
+//! [`Instruction::Other`], so a walk always moves on and always ends. Data the code never loads
+//! through pc (a `TBB` table) is decoded as if it were code: a call graph keeps only calls that
+//! land on a function's first instruction.
 
 use super::thumb::is_32bit;
 
@@ -29,8 +31,13 @@ pub enum Instruction {
         /// Whether it depends on the flags (`B<cond>`).
         conditional: bool,
     },
-    /// `LDR Rt, [pc, #imm]`: the address of the literal word it loads.
-    LoadLiteral(u32),
+    /// `LDR Rt, [pc, #imm]`.
+    LoadLiteral {
+        /// The destination register.
+        rt: u8,
+        /// The address of the literal word it loads.
+        address: u32,
+    },
     /// `MOVW Rd, #imm16` (`top` false) or `MOVT Rd, #imm16` (`top` true).
     MoveHalf {
         /// The destination register.
@@ -114,7 +121,10 @@ fn decode_16(hw: u16, address: u32) -> Instruction {
     if hw & 0xF800 == 0x4800 {
         // LDR Rt, [pc, #imm8 * 4] (T1).
         let base = pc(address) & !3;
-        return Instruction::LoadLiteral(base.wrapping_add((hw & 0xFF) << 2));
+        return Instruction::LoadLiteral {
+            rt: ((hw >> 8) & 7) as u8,
+            address: base.wrapping_add((hw & 0xFF) << 2),
+        };
     }
     Instruction::Other
 }
@@ -133,7 +143,10 @@ fn decode_32(hw1: u16, hw2: u16, address: u32) -> Instruction {
         } else {
             base.wrapping_sub(imm)
         };
-        return Instruction::LoadLiteral(target);
+        return Instruction::LoadLiteral {
+            rt: ((h2 >> 12) & 0xF) as u8,
+            address: target,
+        };
     }
     if h1 & 0xFB70 == 0xF240 && h2 & 0x8000 == 0 {
         // MOVW (T3) 11110 i 10 0100 imm4 / MOVT 11110 i 10 1100 imm4; hw2: 0 imm3 Rd imm8.
@@ -180,24 +193,26 @@ fn branch_32(h1: u32, h2: u32, address: u32) -> Instruction {
     }
 }
 
-/// Every instruction of `code`, which starts at `base`, decoded linearly; instructions at the
-/// addresses `skip` says are data (literal words already seen loaded) are stepped over four
-/// bytes at a time. Ends at the end of `code`.
-pub fn instructions<'a>(
-    code: &'a [u8],
-    base: u32,
-    mut skip: impl FnMut(u32) -> bool + 'a,
-) -> impl Iterator<Item = Decoded> + 'a {
+/// Every instruction of `code`, which starts at `base`, decoded linearly. A literal word the
+/// code has loaded (`LDR Rt, [pc, #imm]` to an address further on) is data: when the walk
+/// reaches it, it steps over its four bytes instead of decoding them. Ends at the end of `code`.
+pub fn instructions(code: &[u8], base: u32) -> impl Iterator<Item = Decoded> + '_ {
     let mut at = 0usize;
+    let mut literals = std::collections::BTreeSet::new();
     std::iter::from_fn(move || {
         loop {
             let address = base.wrapping_add(u32::try_from(at).ok()?);
-            if skip(address) {
+            if literals.remove(&address) {
                 at = at.checked_add(4)?;
                 continue;
             }
             let d = decode(code, at, address)?;
             at = at.checked_add(d.len as usize)?;
+            if let Instruction::LoadLiteral { address: word, .. } = d.instruction
+                && word > address
+            {
+                literals.insert(word);
+            }
             return Some(d);
         }
     })
@@ -298,16 +313,25 @@ mod tests {
         // 0x102: ldr r3, [pc, #8] (4b02): Align(0x106, 4) = 0x104, + 8.
         assert_eq!(
             one(&0x4B02u16.to_le_bytes(), 0x102),
-            Instruction::LoadLiteral(0x10C)
+            Instruction::LoadLiteral {
+                rt: 3,
+                address: 0x10C
+            }
         );
-        // 0x100: ldr.w r0, [pc, #0x20] (f8df 0020) and ldr.w r0, [pc, #-0x20] (f85f 0020).
+        // 0x100: ldr.w r0, [pc, #0x20] (f8df 0020) and ldr.w r9, [pc, #-0x20] (f85f 9020).
         assert_eq!(
             one(&wide(0xF8DF, 0x0020), 0x100),
-            Instruction::LoadLiteral(0x124)
+            Instruction::LoadLiteral {
+                rt: 0,
+                address: 0x124
+            }
         );
         assert_eq!(
-            one(&wide(0xF85F, 0x0020), 0x100),
-            Instruction::LoadLiteral(0xE4)
+            one(&wide(0xF85F, 0x9020), 0x100),
+            Instruction::LoadLiteral {
+                rt: 9,
+                address: 0xE4
+            }
         );
     }
 
@@ -342,25 +366,33 @@ mod tests {
     }
 
     #[test]
-    fn a_linear_walk_steps_over_literal_words_and_ends() {
+    fn a_linear_walk_steps_over_the_literal_words_loaded_and_ends() {
         // 0x1000 push {r4, lr}; 0x1002 bl; 0x1006 ldr r0, [pc, #4]; 0x1008 pop {r4, pc};
-        // 0x100a nop; 0x100c .word 0xf000f000 (data that would decode as a call).
+        // 0x100a nop; 0x100c .word 0xf000f000 (the literal: it would decode as a call).
         let mut code = vec![0x10, 0xB5];
         code.extend_from_slice(&wide(0xF7FF, 0xFFFE));
         code.extend_from_slice(&0x4801u16.to_le_bytes());
         code.extend_from_slice(&0xBD10u16.to_le_bytes());
         code.extend_from_slice(&0xBF00u16.to_le_bytes());
         code.extend_from_slice(&[0x00, 0xF0, 0x00, 0xF0]);
-        let all: Vec<Decoded> = instructions(&code, 0x1000, |_| false).collect();
+        let all: Vec<Decoded> = instructions(&code, 0x1000).collect();
+        assert_eq!(all.len(), 5);
+        assert_eq!(
+            all[2].instruction,
+            Instruction::LoadLiteral {
+                rt: 0,
+                address: 0x100C
+            }
+        );
+        assert!(all.iter().all(|d| d.address < 0x100C));
+        // Without the load, the same word is decoded (as the call it looks like).
+        code[6..8].copy_from_slice(&0xBF00u16.to_le_bytes());
+        let all: Vec<Decoded> = instructions(&code, 0x1000).collect();
         assert_eq!(all.len(), 6);
-        assert_eq!(all[2].instruction, Instruction::LoadLiteral(0x100C));
         assert!(matches!(all[5].instruction, Instruction::Call(_)));
-        let skipped: Vec<Decoded> = instructions(&code, 0x1000, |a| a == 0x100C).collect();
-        assert_eq!(skipped.len(), 5);
-        assert!(skipped.iter().all(|d| d.address < 0x100C));
         // A lone trailing byte ends the walk.
-        assert_eq!(instructions(&[0x10, 0xB5, 0x00], 0, |_| false).count(), 1);
+        assert_eq!(instructions(&[0x10, 0xB5, 0x00], 0).count(), 1);
         // Anything decodes to something, and the walk ends.
-        assert_eq!(instructions(&[0xFF; 64], 0, |_| false).count(), 16);
+        assert_eq!(instructions(&[0xFF; 64], 0).count(), 16);
     }
 }
