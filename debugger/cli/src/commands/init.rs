@@ -67,11 +67,13 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         freertos: FREERTOS_MARKERS.iter().any(|m| symbols.has_symbol(m)),
     };
     let pool = candidates(&symbols, &graph, &classifier);
-    let is_app = |i: usize| {
-        pool.iter()
-            .find(|c| c.index == i)
-            .is_some_and(|c| c.origin == Origin::Application)
-    };
+    let mut application = vec![false; graph.functions().len()];
+    for c in pool.iter().filter(|c| c.origin == Origin::Application) {
+        if let Some(a) = application.get_mut(c.index) {
+            *a = true;
+        }
+    }
+    let is_app = |i: usize| application.get(i).copied().unwrap_or(false);
     let reach = if graph.decoded() {
         ReachMap::compute(&graph, &is_app)
     } else {
@@ -115,6 +117,7 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
 /// Every function of the image with a source file, classified.
 fn candidates(symbols: &Symbols, graph: &CallGraph, classifier: &Classifier) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
+    let mut names: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (index, f) in graph.functions().iter().enumerate() {
         let Some(loc) = symbols
             .locate(f.entry)
@@ -125,7 +128,8 @@ fn candidates(symbols: &Symbols, graph: &CallGraph, classifier: &Classifier) -> 
             continue;
         };
         let path = loc.file.unwrap_or_default();
-        if out.iter().any(|c| c.name == f.name) {
+        // A config names functions: two of one name (static in two files) are one candidate.
+        if !names.insert(&f.name) {
             continue;
         }
         out.push(Candidate {
