@@ -11,7 +11,11 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: cargo metadata --format-version 1 | crate_dir.py NAME VERSION")
     name, version = sys.argv[1], sys.argv[2]
-    metadata = json.load(sys.stdin)
+    try:
+        metadata = json.load(sys.stdin)
+    except json.JSONDecodeError as e:
+        print(f"error: cargo metadata gave no JSON ({e})", file=sys.stderr)
+        sys.exit(2)
     for package in metadata.get("packages", []):
         if package.get("name") == name and package.get("version") == version:
             print(os.path.dirname(package["manifest_path"]))

@@ -5,7 +5,7 @@
 #
 #   (gdb) tflm-arena          the running cycle's arena and tensor table (at any stop
 #                             where app::g_session is set)
-#   (gdb) tflm-summary N      run N cycles; per cycle: free heap per phase, the allocations
+#   (gdb) tflm-summary N      run N cycles; per model and cycle: free heap per phase, the allocations
 #                             and their sites, the plan while the planner exists, the arena
 #                             after AllocateTensors, every tensor with its offset and
 #                             lifetime, overlapping live tensors, the bytes a release left
@@ -256,8 +256,10 @@ TflmArena()
 # --- tflm-summary ---
 
 class Cycle:
-    def __init__(self, index, model, free):
-        self.index, self.model, self.start_free = index, model, free
+    """One model's session: LoadModel to ReleaseModel (two of them overlap in two-models)."""
+
+    def __init__(self, cycle, model, free):
+        self.index, self.model, self.start_free = cycle, model, free
         self.phases = []      # [label, enter free, min free, return free]
         self.allocs = []      # (phase, size, ptr, site)
         self.frees = 0
@@ -271,25 +273,26 @@ class Cycle:
         self.tail = []        # arena allocations from the tail: (node, caller, size, drop, temp)
         self.ops = {}         # node -> operator name
 
-    def open_phase(self):
-        for p in reversed(self.phases):
-            if p[3] is None:
-                return p[0]
-        return "outside"
-
-    def note_free(self, free):
-        for p in self.phases:
-            if p[3] is None:
-                p[2] = min(p[2], free)
-
 
 class Summary:
+    """The sessions seen, and the phases open now: an event belongs to the session of the
+    innermost open phase."""
+
     def __init__(self):
         self.cycles = []
+        self.by_session = {}  # Session* -> Cycle
+        self.open = []        # [label, Cycle, phase entry]
         self.planner_seen = False
 
     def cycle(self):
-        return self.cycles[-1] if self.cycles else None
+        return self.open[-1][1] if self.open else None
+
+    def phase(self):
+        return self.open[-1][0] if self.open else "outside"
+
+    def note_free(self, free):
+        for _label, _cycle, entry in self.open:
+            entry[2] = min(entry[2], free)
 
 
 TFLM = Summary()
@@ -300,20 +303,28 @@ def free_now():
 
 
 class TflmPhaseEntry(gdb.Breakpoint):
+    """A lifecycle function: LoadModel(spec) starts a session (the Session* it returns
+    names it); the others take the session as their first argument."""
+
     def __init__(self, spec, label):
         super().__init__("*0x%x" % function_entry(spec), internal=True)
         self.label = label
 
     def stop(self):
         free = free_now()
+        arg = int(gdb.parse_and_eval("(unsigned)$r0"))
         if self.label == "load":
-            spec = gdb.parse_and_eval("(const app::ModelSpec *)$r0").dereference()
-            TFLM.cycles.append(Cycle(len(TFLM.cycles) + 1, cstr(spec["name"]), free))
-        c = TFLM.cycle()
+            spec = gdb.parse_and_eval("(const app::ModelSpec *)%d" % arg).dereference()
+            c = Cycle(int(gdb.parse_and_eval("app::g_cycle")) + 1, cstr(spec["name"]), free)
+            TFLM.cycles.append(c)
+        else:
+            c = TFLM.by_session.get(arg)
         if c is None:
             return False
         entry = [self.label, free, free, None]
+        opened = [self.label, c, entry]
         c.phases.append(entry)
+        TFLM.open.append(opened)
         if self.label == "inference":
             self.read_tensors(c)
         if self.label == "build-failure":
@@ -322,6 +333,10 @@ class TflmPhaseEntry(gdb.Breakpoint):
         def returned():
             entry[3] = free_now()
             entry[2] = min(entry[2], entry[3])
+            if opened in TFLM.open:
+                TFLM.open.remove(opened)
+            if self.label == "load":
+                TFLM.by_session[int(gdb.parse_and_eval("(unsigned)$r0"))] = c
         Returns.watch(returned)
         return False
 
@@ -453,12 +468,12 @@ class TflmMallocEntry(gdb.Breakpoint):
             return False
         size = int(gdb.parse_and_eval("(unsigned)$r0"))
         site = site_of(gdb.newest_frame().older())
-        phase = c.open_phase()
+        phase = TFLM.phase()
 
         def returned():
             ptr = int(gdb.parse_and_eval("(unsigned)$r0"))
             c.allocs.append((phase, size, ptr, site))
-            c.note_free(free_now())
+            TFLM.note_free(free_now())
         Returns.watch(returned)
         return False
 
@@ -541,7 +556,7 @@ class TflmSummary(gdb.Command):
         bps = [TflmPhaseEntry(spec, label) for spec, label in PHASES]
         bps += [AllocateTensorsEntry(), PlannerEntry(), TflmTailEntry(), TflmMallocEntry(),
                 TflmFreeEntry()]
-        stop = gdb.Breakpoint("app::LoadModel", internal=True)
+        stop = gdb.Breakpoint("*0x%x" % function_entry("app::RunCycle"), internal=True)
         stop.ignore_count = n
         fail = gdb.Breakpoint("board::Fail", internal=True)
         print("start: " + fmt(stat()))
@@ -550,8 +565,9 @@ class TflmSummary(gdb.Command):
             b.delete()
         Returns.by_addr.clear()
         where = gdb.selected_frame().name()
-        for c in TFLM.cycles[:n]:
-            report_cycle(c)
+        for c in TFLM.cycles:
+            if c.index <= n:
+                report_cycle(c)
         print("stopped in:", where)
 
 

@@ -7,6 +7,7 @@
 #include "heap.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 

@@ -30,7 +30,7 @@ constexpr int kInPlaceNode = 2;
 
 __attribute__((noinline)) void ShareActivationBuffer(tflite::MicroInterpreter& interpreter)
 {
-    const TfLiteNode& node = interpreter.node_and_registration(kInPlaceNode).node;
+    const TfLiteNode node = interpreter.node_and_registration(kInPlaceNode).node;
     TfLiteTensor* input = interpreter.tensor(node.inputs->data[0]);
     TfLiteTensor* output = interpreter.tensor(node.outputs->data[0]);
     if (input == nullptr || output == nullptr || output->bytes > input->bytes) return;

@@ -1,7 +1,8 @@
 // main.cpp - the device loop of the TFLM firmware: one model per cycle, in turn hello_world,
 // micro_speech, magic_wand (the model switch), each through LoadModel, BuildInterpreter,
-// RunInference and ReleaseModel (lifecycle.h). The arena build (`make tflm-arena`) runs its
-// one model only.
+// RunInference and ReleaseModel (lifecycle.h). The two-models build runs hello_world and
+// micro_speech together in every cycle (two interpreters, two arenas live at once); the
+// arena build (`make tflm-arena`) runs its one model only.
 //
 // Without ITERATIONS it loops forever and makes no semihosting call (a debugger observes
 // it). With ITERATIONS=N it runs N cycles, checks every build's outcome, every output and
@@ -23,6 +24,13 @@ struct CycleOutcome {
     int correct = 0;  // samples whose output was right; -1: Invoke failed
 };
 
+// The models of one cycle, live together: one, or two in the two-models build.
+constexpr int kMaxModelsPerCycle = 2;
+struct CyclePlan {
+    const ModelSpec* specs[kMaxModelsPerCycle];
+    int count;
+};
+
 #ifdef TFLM_ARENA_MODEL
 const ModelSpec* ArenaModel()
 {
@@ -33,40 +41,50 @@ const ModelSpec* ArenaModel()
 }
 #endif
 
-const ModelSpec& ModelForCycle(uint32_t cycle)
+CyclePlan PlanFor(uint32_t cycle)
 {
 #ifdef TFLM_ARENA_MODEL
     static const ModelSpec* const only = ArenaModel();
     if (only == nullptr) board::Fail("unknown model " TFLM_ARENA_MODEL, board::kExitEngine);
     (void)cycle;
-    return *only;
+    return {{only, nullptr}, 1};
 #else
-    return kModels[cycle % kModelCount];
+    if (scenario::kTwoModels) return {{&kModels[kHelloWorld], &kModels[kMicroSpeech]}, 2};
+    return {{&kModels[cycle % kModelCount], nullptr}, 1};
 #endif
 }
 
 }  // namespace
 
-// The index of the running cycle's model, for a debugger.
+// The running cycle (0-based), for a debugger.
 uint32_t g_cycle;
 
-__attribute__((noinline)) CycleOutcome RunCycle(const ModelSpec& spec)
+// Loads and builds every model of the plan (all live at once), runs each, then releases
+// them in reverse order. A build that fails goes through HandleBuildFailure at once.
+__attribute__((noinline)) void RunCycle(const CyclePlan& plan, CycleOutcome* outcomes)
 {
-    CycleOutcome outcome;
-    Session* session = LoadModel(spec);
-    if (session == nullptr) return outcome;
-    outcome.loaded = true;
-    g_session = session;
-    if (!BuildInterpreter(*session)) {
-        g_session = nullptr;
-        HandleBuildFailure(session);
-        return outcome;
+    Session* sessions[kMaxModelsPerCycle] = {};
+    for (int i = 0; i < plan.count; ++i) {
+        sessions[i] = LoadModel(*plan.specs[i]);
+        if (sessions[i] == nullptr) continue;
+        outcomes[i].loaded = true;
+        g_session = sessions[i];
+        outcomes[i].built = BuildInterpreter(*sessions[i]);
+        if (!outcomes[i].built) {
+            g_session = nullptr;
+            HandleBuildFailure(sessions[i]);
+            sessions[i] = nullptr;
+        }
     }
-    outcome.built = true;
-    outcome.correct = RunInference(*session);
+    for (int i = 0; i < plan.count; ++i) {
+        if (sessions[i] == nullptr) continue;
+        g_session = sessions[i];
+        outcomes[i].correct = RunInference(*sessions[i]);
+    }
     g_session = nullptr;
-    ReleaseModel(session);
-    return outcome;
+    for (int i = plan.count - 1; i >= 0; --i) {
+        if (sessions[i] != nullptr) ReleaseModel(sessions[i]);
+    }
 }
 
 #ifdef ITERATIONS
@@ -106,9 +124,8 @@ void PrintModelLine(const ModelSpec& spec, const CycleOutcome& outcome)
     board::PrintDec(static_cast<uint32_t>(spec.sample_count));
 }
 
-// Checks one cycle; fails the run (exit code != 0) on anything unexpected.
-void CheckCycle(const ModelSpec& spec, const CycleOutcome& outcome, uint32_t free_before,
-                uint32_t free_after)
+// Checks one model's outcome; fails the run (exit code != 0) on anything unexpected.
+void CheckOutcome(const ModelSpec& spec, const CycleOutcome& outcome)
 {
     if (!outcome.loaded) board::Fail("LoadModel: not a TFLite model", board::kExitEngine);
     if (outcome.built != !BuildShouldFail(spec)) {
@@ -120,7 +137,14 @@ void CheckCycle(const ModelSpec& spec, const CycleOutcome& outcome, uint32_t fre
     if (outcome.built && OutputsChecked(spec) && outcome.correct != spec.sample_count) {
         board::Fail("wrong output", board::kExitOutput);
     }
-    if (free_after + ExpectedLeak(spec) != free_before) {
+}
+
+// Checks the heap after a cycle: back where it was, less what the scenario leaks.
+void CheckHeap(const CyclePlan& plan, uint32_t free_before, uint32_t free_after)
+{
+    uint32_t leak = 0;
+    for (int i = 0; i < plan.count; ++i) leak += ExpectedLeak(*plan.specs[i]);
+    if (free_after + leak != free_before) {
         board::Print("free after release: ");
         board::PrintDec(free_after);
         board::Print(", before the cycle: ");
@@ -147,16 +171,22 @@ int main()
     for (uint32_t cycle = 0;; ++cycle) {
 #endif
         app::g_cycle = cycle;
-        const app::ModelSpec& spec = app::ModelForCycle(cycle);
+        const app::CyclePlan plan = app::PlanFor(cycle);
+        app::CycleOutcome outcomes[app::kMaxModelsPerCycle] = {};
 #ifdef ITERATIONS
         const uint32_t free_before = app::HeapFreeBytes();
-        const app::CycleOutcome outcome = app::RunCycle(spec);
-        app::CheckCycle(spec, outcome, free_before, app::HeapFreeBytes());
-        last[&spec - app::kModels] = outcome;
-        ran[&spec - app::kModels] = true;
+        app::RunCycle(plan, outcomes);
+        app::CheckHeap(plan, free_before, app::HeapFreeBytes());
+        for (int i = 0; i < plan.count; ++i) {
+            app::CheckOutcome(*plan.specs[i], outcomes[i]);
+            last[plan.specs[i] - app::kModels] = outcomes[i];
+            ran[plan.specs[i] - app::kModels] = true;
+        }
 #else
-        const app::CycleOutcome outcome = app::RunCycle(spec);
-        if (!outcome.loaded) board::Fail("LoadModel: not a TFLite model", board::kExitEngine);
+        app::RunCycle(plan, outcomes);
+        for (int i = 0; i < plan.count; ++i) {
+            if (!outcomes[i].loaded) board::Fail("LoadModel: not a TFLite model", board::kExitEngine);
+        }
 #endif
     }
 #ifdef ITERATIONS

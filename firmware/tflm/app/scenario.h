@@ -51,6 +51,14 @@ constexpr bool kSharedTensor = true;
 constexpr bool kSharedTensor = false;
 #endif
 
+#ifdef TFLM_SCENARIO_TWO_MODELS
+// hello_world and micro_speech in every cycle, loaded and built one after the other and
+// live together: two interpreters, each with its own arena; magic_wand is not run.
+constexpr bool kTwoModels = true;
+#else
+constexpr bool kTwoModels = false;
+#endif
+
 #ifdef TFLM_SCENARIO_VIEW
 // Test build: healthy, plus g_tflm_view (firmware_view.h), what the firmware itself computes
 // after every AllocateTensors, for host tests to compare with.
