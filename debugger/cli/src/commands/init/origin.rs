@@ -208,7 +208,10 @@ fn by_file(file: &str) -> Option<Origin> {
     let name = parts.last().copied().unwrap_or("");
     let dirs = &parts[..parts.len().saturating_sub(1)];
     let has_dir = |d: &str| dirs.contains(&d);
-    let has_seq = |a: &str, b: &str| dirs.windows(2).any(|w| w[0] == a && w[1] == b);
+    let has_seq = |a: &str, b: &str| {
+        dirs.windows(2)
+            .any(|w| matches!(w, [x, y] if *x == a && *y == b))
+    };
     let framework = if has_seq("tensorflow", "lite") || dirs.iter().any(|d| d.starts_with("tflite"))
     {
         Framework::Tflm
@@ -259,7 +262,7 @@ fn by_file(file: &str) -> Option<Origin> {
 fn is_vendor_hal(dirs: &[&str], name: &str) -> bool {
     let stm32_driver = dirs
         .windows(2)
-        .any(|w| w[0] == "drivers" && w[1].starts_with("stm32"));
+        .any(|w| matches!(w, [d, s] if *d == "drivers" && s.starts_with("stm32")));
     let stm32_file = name.starts_with("stm32") && (name.contains("_hal") || name.contains("_ll_"));
     let startup =
         (name.starts_with("system_") || name.starts_with("startup_")) && name.contains("stm32");

@@ -39,15 +39,20 @@ const SCHEDULER_STARTS: &[&str] = &["vTaskStartScheduler", "osKernelStart"];
 /// How far a `main` without a loop is followed into the one function it calls.
 const MAX_HANDOVERS: usize = 4;
 
+/// The most functions a "reached from ... through" chain names.
+const MAX_CHAIN_SHOWN: usize = 6;
+
 /// How a function is reached from the firmware's loops.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
-    /// From a driver's loop: `path` runs from the function the loop calls down to this one.
+    /// From a driver's loop, through the application's functions.
     Loop {
-        /// The driver (an index into [`Reach`]'s [`Drivers`]).
+        /// The driver (an index into [`ReachMap::drivers`]).
         driver: usize,
-        /// The functions on the way, this one last.
-        path: Vec<usize>,
+        /// How many calls from the loop: 1 when the loop calls it itself.
+        depth: usize,
+        /// The function that calls it on the shortest way from the loop (`None` at depth 1).
+        parent: Option<usize>,
     },
     /// Only outside every loop: setup, run once.
     Once {
@@ -64,7 +69,7 @@ impl Reach {
     /// How many calls from the loop: 1 when the loop calls it itself.
     pub fn depth(&self) -> Option<usize> {
         match self {
-            Reach::Loop { path, .. } => Some(path.len()),
+            Reach::Loop { depth, .. } => Some(*depth),
             _ => None,
         }
     }
@@ -153,26 +158,29 @@ impl ReachMap {
                 let repeated =
                     !only_setup && (!driver.looping || graph.in_loop(driver.function, call.at));
                 if repeated {
-                    loop_queue.push_back((call.callee, d, vec![call.callee]));
+                    loop_queue.push_back((call.callee, d, 1, None));
                 } else {
                     once_queue.push_back((call.callee, d));
                 }
             }
         }
         // Loops first: a function reached both from a loop and from setup is the loop's.
-        while let Some((f, d, path)) = loop_queue.pop_front() {
+        // Breadth first: each function once, at its shortest depth (each call queued once).
+        while let Some((f, driver, depth, parent)) = loop_queue.pop_front() {
             if !matches!(reach.get(f), Some(Reach::Unreached)) {
                 continue;
             }
+            if let Some(r) = reach.get_mut(f) {
+                *r = Reach::Loop {
+                    driver,
+                    depth,
+                    parent,
+                };
+            }
             for call in graph.calls(f) {
                 if is_app(call.callee) {
-                    let mut next = path.clone();
-                    next.push(call.callee);
-                    loop_queue.push_back((call.callee, d, next));
+                    loop_queue.push_back((call.callee, driver, depth + 1, Some(f)));
                 }
-            }
-            if let Some(r) = reach.get_mut(f) {
-                *r = Reach::Loop { driver: d, path };
             }
         }
         while let Some((f, d)) = once_queue.pop_front() {
@@ -225,20 +233,25 @@ impl ReachMap {
     pub fn describe(&self, graph: &CallGraph, i: usize) -> String {
         let name = |f: usize| graph.function(f).map_or("?", |f| f.name.as_str());
         match self.of(i) {
-            Reach::Loop { driver, path } => {
+            Reach::Loop { driver, .. } => {
                 let Some(d) = self.drivers.get(*driver) else {
                     return String::new();
                 };
                 let from = self.loop_name(graph, d);
-                match path.as_slice() {
-                    [_] => format!("called in {from}"),
-                    [via, _] => format!("called by `{}`, which {from} calls", name(*via)),
-                    [vias @ .., _] => {
-                        let chain: Vec<String> =
-                            vias.iter().map(|v| format!("`{}`", name(*v))).collect();
+                match self.callers_from_loop(i).as_slice() {
+                    [] => format!("called in {from}"),
+                    [via] => format!("called by `{}`, which {from} calls", name(*via)),
+                    vias => {
+                        let mut chain: Vec<String> = vias
+                            .iter()
+                            .take(MAX_CHAIN_SHOWN)
+                            .map(|v| format!("`{}`", name(*v)))
+                            .collect();
+                        if vias.len() > MAX_CHAIN_SHOWN {
+                            chain.push("…".into());
+                        }
                         format!("reached from {from} through {}", chain.join(" → "))
                     }
-                    [] => String::new(),
                 }
             }
             Reach::Once { driver } => match self.drivers.get(*driver) {
@@ -253,6 +266,26 @@ impl ReachMap {
             }
             Reach::Unknown => String::new(),
         }
+    }
+
+    /// The functions on the shortest way from the loop to `i`, the loop's own callee first,
+    /// `i` excluded.
+    fn callers_from_loop(&self, i: usize) -> Vec<usize> {
+        let mut chain = Vec::new();
+        let mut current = i;
+        // Each parent is one call nearer the loop, so the walk ends; the bound is a guard.
+        while let Some(Reach::Loop {
+            parent: Some(p), ..
+        }) = self.reach.get(current)
+        {
+            if chain.len() >= self.reach.len() {
+                break;
+            }
+            chain.push(*p);
+            current = *p;
+        }
+        chain.reverse();
+        chain
     }
 
     /// "main's loop", "task `infer_task`'s loop", ...
@@ -462,6 +495,33 @@ mod tests {
         assert_eq!(
             r.describe(&g, 4),
             "called in the loop of `firmware::__cortex_m_rt_main` (main's)"
+        );
+    }
+
+    #[test]
+    fn a_deep_chain_is_walked_once_and_shown_shortened() {
+        // main's loop -> f1 -> f2 -> ... -> f2999, each calling the next (and itself).
+        let names: Vec<String> = (0..3000).map(|i| format!("f{i}")).collect();
+        let mut specs = vec![spec(
+            "main",
+            vec![(0x1004, 1, None)],
+            vec![(0x1000, 0x1010)],
+        )];
+        for i in 1..3000usize {
+            let entry = 0x1000 * (i as u64 + 1);
+            let mut calls = vec![(entry + 2, i, None)];
+            if i + 1 < 3000 {
+                calls.push((entry + 4, i + 1, None));
+            }
+            specs.push(spec(&names[i], calls, vec![]));
+        }
+        let g = graph(specs);
+        let r = ReachMap::compute(&g, &|_| true);
+        assert_eq!(r.of(2999).depth(), Some(2999));
+        let text = r.describe(&g, 9);
+        assert_eq!(
+            text,
+            "reached from main's loop through `f1` → `f2` → `f3` → `f4` → `f5` → `f6` → …"
         );
     }
 
