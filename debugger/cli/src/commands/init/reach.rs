@@ -507,13 +507,13 @@ mod tests {
             vec![(0x1004, 1, None)],
             vec![(0x1000, 0x1010)],
         )];
-        for i in 1..3000usize {
+        for (i, name) in names.iter().enumerate().skip(1) {
             let entry = 0x1000 * (i as u64 + 1);
             let mut calls = vec![(entry + 2, i, None)];
-            if i + 1 < 3000 {
+            if i + 1 < names.len() {
                 calls.push((entry + 4, i + 1, None));
             }
-            specs.push(spec(&names[i], calls, vec![]));
+            specs.push(spec(name, calls, vec![]));
         }
         let g = graph(specs);
         let r = ReachMap::compute(&g, &|_| true);
