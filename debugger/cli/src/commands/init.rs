@@ -88,7 +88,6 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
             .map_err(|e| e.to_string()),
         pool: &pool,
         graph: &graph,
-        decoded: graph.decoded(),
         reach: &reach,
         choices: &choices,
         tflm: anchors::has_tflm(&graph),

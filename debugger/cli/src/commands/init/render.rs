@@ -74,10 +74,8 @@ pub struct Inputs<'a> {
     pub allocator: Result<String, String>,
     /// Every function of the image with a source file.
     pub pool: &'a [Candidate],
-    /// The call graph (empty for code that is not Thumb).
+    /// The call graph (without calls for code that is not Thumb).
     pub graph: &'a CallGraph,
-    /// Whether the graph was decoded (Thumb code).
-    pub decoded: bool,
     /// Loops and reach.
     pub reach: &'a ReachMap,
     /// The roles' candidates.
@@ -120,7 +118,7 @@ impl Inputs<'_> {
 
     /// One line on how init read the code.
     fn code_summary(&self) -> String {
-        if !self.decoded {
+        if !self.graph.decoded() {
             return "the code is not Thumb code: no call graph, guesses from names and source files only".into();
         }
         if !self.reach.known() {
@@ -146,17 +144,7 @@ impl Inputs<'_> {
 
     /// Frameworks and libraries found, with their function counts.
     fn frameworks(&self) -> Vec<(Framework, usize)> {
-        let mut counts: Vec<(Framework, usize)> = Vec::new();
-        for c in self.pool {
-            if let Origin::Framework(f, _) = c.origin {
-                match counts.iter_mut().find(|(g, _)| *g == f) {
-                    Some((_, n)) => *n += 1,
-                    None => counts.push((f, 1)),
-                }
-            }
-        }
-        counts.sort();
-        counts
+        tally(self.pool.iter())
     }
 
     /// Functions with a role's word that were passed over, as a sentence (empty: none).
@@ -166,22 +154,14 @@ impl Inputs<'_> {
                 .iter()
                 .any(|r| r.words.iter().any(|w| c.words.iter().any(|x| x == w)))
         };
-        let mut by_framework: Vec<(Framework, usize)> = Vec::new();
-        let mut once: Vec<String> = Vec::new();
-        for c in self.pool.iter().filter(|c| has_word(c)) {
-            match c.origin {
-                Origin::Framework(f, _) => match by_framework.iter_mut().find(|(g, _)| *g == f) {
-                    Some((_, n)) => *n += 1,
-                    None => by_framework.push((f, 1)),
-                },
-                Origin::Application => {
-                    if matches!(self.reach.of(c.index), super::reach::Reach::Once { .. }) {
-                        once.push(format!("`{}` ({}:{})", c.name, c.file, c.line));
-                    }
-                }
-            }
-        }
-        by_framework.sort();
+        let by_framework = tally(self.pool.iter().filter(|c| has_word(c)));
+        let mut once: Vec<String> = self
+            .pool
+            .iter()
+            .filter(|c| has_word(c) && c.origin == Origin::Application)
+            .filter(|c| matches!(self.reach.of(c.index), super::reach::Reach::Once { .. }))
+            .map(|c| format!("`{}` ({}:{})", c.name, c.file, c.line))
+            .collect();
         let mut parts = Vec::new();
         if !by_framework.is_empty() {
             let list: Vec<String> = by_framework
@@ -203,6 +183,21 @@ impl Inputs<'_> {
         }
         parts.join("; ")
     }
+}
+
+/// How many of `functions` each framework has, by framework.
+fn tally<'c>(functions: impl Iterator<Item = &'c Candidate>) -> Vec<(Framework, usize)> {
+    let mut counts: Vec<(Framework, usize)> = Vec::new();
+    for c in functions {
+        if let Origin::Framework(f, _) = c.origin {
+            match counts.iter_mut().find(|(g, _)| *g == f) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((f, 1)),
+            }
+        }
+    }
+    counts.sort();
+    counts
 }
 
 /// The commented `memlife.toml`.
