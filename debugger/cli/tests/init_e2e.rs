@@ -248,6 +248,12 @@ fn rtos_firmware_without_a_lifecycle_says_so_comments_every_phase_out_and_propos
         "{err}"
     );
     assert!(err.contains("with every phase commented out"), "{err}");
+    // The Spawner loads worker_task's address once, before its loop, and moves it into r0 for
+    // each xTaskCreate (through app_create_task): still a task.
+    assert!(
+        err.contains("task `worker_task`") && err.contains("task `sleeper_task`'s loop"),
+        "{err}"
+    );
     assert!(text.contains("# No ML lifecycle found: "), "{text}");
     assert!(
         text.contains("# logger_task = \"mem_alloc\"")

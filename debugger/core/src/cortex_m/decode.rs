@@ -38,6 +38,14 @@ pub enum Instruction {
         /// The address of the literal word it loads.
         address: u32,
     },
+    /// `MOV Rd, Rm` (16-bit, any registers): a value passed on, such as an address loaded
+    /// once before a loop and moved into `r0` for each call.
+    MoveRegister {
+        /// The destination register.
+        rd: u8,
+        /// The source register.
+        rm: u8,
+    },
     /// `MOVW Rd, #imm16` (`top` false) or `MOVT Rd, #imm16` (`top` true).
     MoveHalf {
         /// The destination register.
@@ -117,6 +125,13 @@ fn decode_16(hw: u16, address: u32) -> Instruction {
             };
         }
         return Instruction::Other;
+    }
+    if hw & 0xFF00 == 0x4600 {
+        // MOV Rd, Rm (T1): 01000110 D Rm Rd, Rd = D:Rd.
+        return Instruction::MoveRegister {
+            rd: (((hw >> 4) & 8) | (hw & 7)) as u8,
+            rm: ((hw >> 3) & 0xF) as u8,
+        };
     }
     if hw & 0xF800 == 0x4800 {
         // LDR Rt, [pc, #imm8 * 4] (T1).
@@ -332,6 +347,19 @@ mod tests {
                 rt: 9,
                 address: 0xE4
             }
+        );
+    }
+
+    #[test]
+    fn register_moves() {
+        // mov r0, r9 (4648) and mov r9, r0 (4681).
+        assert_eq!(
+            one(&0x4648u16.to_le_bytes(), 0),
+            Instruction::MoveRegister { rd: 0, rm: 9 }
+        );
+        assert_eq!(
+            one(&0x4681u16.to_le_bytes(), 0),
+            Instruction::MoveRegister { rd: 9, rm: 0 }
         );
     }
 

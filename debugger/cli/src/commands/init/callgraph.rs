@@ -1,8 +1,9 @@
 //! The firmware's call graph, read from the ELF's code: who calls whom (`BL`, and a `B` out of
 //! the function: a tail call), which calls sit inside a loop (between a backward branch and
-//! its target), and which function's address a call passes as its first argument (a literal
-//! word or a `MOVW`/`MOVT` pair loaded into `r0` since the previous call, holding a function's
-//! address with the Thumb bit: the task entry passed to `xTaskCreate`).
+//! its target), and which function's address a call passes as its first argument (`r0` holds
+//! a function's address with the Thumb bit, loaded from a literal word or a `MOVW`/`MOVT` pair,
+//! maybe into another register before a loop and moved into `r0` for the call: the task entry
+//! passed to `xTaskCreate`).
 //!
 //! Only Thumb code (every Cortex-M) is decoded; for other processors there is no graph and init
 //! guesses from names alone. A call or pointer counts only when it lands on the first
@@ -36,8 +37,8 @@ pub struct Call {
     pub at: u64,
     /// The function called (an index into [`CallGraph::functions`]).
     pub callee: usize,
-    /// The function whose address the call passes in `r0`, when the caller loads one there
-    /// from a constant after its previous call.
+    /// The function whose address the call passes in `r0`, when the caller put one there
+    /// from a constant.
     pub first_arg: Option<usize>,
 }
 
@@ -202,27 +203,35 @@ fn body(symbols: &Symbols, f: &Function, by_entry: &HashMap<u64, usize>) -> Body
     let end = f.entry.saturating_add(f.size);
     let inside = |a: u64| f.entry <= a && a < end;
     let function_at = |a: u64| by_entry.get(&a).copied();
-    // What `r0` holds for the next call: a function's address from a constant, and the low half
-    // a MOVW left in it for the MOVT that completes an address.
-    let mut r0: Option<usize> = None;
-    let mut r0_low: Option<u16> = None;
-    let call = |b: &mut Body, at: u64, callee: usize, r0: &mut Option<usize>| {
+    // The functions whose addresses the registers hold, from constants (a literal word, a
+    // MOVW/MOVT pair) and moves between registers; the low half a MOVW left, for its MOVT.
+    // Instructions that write a register otherwise are not decoded: a guess, which the
+    // first-argument rule of task entries (and "nothing calls it") narrows.
+    let mut regs: [Option<usize>; 16] = [None; 16];
+    let mut low: [Option<u16>; 16] = [None; 16];
+    let set = |regs: &mut [Option<usize>; 16], r: u8, v: Option<usize>| {
+        if let Some(slot) = regs.get_mut(usize::from(r)) {
+            *slot = v;
+        }
+    };
+    let call = |b: &mut Body, at: u64, callee: usize, regs: &mut [Option<usize>; 16]| {
         b.calls.push(Call {
             at,
             callee,
-            first_arg: r0.take(),
+            first_arg: regs[0],
         });
+        // The callee may change the argument and scratch registers (AAPCS: r0-r3, r12, lr).
+        for r in [0, 1, 2, 3, 12, 14] {
+            regs[r] = None;
+        }
     };
     for d in instructions(code, base) {
         let at = u64::from(d.address);
         match d.instruction {
-            Instruction::Call(t) | Instruction::CallArm(t) => {
-                if let Some(callee) = function_at(u64::from(t)) {
-                    call(&mut b, at, callee, &mut r0);
-                }
-                // The callee may change r0 whatever it is.
-                r0 = None;
-            }
+            Instruction::Call(t) | Instruction::CallArm(t) => match function_at(u64::from(t)) {
+                Some(callee) => call(&mut b, at, callee, &mut regs),
+                None => regs = [None; 16],
+            },
             Instruction::Branch { target, .. } => {
                 let t = u64::from(target);
                 if inside(t) {
@@ -231,28 +240,40 @@ fn body(symbols: &Symbols, f: &Function, by_entry: &HashMap<u64, usize>) -> Body
                     }
                 } else if let Some(callee) = function_at(t) {
                     // A branch to another function's first instruction: a tail call.
-                    call(&mut b, at, callee, &mut r0);
+                    call(&mut b, at, callee, &mut regs);
                 }
             }
-            Instruction::LoadLiteral { rt: 0, address } => {
+            Instruction::LoadLiteral { rt, address } => {
                 let word = symbols
                     .code(u64::from(address), 4)
                     .or_else(|| symbols.rodata(u64::from(address), 4))
                     .and_then(|w| <[u8; 4]>::try_from(w).ok())
                     .map(u32::from_le_bytes);
-                r0 = word.and_then(|w| thumb_function(w, &function_at));
+                set(
+                    &mut regs,
+                    rt,
+                    word.and_then(|w| thumb_function(w, &function_at)),
+                );
             }
-            Instruction::MoveHalf { rd: 0, imm, top } => {
-                if top {
-                    r0 = r0_low.take().and_then(|l| {
+            Instruction::MoveRegister { rd, rm } => {
+                let v = regs.get(usize::from(rm)).copied().flatten();
+                set(&mut regs, rd, v);
+            }
+            Instruction::MoveHalf { rd, imm, top } => {
+                let slot = low.get_mut(usize::from(rd));
+                let v = match (top, slot) {
+                    (false, Some(s)) => {
+                        *s = Some(imm);
+                        None
+                    }
+                    (true, Some(s)) => s.take().and_then(|l| {
                         thumb_function(u32::from(imm) << 16 | u32::from(l), &function_at)
-                    });
-                } else {
-                    r0_low = Some(imm);
-                    r0 = None;
-                }
+                    }),
+                    _ => None,
+                };
+                set(&mut regs, rd, v);
             }
-            _ => {}
+            Instruction::Other => {}
         }
     }
     b
