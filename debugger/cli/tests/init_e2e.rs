@@ -2,8 +2,9 @@
 //! item 8): TensorFlow Lite Micro whose application functions have no lifecycle words (found by
 //! the TFLM functions they call; an audit with the file completes cycles), the RTOS firmware
 //! (the inference task's lifecycle, never setup or kernel code), an RTOS firmware with no ML
-//! lifecycle (said so, phases commented out, tasks proposed), and the red team's findings on
-//! init: strings written raw into TOML, and `-o` through links and over existing files.
+//! lifecycle (said so, phases commented out, tasks proposed), the Rust firmware (its own
+//! functions, not a registry crate's), and the red team's findings on init: strings written
+//! raw into TOML, and `-o` through links and over existing files.
 #![allow(clippy::unwrap_used, clippy::panic)] // tests fail loudly
 
 mod common;
@@ -387,5 +388,34 @@ fn init_output_is_never_written_through_a_link_nor_over_a_file_without_force() {
     assert_eq!(
         names,
         ["link.toml", "memlife.toml", "new.toml", "victim.txt"]
+    );
+}
+
+#[test]
+fn rust_firmware_release_is_its_own_not_a_registry_crate_s() {
+    // Before: release = "<cortex_m::critical_section::SingleCoreCriticalSection as
+    // critical_section::Impl>::release", a function of a crate from the registry.
+    let dir = tempdir("init-rust");
+    let elf = memlife_testkit::firmware::elf("rust-tlsf", "healthy");
+    let (text, table, _) = init(&dir, &elf);
+    for (role, function) in [
+        ("load", "firmware::engine::model_load"),
+        ("build", "firmware::engine::graph_build"),
+        ("run", "firmware::engine::inference_run"),
+        ("switch", "firmware::engine::model_switch"),
+        ("release", "firmware::engine::model_release"),
+    ] {
+        assert_eq!(phase(&table, role), Some(function), "{text}");
+    }
+    assert!(
+        !role_functions(&text)
+            .iter()
+            .any(|f| f.contains("critical_section")),
+        "{text}"
+    );
+    // cortex-m-rt's main hands over to the firmware's own, whose loop is the device's.
+    assert!(
+        text.contains("called in the loop of `firmware::__cortex_m_rt_main` (main's)"),
+        "{text}"
     );
 }
