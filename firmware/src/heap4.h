@@ -21,6 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* also linked into the TFLM firmware (firmware/tflm) */
+#endif
+
 #ifndef configTOTAL_HEAP_SIZE
 #define configTOTAL_HEAP_SIZE ((size_t)98304) /* 96 KiB */
 #endif
@@ -93,6 +97,10 @@ typedef struct heap4_view {
     uintptr_t xHeapCanary;     /* 0 without the protector */
 } heap4_view_t;
 void heap4_test_view(heap4_view_t *v);
+#endif
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif

@@ -82,12 +82,13 @@ class Returns(gdb.Breakpoint):
         bp.waiting.append((sp, callback))
 
     def stop(self):
+        # Every call waiting here with this SP returns now: a function that tail-calls
+        # another (tflm's HandleBuildFailure -> ReleaseModel) returns for both.
         sp = int(gdb.parse_and_eval("(unsigned)$sp"))
-        for i, (want, callback) in enumerate(self.waiting):
-            if want == sp:
-                del self.waiting[i]
-                callback()
-                break
+        done = [callback for want, callback in self.waiting if want == sp]
+        self.waiting = [(want, callback) for want, callback in self.waiting if want != sp]
+        for callback in done:
+            callback()
         return False
 
 

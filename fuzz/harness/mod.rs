@@ -69,17 +69,24 @@ pub fn walk(walker: &dyn HeapWalker, template: &Snapshot, data: &[u8]) {
     let _ = walker.walk(&mut snap, WalkContext::default());
 }
 
-/// A `memlife serve` bridge over a snapshot (no run control), for [`monitor`]: everything a
-/// command may write (dumps, reports) and read (scripts) is under `dir`.
+/// `memlife serve`'s options for a fuzzed bridge: everything a command may write (dumps,
+/// reports) and read (scripts) is under `dir`, and an audit ends within seconds.
+fn options(dir: &Path) -> memlife_server::ServeOptions {
+    memlife_server::ServeOptions {
+        places: memlife_server::places::Places {
+            dump_dir: dir.to_path_buf(),
+            script_dirs: vec![dir.to_path_buf()],
+        },
+        audit_deadline: std::time::Duration::from_secs(2),
+        ..memlife_server::ServeOptions::default()
+    }
+}
+
+/// A `memlife serve` bridge over a snapshot (no run control), for [`monitor`].
 pub fn monitor_bridge(elf: &Path, snapshot: &Path, dir: &Path) -> memlife_server::Bridge {
     let symbols = memlife_dwarf::Symbols::load(elf).expect("the fixture ELF loads");
     let snap = Snapshot::load(snapshot).expect("the fixture snapshot loads");
-    let mut bridge = memlife_server::Bridge::new(Box::new(snap), symbols);
-    bridge.places = memlife_server::places::Places {
-        dump_dir: dir.to_path_buf(),
-        script_dirs: vec![dir.to_path_buf()],
-    };
-    bridge
+    memlife_server::Bridge::new(Box::new(snap), symbols, options(dir))
 }
 
 /// The server's monitor-command parser and the commands it runs: `data` is one `monitor` line
@@ -87,24 +94,75 @@ pub fn monitor_bridge(elf: &Path, snapshot: &Path, dir: &Path) -> memlife_server
 /// state from line to line (`dump-on` then `dump-off`, `shutdown`, ...). Whether the command
 /// succeeded, so a bounded run can check it reached the commands and not only their errors.
 pub fn monitor(bridge: &mut memlife_server::Bridge, data: &[u8]) -> bool {
-    let line = String::from_utf8_lossy(data);
-    let r = bridge.monitor(&line);
+    let r = bridge.monitor(data);
     if std::env::var_os("MEMLIFE_FUZZ_SHOW").is_some() {
-        eprintln!("{line:?} -> {:?}", r.as_ref().map(|t| t.len()));
+        eprintln!(
+            "{:?} -> {:?}",
+            String::from_utf8_lossy(data),
+            r.as_ref().map(|t| t.len())
+        );
     }
     r.is_ok()
 }
 
+/// A `memlife serve` bridge over a live fake target (`memlife_testkit::live`: run control,
+/// breakpoints, watchpoints, memory and register writes) on a snapshot's memory, for
+/// [`server_packets`]. The bridge keeps its state from input to input, as the server does from
+/// one client to the next; the target's memory and registers start from the snapshot again at
+/// each input.
+pub struct LiveBridge {
+    /// The bridge.
+    pub bridge: memlife_server::Bridge,
+    probe: memlife_testkit::live::Probe,
+    pristine: Snapshot,
+    /// Where the fake core passes when it runs: the allocator's entry points, so that gdb's
+    /// breakpoints and memlife's dump-ons there are hit.
+    route: Vec<memlife_testkit::live::Run>,
+}
+
+/// The [`LiveBridge`] over `elf` and `snapshot`, its files under `dir`.
+pub fn live_bridge(elf: &Path, snapshot: &Path, dir: &Path) -> LiveBridge {
+    use memlife_testkit::live::{LiveTarget, Run};
+    let symbols = memlife_dwarf::Symbols::load(elf).expect("the fixture ELF loads");
+    let pristine = Snapshot::load(snapshot).expect("the fixture snapshot loads");
+    let mut route = Vec::new();
+    for _ in 0..4 {
+        for f in ["pvPortMalloc", "vPortFree"] {
+            if let Some((addr, _)) = symbols.function(f) {
+                route.push(Run::Pass(addr));
+            }
+        }
+    }
+    route.push(Run::Stop(memlife_core::StopReason::Watchpoint {
+        addr: 0x2000_0000,
+        kind: memlife_core::WatchKind::Write,
+    }));
+    let (target, probe) = LiveTarget::new(pristine.clone());
+    let bridge = memlife_server::Bridge::new(Box::new(target), symbols, options(dir));
+    LiveBridge {
+        bridge,
+        probe,
+        pristine,
+        route,
+    }
+}
+
 /// `memlife serve`'s packet path behind gdbstub (framing, the packet handlers, `qXfer`, memory,
-/// registers, breakpoints, `qRcmd` monitor commands), as one client's bytes replayed on
-/// `bridge` ([`memlife_server::replay`]). With `data[0]` odd the rest goes as it is; else it is
-/// split at NUL bytes into packet payloads, each framed with a correct checksum and acked, so
-/// the fuzzer reaches the handlers and not only the checksum check. How many bytes the server
-/// answered.
-pub fn server_packets(bridge: &mut memlife_server::Bridge, data: &[u8]) -> usize {
+/// registers, run control, breakpoints, watchpoints, `qRcmd` monitor commands), as one client's
+/// bytes replayed on `live` ([`memlife_server::replay`]) over the live fake target. With
+/// `data[0]` odd the rest goes as it is; else it is split at NUL bytes into packet payloads,
+/// each framed with a correct checksum and acked, so the fuzzer reaches the handlers and not
+/// only the checksum check. How many bytes the server answered.
+pub fn server_packets(live: &mut LiveBridge, data: &[u8]) -> usize {
     let Some((&mode, rest)) = data.split_first() else {
         return 0;
     };
+    live.probe.restore(&live.pristine);
+    {
+        let mut state = live.probe.0.borrow_mut();
+        state.script.clear();
+        state.script.extend(live.route.iter().copied());
+    }
     let input = if mode & 1 == 1 {
         rest.to_vec()
     } else {
@@ -117,7 +175,7 @@ pub fn server_packets(bridge: &mut memlife_server::Bridge, data: &[u8]) -> usize
         }
         framed
     };
-    let answer = memlife_server::replay::replay(bridge, &input);
+    let answer = memlife_server::replay::replay(&mut live.bridge, &input);
     if std::env::var_os("MEMLIFE_FUZZ_SHOW").is_some() {
         eprintln!(
             "{:?} -> {:?}",

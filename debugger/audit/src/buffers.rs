@@ -10,12 +10,14 @@
 
 use std::collections::BTreeMap;
 
+use memlife_core::Memory;
+use memlife_dwarf::Symbols;
 use memlife_dwarf::value::{Value, read_c_string, read_variable};
 
-use crate::config::TensorTable;
-use crate::debugger::Debugger;
+use crate::config::{AuditConfig, TensorTable};
 use crate::error::Chain;
 use crate::model::{EventKind, TraceEvent};
+use crate::observers::labels::escape;
 
 /// One entry of the firmware's tensor table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,11 +45,9 @@ fn number(v: &Value) -> Option<i64> {
 }
 
 /// A name field: a `char *` (read from target memory, at most 64 bytes) or a `char[]`.
-fn name_of(d: &mut Debugger, v: &Value) -> Option<String> {
+fn name_of(mem: &mut dyn Memory, v: &Value) -> Option<String> {
     match v {
-        Value::Pointer(p) => {
-            read_c_string(d.target().as_memory(), *p, 64).map(|s| crate::labels::escape(&s))
-        }
+        Value::Pointer(p) => read_c_string(mem, *p, 64).map(|s| escape(&s)),
         Value::Array { elements, .. } => {
             let bytes: Vec<u8> = elements
                 .iter()
@@ -55,7 +55,7 @@ fn name_of(d: &mut Debugger, v: &Value) -> Option<String> {
                 .take_while(|b| *b != 0)
                 .map(|b| b as u8)
                 .collect();
-            Some(crate::labels::escape(&String::from_utf8_lossy(&bytes)))
+            Some(escape(&String::from_utf8_lossy(&bytes)))
         }
         _ => None,
     }
@@ -63,33 +63,39 @@ fn name_of(d: &mut Debugger, v: &Value) -> Option<String> {
 
 /// The configured tensor table as it is now; `Ok(None)` when none is configured or the
 /// firmware has no such global.
-pub fn read_tensors(d: &mut Debugger) -> Result<Option<Vec<Tensor>>, String> {
-    let Some(cfg) = d.config().tensors.clone() else {
+pub fn read_tensors(
+    config: &AuditConfig,
+    symbols: &Symbols,
+    mem: &mut dyn Memory,
+) -> Result<Option<Vec<Tensor>>, String> {
+    let Some(cfg) = &config.tensors else {
         return Ok(None);
     };
-    if d.symbols().variable(&cfg.table, &[]).is_none() {
+    if symbols.variable(&cfg.table, &[]).is_none() {
         return Ok(None);
     }
-    match read_table(d, &cfg) {
+    match read_table(symbols, mem, cfg) {
         Err(_) if cfg.bundled => Ok(None),
         other => other.map(Some),
     }
 }
 
-fn read_table(d: &mut Debugger, cfg: &TensorTable) -> Result<Vec<Tensor>, String> {
-    let symbols = d.symbols_rc();
-    let read = |d: &mut Debugger, name: &str| {
-        read_variable(&symbols, d.target().as_memory(), name)
-            .map_err(|e| format!("[tensors] {name}: {}", Chain(&e)))
+fn read_table(
+    symbols: &Symbols,
+    mem: &mut dyn Memory,
+    cfg: &TensorTable,
+) -> Result<Vec<Tensor>, String> {
+    let read = |mem: &mut dyn Memory, name: &str| {
+        read_variable(symbols, mem, name).map_err(|e| format!("[tensors] {name}: {}", Chain(&e)))
     };
-    let table = read(d, &cfg.table)?;
+    let table = read(mem, &cfg.table)?;
     let rows = table
         .elements()
         .ok_or_else(|| format!("[tensors] table `{}` is not an array", cfg.table))?
         .to_vec();
     let count = match &cfg.count {
         Some(c) => {
-            let n = number(&read(d, c)?)
+            let n = number(&read(mem, c)?)
                 .ok_or_else(|| format!("[tensors] count `{c}` is not a number"))?;
             usize::try_from(n).unwrap_or(0).min(rows.len())
         }
@@ -106,7 +112,7 @@ fn read_table(d: &mut Debugger, cfg: &TensorTable) -> Result<Vec<Tensor>, String
             })
         };
         let name = match &cfg.name {
-            Some(f) => row.field(f).cloned().and_then(|v| name_of(d, &v)),
+            Some(f) => row.field(f).cloned().and_then(|v| name_of(mem, &v)),
             None => None,
         };
         out.push(Tensor {

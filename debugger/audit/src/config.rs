@@ -32,32 +32,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// How the peak inside a phase is found (README, "Audits and the Rhai API").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[serde(rename_all = "lowercase")]
-pub enum PeakMethod {
-    /// Breakpoints on malloc/free: every event, exact curve, allocation sites.
-    Trace,
-    /// Snapshots at phase and span boundaries only.
-    Sample,
-    /// The allocator's low-water mark, reset at phase entry (writes target RAM; restored).
-    Watermark,
-}
-
-impl std::str::FromStr for PeakMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "trace" => Ok(PeakMethod::Trace),
-            "sample" => Ok(PeakMethod::Sample),
-            "watermark" => Ok(PeakMethod::Watermark),
-            _ => Err(format!(
-                "unknown peak method `{s}` (trace, sample, watermark)"
-            )),
-        }
-    }
-}
+// How the peak inside a phase is found: a report record, kept with the others in memlife-report.
+pub use memlife_report::PeakMethod;
 
 /// Where the target is, as `memlife.toml` can say it.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -9,32 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use crate::model::{EventKind, HeapMap, PhaseRecord, Site, TraceEvent};
 
-/// A block allocated in one cycle and freed in a later one.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct DeferredBlock {
-    /// Block address.
-    pub addr: u64,
-    /// Block size in the allocator's accounting.
-    pub size: u64,
-    /// Requested size.
-    pub request: Option<u64>,
-    /// Where it was allocated.
-    pub site: Site,
-    /// The cycle it was allocated in (1-based).
-    pub allocated_cycle: u64,
-    /// The cycle it was freed in.
-    pub freed_cycle: u64,
-    /// `freed_cycle - allocated_cycle`: how many cycle starts it lived through.
-    pub cycles: u64,
-    /// The phase function it was allocated in, if any.
-    pub allocated_in: Option<String>,
-    /// The phase function it was freed in, if any.
-    pub freed_in: Option<String>,
-}
+// The late frees are part of the report: their record lives in memlife-report.
+pub use memlife_report::model::{DeferredBlock, MAX_LISTED};
 
 /// The event sequence numbers at which cycles start: where the first phase of each observed
 /// cycle begins (`t.cycles(n)` numbers the phases' cycles), else, for phases run one by one,
@@ -84,10 +62,6 @@ pub fn classify(events: &[TraceEvent], phases: &[PhaseRecord]) -> Vec<DeferredBl
     }
     scan.found
 }
-
-/// Late frees listed one by one at most; more are counted (`DeferredScan::unlisted`), so a long
-/// run that defers a block every cycle keeps a bounded list.
-pub const MAX_LISTED: usize = 1000;
 
 /// The classification as a scan over events in sequence order, so that a long run can feed it
 /// the events it folds away (`crate::history`) and still classify the whole run: what it keeps

@@ -8,20 +8,34 @@
 //! breakpoints on the allocator's entry points and records every event with its size and call
 //! site, which gives the exact curve and the allocation site of leaked blocks.
 //!
+//! The engine is a target session, observers that react to its stops, and a facade over both:
+//! the session runs the target to a stop and reads its registers; the run loop routes the stop
+//! to the observer whose breakpoint it is; the observers talk through events (an allocation, a
+//! phase or span boundary), never through each other's fields.
+//!
 //! # Layout
 //! - [`config`]: `memlife.toml`, the settings file.
-//! - [`debugger`]: [`Debugger`], the run loop, phases, spans and tracing.
-//! - [`composition`]: what each phase's peak is made of, by component or allocation site.
+//! - [`session`]: the target session: the target, symbols, heap walker, breakpoints and their
+//!   budget, host-side resume, run control, fault decoding. Knows nothing of phases or traces.
+//! - [`events`]: the engine's vocabulary: what each breakpoint is for ([`events::Role`]), the
+//!   events observers talk through, and [`events::Observer`], the extension point.
+//! - [`observers`]: the components that react to stops: lifecycle (phases and cycles), spans
+//!   and their labels, allocation trace, watermark, faults and parks, failure injection.
+//! - [`debugger`]: [`Debugger`], the facade composing them: the run loop and dispatch of a
+//!   stop, running a phase, observing cycles, the wait after an injected failure.
+//! - [`composition`]: what each phase's peak is made of, by component or allocation site (the
+//!   report's view, `memlife_report::views::composition`, run at each traced peak).
 //! - [`deferred`]: late frees, blocks one cycle allocates and a later one frees (not leaks).
 //! - [`history`]: what a long run keeps: the first and last cycles in full, the middle folded
 //!   into exact totals.
-//! - [`model`]: the records (phases, spans, events, checks), serialisable.
-//! - [`script`]: the Rhai API and its sandbox.
-//! - `values`: heaps, phase records, typed variables, leak lists and diffs as script values.
+//! - [`model`]: the records (phases, spans, events, checks): `memlife_report::model`, named
+//!   here.
+//! - [`script`]: the Rhai API, registered by area, and its sandbox.
 //! - [`buffers`]: buffer lifetimes for the overlap check (a tensor table, traced allocations).
-//! - [`labels`]: span labels from the firmware's strings.
-//! - [`report`]: the audit report as JSON and JUnit XML.
+//! - [`report`]: what the engine and the script hand the audit report (`memlife-report`'s
+//!   [`AuditReport`], written as JSON; `memlife-render` makes its other forms).
 //! - `unwind`: cheap backtraces at allocation sites.
+//! - `figures`: saturating arithmetic on figures read from the target.
 //! - [`error`]: [`AuditError`], what ends an audit.
 
 pub mod buffers;
@@ -30,13 +44,15 @@ pub mod config;
 pub mod debugger;
 pub mod deferred;
 pub mod error;
+pub mod events;
+mod figures;
 pub mod history;
-pub mod labels;
 pub mod model;
+pub mod observers;
 pub mod report;
 pub mod script;
+pub mod session;
 mod unwind;
-mod values;
 
 pub use config::{AuditConfig, PeakMethod};
 pub use debugger::Debugger;

@@ -32,6 +32,9 @@ pub enum Command {
     Symbols(SymbolsArgs),
     /// Halt the target, rebuild the heap from RAM, print it, and let the target go.
     Heap(HeapArgs),
+    /// Halt the target, read every FreeRTOS task from RAM (state, priority, stack, saved
+    /// registers, high-water mark, its heap blocks), print them, and let the target go.
+    Tasks(TasksArgs),
     /// Save RAM and registers of the halted target to a file for offline analysis.
     Snapshot(SnapshotArgs),
     /// Drive the firmware through its lifecycle with a Rhai script and report the checks
@@ -93,6 +96,16 @@ pub struct ServeArgs {
     /// `memlife heap --walk`.
     #[arg(long, value_name = "STRATEGY", value_parser = parse_walk)]
     pub walk: Option<memlife_heap::WalkStrategy>,
+    /// The most dumps one `monitor dump-on` writes before it ends by itself (it also ends when
+    /// its gdb client leaves).
+    #[arg(long, value_name = "N", default_value_t = memlife_server::options::DEFAULT_MAX_DUMPS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_dumps: u32,
+    /// Stop a `monitor audit` that runs longer than this many seconds (breakpoints removed,
+    /// target halted, the reply says why). The client's interrupt byte (0x03) stops it too.
+    #[arg(long, value_name = "SECONDS", default_value_t = memlife_server::options::DEFAULT_AUDIT_DEADLINE.as_secs_f64(),
+          value_parser = memlife_core::limits::parse_timeout)]
+    pub audit_deadline: f64,
 }
 
 /// `memlife audit`.
@@ -290,8 +303,9 @@ impl TargetArgs {
 /// Where to stop before looking.
 #[derive(Debug, Args)]
 pub struct StopArgs {
-    /// Run until the entry of this function first (a breakpoint, removed afterwards).
-    #[arg(long, value_name = "FUNCTION")]
+    /// Run until this location first (a breakpoint, removed afterwards): a function's entry
+    /// (C++ as in the source), FILE:LINE (every place that line's code begins) or *ADDR.
+    #[arg(long, value_name = "LOCATION")]
     pub at: Option<String>,
     /// With --at: stop at the N-th entry.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "at", value_parser = clap::value_parser!(u32).range(1..))]
@@ -360,6 +374,24 @@ pub struct HeapArgs {
     /// Also write the heap map (the arena as a strip, blocks to scale) as an SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+/// `memlife tasks`.
+#[derive(Debug, Args)]
+pub struct TasksArgs {
+    /// Firmware ELF with DWARF.
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub stop: StopArgs,
+    /// How the heap is walked to find each task's TCB and stack blocks.
+    #[command(flatten)]
+    pub heap: HeapOptions,
+    /// Print one JSON object (stable keys, see docs/tasks-json.md) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `memlife snapshot`.

@@ -224,6 +224,31 @@ fn healthy_against_another_healthy_run_passes_with_no_change() {
     assert_eq!(table.lines().count(), 2, "rows listed:\n{table}");
 }
 
+/// A report written by memlife 0.1.0 before the report model was shared (the healthy example,
+/// one cycle; debugger/diff/tests/fixtures) still reads, and this build's audit of the same
+/// firmware changes none of its figures.
+#[test]
+fn a_report_written_before_the_shared_model_diffs_with_this_builds_audit() {
+    let old = repo().join("debugger/diff/tests/fixtures/healthy-0.1.0.json");
+    let head = json_path("healthy");
+    let example = repo().join("examples/diff/memlife.toml");
+    let out = run_memlife(&[
+        "diff",
+        old.to_str().unwrap(),
+        head.to_str().unwrap(),
+        "--config",
+        example.to_str().unwrap(),
+    ]);
+    let table = stdout(&out);
+    assert_eq!(code(&out), Some(0), "{table}\n{}", stderr(&out));
+    assert!(table.contains("WITHIN: no change"), "{table}");
+    assert!(
+        stderr(&out).contains("recorded 1 cycles") || table.contains("recorded 1 cycles"),
+        "{table}\n{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn unrelated_firmwares_are_refused_with_the_reason() {
     let out = diff("healthy", "cpp", &[]);

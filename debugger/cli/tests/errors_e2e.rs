@@ -28,6 +28,32 @@ fn missing_file() {
     );
 }
 
+/// Issue 30, round-2 red team: `--elf /dev/zero` read without bound (24 GB, then the kernel's
+/// OOM killer) and a FIFO blocked forever. Only regular files are read, and only up to a size.
+#[test]
+fn devices_and_fifos_are_refused_as_elf_and_snapshot() {
+    expect_exit_2(
+        &["symbols", "--elf", "/dev/zero"],
+        "cannot read /dev/zero: not a regular file (a character device)",
+    );
+    let dir = tempdir("fifo-elf");
+    let fifo = dir.join("fw.elf");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fifo_s = fifo.to_str().unwrap();
+    expect_exit_2(&["symbols", "--elf", fifo_s], "not a regular file (a FIFO)");
+    let elf = elf("heap4", "healthy");
+    expect_exit_2(
+        &["heap", "--elf", elf.to_str().unwrap(), "--snapshot", fifo_s],
+        "not a regular file (a FIFO)",
+    );
+}
+
 #[test]
 fn not_an_elf() {
     let cargo = repo().join("Cargo.toml");
@@ -741,5 +767,141 @@ fn without_semihosting_dir_no_file_and_a_bad_dir_is_refused() {
             "/nonexistent/memlife-dir",
         ],
         "--semihosting-dir /nonexistent/memlife-dir: not a directory memlife can open",
+    );
+}
+
+/// A GDB-remote proxy between memlife and QEMU that holds every memory reply (a packet of 64
+/// hex digits or more) for `delay` before passing it on, and counts them: a slow server.
+struct SlowReplies {
+    addr: String,
+    replies: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SlowReplies {
+    fn start(upstream: String, delay: Duration) -> SlowReplies {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let replies = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = replies.clone();
+        std::thread::spawn(move || {
+            let Ok((mut client, _)) = listener.accept() else {
+                return;
+            };
+            let mut server = std::net::TcpStream::connect(upstream).unwrap();
+            let (mut client_w, mut server_w) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut client, &mut server_w);
+            });
+            let mut pending: Vec<u8> = Vec::new();
+            let mut buf = [0u8; 16384];
+            while let Ok(n) = server.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                pending.extend_from_slice(&buf[..n]);
+                // Pass on whole packets (`$...#hh`) and what stands between them, one by one.
+                loop {
+                    let Some(end) = pending
+                        .iter()
+                        .position(|&b| b == b'#')
+                        .filter(|&h| h + 3 <= pending.len())
+                    else {
+                        // Acknowledgements between packets go on at once.
+                        if !pending.contains(&b'$') && !pending.is_empty() {
+                            let _ = client_w.write_all(&pending);
+                            pending.clear();
+                        }
+                        break;
+                    };
+                    let frame: Vec<u8> = pending.drain(..end + 3).collect();
+                    let body_start = frame.iter().position(|&b| b == b'$').map_or(0, |p| p + 1);
+                    let body = &frame[body_start..end];
+                    if body.len() >= 64 && body.iter().all(u8::is_ascii_hexdigit) {
+                        std::thread::sleep(delay);
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if client_w.write_all(&frame).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        SlowReplies { addr, replies }
+    }
+
+    fn replies(&self) -> usize {
+        self.replies.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Issue 30, round-2 red team: SIGTERM during a heap walk over a slow server (1 s per read)
+/// was acted on only after the walk ended (71 s). The walk now stops at the next reply; the
+/// replies still owed are dropped before the clean-up's requests, within a bound.
+#[test]
+fn sigterm_during_a_slow_walk_ends_it_at_the_next_reply() {
+    let elf = elf("heap4", "healthy");
+    let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+    let delay = Duration::from_millis(400);
+    let proxy = SlowReplies::start(qemu.addr().to_string(), delay);
+    let mut cmd = memlife();
+    cmd.arg("heap")
+        .arg("--elf")
+        .arg(&elf)
+        .args([
+            "--gdb",
+            &proxy.addr,
+            "--at",
+            "model_release",
+            "--walk",
+            "bulk",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut guard = ChildGuard(cmd.spawn().unwrap());
+    let started = std::time::Instant::now();
+    let read_err = |guard: &mut ChildGuard| {
+        let mut err = String::new();
+        std::io::Read::read_to_string(guard.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+        err
+    };
+    // Into the walk of the 96 KiB arena: 48 replies of 2 KiB, 19 s at this pace.
+    let before = proxy.replies();
+    while proxy.replies() < before + 4 {
+        assert!(started.elapsed() < Duration::from_secs(60), "no walk");
+        if guard.0.try_wait().unwrap().is_some() {
+            panic!("memlife ended before the walk: {}", read_err(&mut guard));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &guard.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let signalled = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(60),
+            "memlife did not end after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let ended = signalled.elapsed();
+    let err = read_err(&mut guard);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    // One reply in flight, the 2 s settle bound for the rest, QEMU and the exit: far below the
+    // 40 replies (16 s) the walk still had to go.
+    assert!(
+        ended < Duration::from_secs(8),
+        "ended {ended:?} after SIGTERM, {} replies passed: {err}",
+        proxy.replies()
     );
 }

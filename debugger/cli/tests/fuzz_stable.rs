@@ -222,7 +222,7 @@ fn server_monitor_commands() {
 #[test]
 fn server_packet_path() {
     let dir = memlife_testkit::process::tempdir("fuzz-packets");
-    let mut bridge = harness::monitor_bridge(
+    let mut bridge = harness::live_bridge(
         &testdata("heap4-fragmentation.elf"),
         &testdata("heap4-fragmentation.mlsnap"),
         &dir,
@@ -313,7 +313,7 @@ fn server_packet_path() {
 fn regressions_found_by_fuzzing() {
     let dir = memlife_testkit::firmware::repo().join("fuzz/regressions");
     let scratch = memlife_testkit::process::tempdir("fuzz-regressions");
-    let mut bridge = harness::monitor_bridge(
+    let mut bridge = harness::live_bridge(
         &testdata("heap4-fragmentation.elf"),
         &testdata("heap4-fragmentation.mlsnap"),
         &scratch,

@@ -511,3 +511,145 @@ fn a_bad_walk_strategy_or_link_model_is_refused() {
         stderr(&out)
     );
 }
+
+/// Issue 30 item 1: C++ constructors and destructors are named as in the source. GCC emits the
+/// complete and base variants (C1/C2, D1/D2) as aliases at one address, and a virtual class's
+/// deleting destructor (D0) apart; `--at` takes the demangled name with or without its
+/// parameter list and stops where the mangled complete destructor does. Real overloads named
+/// without parameters are refused with the candidates.
+#[test]
+fn cpp_destructors_are_named_as_in_the_source() {
+    let elf = elf("cpp", "healthy");
+    let elf_s = elf.to_str().unwrap();
+    let at = |function: &str| {
+        memlife_json(&[
+            "heap",
+            "--elf",
+            elf_s,
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            function,
+            "--hit",
+            "2",
+            "--json",
+        ])
+    };
+    // The mangled complete destructor, which always worked, is the reference.
+    let mangled = at("_ZN6tinyml11InterpreterD1Ev");
+    for name in [
+        "tinyml::Interpreter::~Interpreter",
+        "tinyml::Interpreter::~Interpreter()",
+        "Interpreter::~Interpreter",
+    ] {
+        let v = at(name);
+        assert_eq!(v["status"], "ok", "{name}: {}", v["anomalies"]);
+        assert_eq!(blocks(&v), blocks(&mangled), "{name}");
+        assert_eq!(v["total_free"], mangled["total_free"], "{name}");
+    }
+    // At the second destruction the first cycle's blocks are back and the second's are live.
+    assert!(mangled["used_blocks"].as_u64().unwrap() > 0);
+
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf_s,
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "tinyml::Interpreter::Invoke",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("names 2 functions")
+            && err.contains("tinyml::Interpreter::Invoke()")
+            && err.contains("tinyml::Interpreter::Invoke(int)"),
+        "{err}"
+    );
+}
+
+/// Issue 29 item 8: `--at` takes what gdb's `break` takes: FILE:LINE stops where gdb does, with
+/// the heap gdb reads there; `*ADDR` stops at that address; a function the compiler inlined
+/// everywhere is named with the places it was inlined into; a line without code names the
+/// nearest lines with some.
+#[test]
+fn at_takes_a_source_line_or_an_address_and_names_inlined_functions() {
+    let elf = elf("heap4", "healthy");
+    let elf_s = elf.to_str().unwrap();
+    let line = "engine.c:185"; // in model_release, after teardown
+    let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+    let server = qemu.addr().to_string();
+    let gdb = gdb_batch(
+        &elf,
+        &server,
+        &[
+            &format!("break {line}"),
+            "continue",
+            "continue",
+            &format!("source {}", gdb_script("heap_reference.py").display()),
+            "ref-heap",
+            "delete",
+            "disconnect",
+        ],
+    );
+    let reference = ref_heap(&gdb);
+    drop(qemu);
+    let at = |location: &str| {
+        memlife_json(&[
+            "heap",
+            "--elf",
+            elf_s,
+            "--qemu",
+            "netduinoplus2",
+            "--at",
+            location,
+            "--hit",
+            "2",
+            "--json",
+        ])
+    };
+    let by_line = at(line);
+    assert_eq!(by_line["pc"]["address"], reference["pc"], "{line}");
+    assert_eq!(blocks(&by_line), blocks(&reference), "{line}");
+    assert_eq!(by_line["total_free"], reference["total_free"], "{line}");
+
+    let entry = at("model_release");
+    let addr = entry["pc"]["address"].as_u64().unwrap();
+    let by_addr = at(&format!("*{addr:#x}"));
+    assert_eq!(by_addr["pc"]["address"], entry["pc"]["address"]);
+    assert_eq!(blocks(&by_addr), blocks(&entry));
+
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf_s,
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "prvSuspend",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`prvSuspend` has no code of its own")
+            && err.contains("pvPortMalloc (heap4.c:")
+            && err.contains("vPortFree (heap4.c:"),
+        "{err}"
+    );
+    let out = run_memlife(&[
+        "heap",
+        "--elf",
+        elf_s,
+        "--qemu",
+        "netduinoplus2",
+        "--at",
+        "heap4.c:1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no code for heap4.c:1") && err.contains("the nearest line with code is"),
+        "{err}"
+    );
+}

@@ -24,6 +24,11 @@ struct Server {
 impl Server {
     /// A server whose dump directory is a fresh one and whose scripts come from `scripts/`.
     fn start(elf: &Path) -> Server {
+        Server::start_with(elf, &[])
+    }
+
+    /// [`Server::start`] with more arguments.
+    fn start_with(elf: &Path, extra: &[&str]) -> Server {
         // One directory per server: the tests of this file run in parallel in one process.
         static SERVERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -36,6 +41,7 @@ impl Server {
             .arg(&dumps)
             .arg("--script-dir")
             .arg(repo().join("scripts"))
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -547,6 +553,7 @@ fn serve_keeps_clients_inside_its_directories() {
             "monitor report link/report",
             &format!("monitor audit {}", not_a_script.display()),
             &format!("monitor audit {}", secret.display()),
+            &format!("monitor audit {}", outside.join("missing.rhai").display()),
             "monitor dump inside.json",
             "monitor shutdown",
         ],
@@ -556,6 +563,20 @@ fn serve_keeps_clients_inside_its_directories() {
     assert!(text.contains("is not a Rhai script"), "{text}");
     assert!(text.contains("outside the script directories"), "{text}");
     assert!(text.contains("relative path without `..`"), "{text}");
+    // A file that is not a script, a script outside the script directories and no file at
+    // all get the same words: the client learns nothing of which host paths exist.
+    let refusals: Vec<String> = [&not_a_script, &secret, &outside.join("missing.rhai")]
+        .iter()
+        .map(|p| {
+            let shown = p.display().to_string();
+            text.lines()
+                .find(|l| l.contains(&shown))
+                .unwrap_or_else(|| panic!("no refusal of {shown}: {text}"))
+                .replace(&shown, "PATH")
+        })
+        .collect();
+    assert_eq!(refusals[0], refusals[1], "{text}");
+    assert_eq!(refusals[1], refusals[2], "{text}");
     assert!(
         std::fs::read_dir(&outside).unwrap().count() == 2,
         "only the two planted files are outside: {text}"
@@ -666,4 +687,330 @@ fn serve_listens_on_an_owner_only_unix_socket() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("the path exists"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&socket).unwrap(), "someone's file");
+}
+
+/// A raw client's `monitor` command: the console text of its `O` packets, up to the final
+/// `OK` or error reply.
+fn raw_monitor(s: &mut TcpStream, command: &[u8], timeout: Duration) -> String {
+    let hex: String = command.iter().map(|b| format!("{b:02x}")).collect();
+    s.write_all(format!("+{}", packet(&format!("qRcmd,{hex}"))).as_bytes())
+        .unwrap();
+    let reply = read_until(s, &["$OK#9a", "$E"], timeout);
+    console_text(&reply)
+}
+
+/// The text of the `O` packets in `reply`.
+fn console_text(reply: &str) -> String {
+    let mut out = Vec::new();
+    for frame in reply.split('$').skip(1) {
+        let Some(hex) = frame.split('#').next().and_then(|p| p.strip_prefix('O')) else {
+            continue;
+        };
+        if hex == "K" {
+            continue;
+        }
+        for i in (0..hex.len() / 2 * 2).step_by(2) {
+            out.push(u8::from_str_radix(&hex[i..i + 2], 16).unwrap());
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// The red team's idle client: one that connects and sends nothing held every other client off
+/// forever. Now it is dropped after the handshake time; while it is served, four more wait in
+/// line and the next is refused with a reason gdb prints; once the line is drained the next
+/// client is served.
+#[test]
+fn an_idle_client_is_dropped_and_the_line_is_bounded() {
+    let elf = elf("heap4", "healthy");
+    let server = Server::start(&elf);
+    let started = Instant::now();
+    let idle = TcpStream::connect(&server.addr).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let waiting: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(&server.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut refused = TcpStream::connect(&server.addr).unwrap();
+    refused
+        .write_all(format!("+{}", packet("qSupported")).as_bytes())
+        .unwrap();
+    let text = read_until(&mut refused, &["$E."], Duration::from_secs(10));
+    assert!(text.contains("memlife serve is busy"), "{text}");
+    // The silent client is dropped after 10 s, the silent ones in line at once after it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server
+        .log()
+        .contains("sent no packet within 10s of connecting")
+    {
+        assert!(Instant::now() < deadline, "{}", server.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut next = TcpStream::connect(&server.addr).unwrap();
+    next.write_all(format!("+{}", packet("?")).as_bytes())
+        .unwrap();
+    read_until(&mut next, &["$T", "$S"], Duration::from_secs(15));
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(25), "served after {waited:?}");
+    let log = server.log();
+    assert!(log.contains("refused gdb client"), "{log}");
+    assert!(log.matches("waits: another client").count() >= 4, "{log}");
+    drop((idle, waiting));
+}
+
+/// `monitor audit` writes its dumps under DUMP_DIR/memlife-out: a link planted there is refused,
+/// and nothing lands where it points.
+#[test]
+fn monitor_audit_dumps_never_follow_a_planted_memlife_out() {
+    let elf = elf("heap4", "healthy");
+    let scripts = tempdir("serve-scripts");
+    std::fs::write(
+        scripts.join("dumps.rhai"),
+        "let t = target();\nlet h = t.heap();\ndump(h, \"planted.json\");\n",
+    )
+    .unwrap();
+    let server = Server::start_with(&elf, &["--script-dir", scripts.to_str().unwrap()]);
+    let outside = tempdir("serve-memlife-out-outside");
+    std::os::unix::fs::symlink(&outside, server.dumps.join("memlife-out")).unwrap();
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            &format!("monitor audit {}", scripts.join("dumps.rhai").display()),
+            "monitor shutdown",
+        ],
+    );
+    let text = all_output(&out);
+    assert!(text.contains("symbolic link"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "written through the link: {text}"
+    );
+    server.wait_exit();
+}
+
+/// The red team's 384 files in 15 s: a dump-on ends when its client leaves, and after
+/// --max-dumps dumps while it stays.
+#[test]
+fn dump_on_is_bounded_and_ends_with_its_client() {
+    let elf = elf("heap4", "leak-on-switch");
+    let server = Server::start_with(&elf, &["--max-dumps", "2"]);
+    let dir = server.dumps.clone();
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "break model_switch",
+            "monitor dump-on model_release capped-{n}.json",
+            "continue",
+            "continue",
+            "continue",
+            "continue",
+            "continue",
+            "monitor dump-off model_release",
+            "delete",
+            "monitor dump-on model_release gone-{n}.json",
+            "detach",
+        ],
+    );
+    let text = all_output(&out);
+    assert_eq!(
+        text.matches("Breakpoint 1, model_switch").count(),
+        5,
+        "{text}"
+    );
+    assert!(text.contains("2 at most"), "{text}");
+    assert!(text.contains("no dump-on is set"), "{text}");
+    // The client left with its dump-on set; the firmware runs on.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["capped-1.json", "capped-2.json"],
+        "{text}\n{}",
+        server.log()
+    );
+    let log = server.log();
+    assert!(
+        log.contains("no more dumps at model_release (2 written): as many as one dump-on writes (--max-dumps)"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "no more dumps at model_release (0 written): the gdb client that asked for them left"
+        ),
+        "{log}"
+    );
+}
+
+/// A long `monitor audit` stops on the client's interrupt byte (breakpoints removed, core
+/// halted, the reply says so), and on its deadline (--audit-deadline).
+#[test]
+fn monitor_audit_stops_on_interrupt_and_at_its_deadline() {
+    let elf = elf("heap4", "leak-on-switch");
+    let server = Server::start_with(&elf, &["--audit-deadline", "4"]);
+    let leak = repo().join("scripts/leak.rhai");
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(format!("+{}", packet("?")).as_bytes()).unwrap();
+    read_until(&mut s, &["$T", "$S"], Duration::from_secs(10));
+    let interrupter = {
+        let mut s = s.try_clone().unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            s.write_all(&[0x03]).unwrap();
+        })
+    };
+    let started = Instant::now();
+    let text = raw_monitor(
+        &mut s,
+        format!("audit {}", leak.display()).as_bytes(),
+        Duration::from_secs(60),
+    );
+    interrupter.join().unwrap();
+    assert!(
+        text.contains("audit stopped: interrupted by the client (0x03); memlife's breakpoints are removed and the target is halted"),
+        "{text}\n{}",
+        server.log()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    // No breakpoint left: the core runs until the client's next interrupt, with no SIGTRAP
+    // from an allocator breakpoint on the way (the firmware allocates all the time).
+    s.write_all(b"+$c#63").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    s.write_all(&[0x03]).unwrap();
+    let stop = read_until(&mut s, &["$S", "$T"], Duration::from_secs(10));
+    assert!(stop.contains("$T02") || stop.contains("$S02"), "{stop}");
+    s.write_all(b"+$D#44").unwrap();
+    read_until(&mut s, &["$OK"], Duration::from_secs(10));
+    drop(s);
+    // The deadline: the same audit runs past 4 s.
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &[
+            "set remotetimeout 60",
+            &format!("monitor audit {}", leak.display()),
+            "monitor shutdown",
+        ],
+    );
+    let text = all_output(&out);
+    assert!(
+        text.contains("audit stopped: it ran past its deadline of 4 s (--audit-deadline)"),
+        "{text}\n{}",
+        server.log()
+    );
+    server.wait_exit();
+}
+
+/// An escaper that passed U+202E and U+200B (and ESC into file names): the console shows them
+/// escaped, and a file name holding any of them is refused.
+#[test]
+fn bidi_and_zero_width_characters_never_reach_gdb_or_a_file_name() {
+    let elf = elf("heap4", "healthy");
+    let server = Server::start(&elf);
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(format!("+{}", packet("?")).as_bytes()).unwrap();
+    read_until(&mut s, &["$T", "$S"], Duration::from_secs(10));
+    let text = raw_monitor(
+        &mut s,
+        "heap\u{202e}\u{200b}x".as_bytes(),
+        Duration::from_secs(10),
+    );
+    assert!(text.contains("unknown monitor command"), "{text}");
+    assert!(text.contains("\\u{202e}\\u{200b}"), "{text}");
+    for name in [
+        "evil\u{202e}nosj.exe",
+        "he\u{200b}ap.json",
+        "esc\u{1b}[2J.json",
+    ] {
+        let text = raw_monitor(
+            &mut s,
+            format!("dump {name}").as_bytes(),
+            Duration::from_secs(10),
+        );
+        assert!(
+            text.contains("control, bidirectional or zero-width character"),
+            "{name:?}: {text}"
+        );
+        assert!(
+            !text
+                .chars()
+                .any(|c| matches!(c, '\u{202e}' | '\u{200b}' | '\u{1b}')),
+            "{text:?}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&server.dumps).unwrap().count(),
+        0,
+        "no dump was written"
+    );
+    raw_monitor(&mut s, b"shutdown", Duration::from_secs(10));
+    s.write_all(b"+$D#44").unwrap();
+    read_until(&mut s, &["$OK"], Duration::from_secs(10));
+    drop(s);
+    server.wait_exit();
+}
+
+/// `unix:PATH` is removed at the end only while it is still memlife's socket: a file put in
+/// its place stays.
+#[test]
+fn a_replaced_unix_socket_is_left_alone() {
+    let elf = elf("heap4", "healthy");
+    let dir = tempdir("serve-unix-replaced");
+    let socket = dir.join("gdb.sock");
+    let mut cmd = memlife();
+    cmd.args(["serve", "--elf"])
+        .arg(&elf)
+        .args(["--qemu", "netduinoplus2", "--listen"])
+        .arg(format!("unix:{}", socket.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut guard = ChildGuard(cmd.spawn().unwrap());
+    let started = Instant::now();
+    while !socket.exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no socket");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::remove_file(&socket).unwrap();
+    std::fs::write(&socket, "someone's file").unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &guard.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "serve did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    guard
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&socket).unwrap_or_default(),
+        "someone's file",
+        "{status:?} {err}"
+    );
+    assert!(err.contains("no longer memlife's socket"), "{err}");
 }

@@ -374,3 +374,62 @@ fn children_and_their_qemus_die_with_a_killed_wide_run() {
     );
     assert!(!alive(qemu), "the QEMU {qemu} outlived the killed wide run");
 }
+
+/// Whether python3's XML parser (expat, strict about XML 1.0's characters) reads `path`.
+fn well_formed(path: &Path) -> Result<(), String> {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Issue 30, round-2 red team: a check named with U+FFFF (or text from firmware RAM starting
+/// with it) made the JUnit of the audit, and the merged `junit.xml` of a wide run, not
+/// well-formed, so CI lost every target's results.
+#[test]
+fn junit_stays_well_formed_whatever_characters_a_check_carries() {
+    let dir = tempdir("wide-xml-chars");
+    let script = dir.join("chars.rhai");
+    std::fs::write(
+        &script,
+        "let t = target();\n\
+         check(\"ok\\uFFFF\", true, \"fine\");\n\
+         check(\"bad \\uFFFE\\u0085\\u0001\", false, \"\\uFFFF layer \\u009B[2J\");\n\
+         warn(\"w\\u007F\", \"\\uFDD0\");\n",
+    )
+    .unwrap();
+    let matrix = format!(
+        "[[matrix]]\nname = \"chars\"\nconfig = {}\nscript = {}\n",
+        toml_path(&example("healthy")),
+        toml_path(&script)
+    );
+    let file = dir.join("matrix.toml");
+    std::fs::write(&file, matrix).unwrap();
+    let out_dir = dir.join("out");
+    let out = run_wide(&[
+        "audit",
+        "--config",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    for junit in [out_dir.join("chars/junit.xml"), out_dir.join("junit.xml")] {
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(xml.contains("ok\u{fffd}"), "{xml}");
+        assert!(
+            !xml.contains('\u{ffff}') && !xml.contains('\u{fffe}'),
+            "{xml}"
+        );
+        well_formed(&junit).unwrap_or_else(|e| panic!("{}: {e}\n{xml}", junit.display()));
+    }
+}

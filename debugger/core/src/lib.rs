@@ -19,12 +19,14 @@
 //! - [`output`]: writing output files atomically, without following planted links.
 //! - [`limits`]: what a timeout in seconds may be, and [`limits::Deadline`], a wait's end that
 //!   never overflows the clock.
-//! - [`text`]: strings from files and targets made safe for a terminal.
+//! - [`input`]: reading the files users name: regular files only, of a bounded size.
+//! - [`text`]: strings from files and targets made safe for a terminal and for XML.
 
 pub mod breakpoints;
 pub mod control;
 pub mod cortex_m;
 pub mod error;
+pub mod input;
 pub mod interrupt;
 pub mod limits;
 pub mod memory;

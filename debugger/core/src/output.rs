@@ -14,13 +14,15 @@
 //!   is never opened, followed or overwritten.
 //! - **Nothing left behind.** A failed write removes its temporary file.
 //! - **No way out of an output directory** ([`write_under`]): the relative path may not be
-//!   absolute or contain `..`, and every directory on the way is opened relative to the one
-//!   before with `O_NOFOLLOW`, so a symbolic link inside the output directory (to a folder
-//!   elsewhere, planted before or during the write) is refused rather than followed. The
-//!   rename replaces a link at the final name itself; it does not write through it.
+//!   absolute or contain `..`, the output directory itself is opened with `O_NOFOLLOW`, and
+//!   every directory below it relative to the one before with `O_NOFOLLOW`, so a symbolic link
+//!   at the output directory's own name or inside it (to a folder elsewhere, planted before or
+//!   during the write) is refused rather than followed. The rename replaces a link at the final
+//!   name itself; it does not write through it.
 //!
-//! The directories of a path the user gives (`--json out/run.json`) are the user's choice and
-//! are followed as given; only the final name and the temporary file are guarded there.
+//! The directories of a path the user gives (`--json out/run.json`, and the parents of an output
+//! directory) are the user's choice and are followed as given; only the final name and the
+//! temporary file are guarded there.
 //!
 //! On Unix the directory walk uses `openat`/`mkdirat`/`renameat` (through rustix, no `unsafe`).
 //! Elsewhere the same rules are checked with `symlink_metadata` before use, which leaves a
@@ -67,13 +69,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, e))?;
-    imp::write_in(dir, &[], Path::new(name), bytes).map_err(|e| WriteError::new(path, e))
+    imp::write_in(dir, Base::Followed, &[], Path::new(name), bytes)
+        .map_err(|e| WriteError::new(path, e))
+}
+
+/// How the first directory of a write is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Base {
+    /// Through whatever link the user gave (`--json out/run.json`: `out` is the user's choice).
+    Followed,
+    /// Refused when it is itself a symbolic link (an output directory: a link planted at its
+    /// name would carry every file written under it elsewhere).
+    NoLink,
 }
 
 /// Writes `bytes` to `root/rel` atomically, where `rel` comes from someone memlife does not
-/// trust with the file system (a script): `rel` must be relative and plain (no `..`, no root),
-/// and no directory on the way below `root` may be a symbolic link. Missing directories are
-/// created (also `root`). Returns the path written.
+/// trust with the file system (a script, a gdb client): `rel` must be relative and plain (no
+/// `..`, no root), and neither `root` itself nor any directory on the way below it may be a
+/// symbolic link (`root`'s parents are followed). Missing directories are created (also
+/// `root`). Returns the path written.
 pub fn write_under(root: &Path, rel: &Path, bytes: &[u8]) -> Result<PathBuf, WriteError> {
     let target = root.join(rel);
     let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
@@ -94,7 +108,8 @@ pub fn write_under(root: &Path, rel: &Path, bytes: &[u8]) -> Result<PathBuf, Wri
         return Err(WriteError::new(&target, invalid("the path is empty")));
     };
     std::fs::create_dir_all(root).map_err(|e| WriteError::new(&target, e))?;
-    imp::write_in(root, dirs, Path::new(name), bytes).map_err(|e| WriteError::new(&target, e))?;
+    imp::write_in(root, Base::NoLink, dirs, Path::new(name), bytes)
+        .map_err(|e| WriteError::new(&target, e))?;
     Ok(target)
 }
 
@@ -163,18 +178,26 @@ mod imp {
     use rustix::fs::{AtFlags, Mode, OFlags};
     use rustix::io::Errno;
 
-    use super::{create_exclusive, symlink_refused, temp_name};
+    use super::{Base, create_exclusive, symlink_refused, temp_name};
 
-    /// Opens `base` (following what the caller gave), then each of `dirs` below it without
-    /// following links, creating what is missing, and writes `name` there.
+    /// Opens `base` (following a link there only with [`Base::Followed`]), then each of `dirs`
+    /// below it without following links, creating what is missing, and writes `name` there.
     pub(super) fn write_in(
         base: &Path,
+        how: Base,
         dirs: &[&std::ffi::OsStr],
         name: &Path,
         bytes: &[u8],
     ) -> std::io::Result<()> {
-        let dir_flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
-        let mut dir: OwnedFd = rustix::fs::open(base, dir_flags, Mode::empty())?;
+        let mut dir_flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
+        if how == Base::NoLink {
+            dir_flags |= OFlags::NOFOLLOW;
+        }
+        let mut dir: OwnedFd = match rustix::fs::open(base, dir_flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP | Errno::NOTDIR) => return Err(symlink_refused(base)),
+            Err(e) => return Err(e.into()),
+        };
         let mut walked = base.to_path_buf();
         for part in dirs {
             walked.push(part);
@@ -234,14 +257,18 @@ mod imp {
 mod imp {
     use std::path::Path;
 
-    use super::{create_exclusive, symlink_refused, temp_name};
+    use super::{Base, create_exclusive, symlink_refused, temp_name};
 
     pub(super) fn write_in(
         base: &Path,
+        how: Base,
         dirs: &[&std::ffi::OsStr],
         name: &Path,
         bytes: &[u8],
     ) -> std::io::Result<()> {
+        if how == Base::NoLink && std::fs::symlink_metadata(base)?.file_type().is_symlink() {
+            return Err(symlink_refused(base));
+        }
         let mut dir = base.to_path_buf();
         for part in dirs {
             dir.push(part);
@@ -411,6 +438,26 @@ mod tests {
         write_under(&out, Path::new("final.json"), b"{}").unwrap();
         assert!(!out.join("final.json").is_symlink());
         assert!(names(&outside).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A link planted at the output directory's own name (`DUMP_DIR/memlife-out`) is refused
+    /// like one inside it; the directories above it are the user's and are followed.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_at_the_output_directory_itself_is_not_followed() {
+        let dir = scratch("linked-root");
+        let outside = dir.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("out")).unwrap();
+        let err = write_under(&dir.join("out"), Path::new("heap.json"), b"{}").unwrap_err();
+        assert_eq!(err.source.kind(), std::io::ErrorKind::PermissionDenied);
+        assert!(err.source.to_string().contains("symbolic link"), "{err:#?}");
+        assert!(names(&outside).is_empty(), "nothing was written outside");
+        // A linked parent is the user's choice.
+        std::os::unix::fs::symlink(&outside, dir.join("parent")).unwrap();
+        write_under(&dir.join("parent/out"), Path::new("heap.json"), b"{}").unwrap();
+        assert!(outside.join("out/heap.json").is_file());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -209,7 +209,7 @@ impl Snapshot {
 
     /// Loads a snapshot file.
     pub fn load(path: &Path) -> std::result::Result<Self, SnapshotError> {
-        let bytes = std::fs::read(path)?;
+        let bytes = crate::input::read_regular(path, crate::input::MAX_DATA_BYTES)?;
         Self::read_from(bytes.as_slice())
     }
 
@@ -260,15 +260,22 @@ impl Memory for Snapshot {
 
 impl Registers for Snapshot {
     fn read_register(&mut self, reg: Register) -> Result<u64> {
-        let name = match reg {
-            Register::ProgramCounter => "pc".to_string(),
-            Register::StackPointer => "sp".to_string(),
-            Register::ReturnAddress => "lr".to_string(),
-            Register::Argument(n) => format!("r{n}"),
-            Register::ReturnValue => "r0".to_string(),
-            Register::Numbered(n) => format!("r{n}"),
+        // Snapshots keep the names the backend gave (`sp`, `xpsr`); GDB numbers 13..15 and 25
+        // are those registers too (`CoreRegisters::read` asks by number).
+        let names: Vec<String> = match reg {
+            Register::ProgramCounter | Register::Numbered(15) => vec!["pc".into(), "r15".into()],
+            Register::StackPointer | Register::Numbered(13) => vec!["sp".into(), "r13".into()],
+            Register::ReturnAddress | Register::Numbered(14) => vec!["lr".into(), "r14".into()],
+            Register::Numbered(crate::cortex_m::GDB_XPSR) => {
+                vec!["xpsr".into(), "cpsr".into(), "r25".into()]
+            }
+            Register::Argument(n) => vec![format!("r{n}")],
+            Register::ReturnValue => vec!["r0".into()],
+            Register::Numbered(n) => vec![format!("r{n}")],
         };
-        self.register_by_name(&name)
+        names
+            .iter()
+            .find_map(|n| self.register_by_name(n))
             .ok_or(TargetError::Unsupported("this register in the snapshot"))
     }
 
@@ -418,5 +425,23 @@ mod tests {
     fn rejects_overlapping_regions() {
         let mut s = sample();
         assert!(s.add_region(0x2000_0080, vec![0; 4]).is_err());
+    }
+
+    #[test]
+    fn core_registers_read_by_gdb_number_from_a_snapshot() {
+        let mut snap = Snapshot::default();
+        let mut regs: Vec<(String, u64)> = (0..13).map(|i| (format!("r{i}"), i)).collect();
+        regs.extend([
+            ("sp".into(), 0x2000_1000),
+            ("lr".into(), 0x0800_0101),
+            ("pc".into(), 0x0800_0200),
+            ("xpsr".into(), 0x0100_0000),
+        ]);
+        snap.registers = regs;
+        let core = crate::cortex_m::CoreRegisters::read(&mut snap).unwrap();
+        assert_eq!(core.sp(), 0x2000_1000);
+        assert_eq!(core.pc(), 0x0800_0200);
+        assert_eq!(core.xpsr, 0x0100_0000);
+        assert_eq!(core.r[7], 7);
     }
 }

@@ -8,8 +8,8 @@ use serde::{Serialize, Serializer};
 use crate::DiffError;
 use crate::budgets::{Budgets, Limit};
 use crate::figures::{self, FigureKey, Figures, Kind, PhaseKey, Unit};
-use crate::report::AuditRun;
 use crate::sites::{self, SiteChange};
+use memlife_report::AuditReport;
 
 /// What the diff says about one run.
 #[derive(Debug, Clone, Serialize)]
@@ -183,19 +183,19 @@ impl Diff {
     }
 }
 
-fn info(run: &AuditRun, name: &str) -> RunInfo {
+fn info(run: &AuditReport, name: &str) -> RunInfo {
     RunInfo {
         name: name.to_string(),
         elf: run.run.elf.clone(),
         allocator: run.run.allocator.clone(),
         heap_size: run.run.heap_size,
         cycles: figures::phase_keys(run).last().map_or(0, |k| k.cycle),
-        exit_code: run.exit_code,
+        exit_code: Some(run.exit_code),
     }
 }
 
 /// The function each role stands for in a run (its first phase of that role).
-fn role_functions(run: &AuditRun) -> BTreeMap<String, String> {
+fn role_functions(run: &AuditReport) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for p in &run.phases {
         out.entry(run.role_of(p).to_string())
@@ -204,7 +204,7 @@ fn role_functions(run: &AuditRun) -> BTreeMap<String, String> {
     out
 }
 
-fn site_functions(run: &AuditRun) -> BTreeSet<String> {
+fn site_functions(run: &AuditReport) -> BTreeSet<String> {
     run.events
         .iter()
         .filter_map(|e| e.site.function.clone())
@@ -219,7 +219,11 @@ fn site_functions(run: &AuditRun) -> BTreeSet<String> {
 
 /// Refuses two reports that cannot be aligned: no phase role in common, or no phase function
 /// and no allocation site function in common (two different firmwares).
-fn check_aligned(base: &AuditRun, head: &AuditRun, names: (&str, &str)) -> Result<(), DiffError> {
+fn check_aligned(
+    base: &AuditReport,
+    head: &AuditReport,
+    names: (&str, &str),
+) -> Result<(), DiffError> {
     let (rb, rh) = (role_functions(base), role_functions(head));
     let common: Vec<&String> = rb.keys().filter(|r| rh.contains_key(*r)).collect();
     let list = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>().join(", ");
@@ -263,8 +267,8 @@ fn equal(a: f64, b: f64) -> bool {
 
 /// Compares `base` with `head`; `names` are how the caller calls them (`BASE.json`).
 pub fn diff(
-    base: &AuditRun,
-    head: &AuditRun,
+    base: &AuditReport,
+    head: &AuditReport,
     names: (&str, &str),
     budgets: &Budgets,
 ) -> Result<Diff, DiffError> {
@@ -400,7 +404,7 @@ fn change(key: &FigureKey, fb: &Figures, fh: &Figures, budgets: &Budgets) -> Cha
         site: h
             .or(b)
             .and_then(|f| f.site.as_ref())
-            .map(crate::report::Site::describe),
+            .map(memlife_report::model::Site::to_string),
         base: bv,
         head: hv,
         delta: y - x,
@@ -510,16 +514,16 @@ fn collapse(raw: Vec<Change>, fb: &Figures, fh: &Figures) -> Vec<Change> {
     out
 }
 
-fn checks(base: &AuditRun, head: &AuditRun) -> Vec<CheckChange> {
+fn checks(base: &AuditReport, head: &AuditReport) -> Vec<CheckChange> {
     head.checks
         .iter()
         .filter_map(|h| {
             let b = base.checks.iter().find(|b| b.name == h.name);
             let bv = b.map_or("none", |b| b.verdict.as_str());
-            (bv != h.verdict).then(|| CheckChange {
+            (bv != h.verdict.as_str()).then(|| CheckChange {
                 name: h.name.clone(),
                 base: bv.to_string(),
-                head: h.verdict.clone(),
+                head: h.verdict.as_str().to_string(),
                 message: h.message.clone(),
             })
         })
@@ -532,7 +536,7 @@ mod tests {
     use super::*;
     use crate::figures::tests::report;
 
-    fn run_diff(base: &AuditRun, head: &AuditRun) -> Diff {
+    fn run_diff(base: &AuditReport, head: &AuditReport) -> Diff {
         diff(base, head, ("BASE", "HEAD"), &Budgets::default()).unwrap()
     }
 

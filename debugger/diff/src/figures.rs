@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::report::{AuditRun, Phase, Site};
+use memlife_report::AuditReport;
+use memlife_report::model::{PhaseRecord, Site};
 
 /// What a figure measures; its snake-case name is its `[diff]` budget table in memlife.toml.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -190,7 +191,7 @@ pub type Figures = BTreeMap<FigureKey, Figure>;
 /// The key of every phase, in order. The cycle is the one the audit observed (`cycle` in the
 /// report) when every phase has one; otherwise a cycle starts each time the role of the first
 /// phase comes again.
-pub fn phase_keys(run: &AuditRun) -> Vec<PhaseKey> {
+pub fn phase_keys(run: &AuditReport) -> Vec<PhaseKey> {
     let first = run.phases.first().map(|p| run.role_of(p).to_string());
     let observed = run.phases.iter().all(|p| p.cycle.is_some_and(|c| c > 0));
     let mut cycle = 0u32;
@@ -221,27 +222,6 @@ pub fn phase_keys(run: &AuditRun) -> Vec<PhaseKey> {
         .collect()
 }
 
-/// The spans of a phase under their alignment names: the labels the script gave them when
-/// every span has one (and they are unique), else their positions (`#3`).
-pub fn span_items(run: &AuditRun, phase: &Phase) -> Vec<String> {
-    let labels: Vec<Option<String>> = phase.spans.iter().map(|s| run.span_label(s)).collect();
-    let unique = {
-        let mut names: Vec<&String> = labels.iter().flatten().collect();
-        names.sort();
-        names.dedup();
-        names.len() == labels.len()
-    };
-    if unique {
-        labels.into_iter().flatten().collect()
-    } else {
-        phase
-            .spans
-            .iter()
-            .map(|s| format!("#{}", s.index))
-            .collect()
-    }
-}
-
 /// The loose identity of an allocation site: function and callers' functions, lines left out,
 /// so that a line that moved is still the same site.
 pub fn site_key(site: &Site) -> String {
@@ -253,24 +233,20 @@ pub fn site_key(site: &Site) -> String {
     key
 }
 
-fn peak_where(run: &AuditRun, phase: &Phase) -> Option<String> {
+fn peak_where(run: &AuditReport, phase: &PhaseRecord) -> Option<String> {
     let at = phase.peak_at.as_ref()?;
     if let (Some(span), Some(arg)) = (&at.span, at.span_arg1) {
         let function = span.split('#').next().unwrap_or(span);
-        let label = run
-            .labels
-            .get(function)
-            .and_then(|names| usize::try_from(arg).ok().and_then(|i| names.get(i)));
-        return Some(match label {
+        return Some(match run.script_label(function, arg) {
             Some(l) => format!("layer {l}"),
             None => format!("{function} #{arg}"),
         });
     }
-    at.site.as_ref().map(Site::describe)
+    at.site.as_ref().map(Site::to_string)
 }
 
 /// Every figure of `run`.
-pub fn extract(run: &AuditRun) -> Figures {
+pub fn extract(run: &AuditReport) -> Figures {
     let mut out = Figures::new();
     let keys = phase_keys(run);
     let mut put = |kind: Kind, phase: Option<&PhaseKey>, item: Option<String>, fig: Figure| {
@@ -283,7 +259,7 @@ pub fn extract(run: &AuditRun) -> Figures {
             fig,
         );
     };
-    let fig = |value: f64, p: &Phase, at: Option<String>| Figure {
+    let fig = |value: f64, p: &PhaseRecord, at: Option<String>| Figure {
         value,
         function: Some(p.function.clone()),
         at,
@@ -305,7 +281,7 @@ pub fn extract(run: &AuditRun) -> Figures {
                     None,
                     fig(p.delta_used as f64, p, None),
                 );
-                for (s, item) in p.spans.iter().zip(span_items(run, p)) {
+                for (s, item) in p.spans.iter().zip(run.aligned_span_names(p)) {
                     put(
                         Kind::BuildStep,
                         Some(key),
@@ -321,7 +297,7 @@ pub fn extract(run: &AuditRun) -> Figures {
                     None,
                     fig(p.peak_above_before as f64, p, at),
                 );
-                for (s, item) in p.spans.iter().zip(span_items(run, p)) {
+                for (s, item) in p.spans.iter().zip(run.aligned_span_names(p)) {
                     put(
                         Kind::LayerDelta,
                         Some(key),
@@ -362,7 +338,7 @@ pub fn extract(run: &AuditRun) -> Figures {
     let top = run
         .phases
         .iter()
-        .fold(None, |best: Option<&Phase>, p| match best {
+        .fold(None, |best: Option<&PhaseRecord>, p| match best {
             Some(b) if b.peak_used >= p.peak_used => Some(b),
             _ => Some(p),
         });
@@ -403,7 +379,7 @@ pub fn extract(run: &AuditRun) -> Figures {
 /// Free bytes after each cycle's release (or its last phase), the largest drop from one cycle
 /// to the next, and the leaked blocks of the heap map by site, per cycle.
 fn leaks(
-    run: &AuditRun,
+    run: &AuditReport,
     keys: &[PhaseKey],
     put: &mut impl FnMut(Kind, Option<&PhaseKey>, Option<String>, Figure),
 ) {
@@ -462,7 +438,7 @@ pub(crate) mod tests {
 
     /// A small report: load, build with two operators, run with two layers, release; `cycles`
     /// times; `tweak` changes it before it is read.
-    pub fn report(cycles: usize, tweak: impl Fn(&mut serde_json::Value)) -> AuditRun {
+    pub fn report(cycles: usize, tweak: impl Fn(&mut serde_json::Value)) -> AuditReport {
         let mut phases = Vec::new();
         for _ in 0..cycles {
             phases.push(serde_json::json!({"function": "model_load", "alias": "load", "peak_above_before": 1000,
@@ -487,7 +463,7 @@ pub(crate) mod tests {
             "labels": {"op_init": ["conv_a", "conv_b"], "op_invoke": ["conv_a", "conv_b"]},
         });
         tweak(&mut v);
-        AuditRun::from_value(v, "test").unwrap()
+        AuditReport::from_value(v).unwrap()
     }
 
     fn key(kind: Kind, role: &str, cycle: u32, item: Option<&str>) -> FigureKey {
@@ -657,7 +633,7 @@ pub(crate) mod tests {
         };
         assert_eq!(f[&site].value, 368.0);
         assert_eq!(
-            f[&site].site.as_ref().unwrap().describe(),
+            f[&site].site.as_ref().unwrap().to_string(),
             "build_graph (engine.c:51)"
         );
     }

@@ -1,9 +1,11 @@
 //! `memlife diff`: memory regressions between two builds, from their audit JSON reports.
 //!
-//! Pure JSON logic, no target: [`AuditRun`] reads a report defensively (fields it does not know
-//! are ignored, fields it lacks take defaults), [`diff`] aligns the two runs and compares every
-//! figure the audit checks use, [`Budgets`] (`[diff]` in memlife.toml) say which change is too
-//! much, and [`text`] renders the result for a terminal and for a pull request.
+//! Pure logic over reports, no target: [`parse`] reads a report (the one model of
+//! `memlife-report`, [`AuditReport`], read defensively: fields it does not know are ignored,
+//! fields it lacks take defaults), [`diff`] aligns the two runs and compares every figure the audit checks use,
+//! [`Budgets`] (`[diff]` in memlife.toml) say which change is too much, and [`text`] renders the
+//! result for a terminal and for a pull request. `memlife audit --baseline` compares the report
+//! it just made, in memory, with one read from JSON.
 //!
 //! Alignment: phases by role and cycle (the k-th `run` of cycle 2 is the k-th `run` of cycle 2),
 //! spans by the label the script gave them or else by position, allocation sites by function,
@@ -12,7 +14,7 @@
 //! refused ([`DiffError::Unrelated`]).
 //!
 //! # Layout
-//! - [`report`]: the audit JSON as read here.
+//! - [`read`]: the audit JSON reports, read and refused when there is nothing to compare.
 //! - [`figures`]: the figures of one report, under keys that align.
 //! - [`sites`]: allocation sites matched between two reports.
 //! - [`budgets`]: the `diff` table of memlife.toml.
@@ -22,13 +24,14 @@
 pub mod budgets;
 pub mod compare;
 pub mod figures;
-pub mod report;
+pub mod read;
 pub mod sites;
 pub mod text;
 
 pub use budgets::Budgets;
 pub use compare::{Change, Diff, Verdict, diff};
-pub use report::AuditRun;
+pub use memlife_report::AuditReport;
+pub use read::{parse, require_phases};
 
 /// Why two reports could not be compared.
 #[derive(Debug, thiserror::Error)]

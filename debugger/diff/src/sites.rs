@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::report::{AuditRun, Site};
+use memlife_report::AuditReport;
+use memlife_report::model::{EventKind, Site};
 
 /// What one site did over a whole run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -54,7 +55,7 @@ impl SiteChange {
     /// `op_prepare (ops.c:75) <- build_graph <- model_switch`: the site and up to three
     /// callers, which tell apart one line reached from two places.
     pub fn describe(&self) -> String {
-        let mut s = self.site.describe();
+        let mut s = self.site.to_string();
         for f in self.site.chain_functions().iter().skip(1).take(3) {
             s.push_str(" <- ");
             s.push_str(f);
@@ -81,12 +82,12 @@ fn id(site: &Site) -> SiteId {
 
 /// Every allocation site of a run (the first call chain seen stands for it) with what it did,
 /// each free attributed to the allocation of the same address before it.
-pub fn stats(run: &AuditRun) -> BTreeMap<SiteId, (Site, SiteStats)> {
+pub fn stats(run: &AuditReport) -> BTreeMap<SiteId, (Site, SiteStats)> {
     let mut out: BTreeMap<SiteId, (Site, SiteStats)> = BTreeMap::new();
     let mut live: BTreeMap<u64, (SiteId, u64)> = BTreeMap::new();
     for e in &run.events {
-        match e.kind.as_str() {
-            "alloc" => {
+        match e.kind {
+            EventKind::Alloc => {
                 let key = id(&e.site);
                 let (_, s) = out
                     .entry(key.clone())
@@ -101,10 +102,9 @@ pub fn stats(run: &AuditRun) -> BTreeMap<SiteId, (Site, SiteStats)> {
                 }
                 live.insert(e.addr, (key, e.size));
             }
-            "free" => {
+            EventKind::Free => {
                 live.remove(&e.addr);
             }
-            _ => {}
         }
     }
     for (key, size) in live.into_values() {
@@ -117,7 +117,7 @@ pub fn stats(run: &AuditRun) -> BTreeMap<SiteId, (Site, SiteStats)> {
 
 /// The sites that differ between `base` and `head`, new and gone first, then moved, then
 /// changed; the most bytes first within each.
-pub fn compare(base: &AuditRun, head: &AuditRun) -> Vec<SiteChange> {
+pub fn compare(base: &AuditReport, head: &AuditReport) -> Vec<SiteChange> {
     let mut b = stats(base);
     let mut h = stats(head);
     let mut out = Vec::new();
@@ -187,7 +187,7 @@ mod tests {
     use super::*;
     use crate::figures::tests::report;
 
-    fn with_events(events: serde_json::Value) -> AuditRun {
+    fn with_events(events: serde_json::Value) -> AuditReport {
         report(1, |v| v["events"] = events.clone())
     }
 

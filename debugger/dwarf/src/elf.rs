@@ -181,6 +181,16 @@ impl ElfImage {
         Ok((image, file))
     }
 
+    /// The DWARF sections again, parsed from the bytes held (for the rare lookups that need
+    /// a DIE walk after loading: see `location`).
+    pub fn dwarf(&self) -> Result<Option<gimli::Dwarf<Reader>>> {
+        let file = object::File::parse(&self.bytes[..]).map_err(|source| SymbolError::NotElf {
+            path: String::new(),
+            source,
+        })?;
+        load_dwarf(&file, &self.bytes, self.endian, "")
+    }
+
     /// `len` bytes of code at `addr`, from the executable sections.
     pub fn code(&self, addr: u64, len: usize) -> Option<&[u8]> {
         self.bytes_in(&self.code, addr, len)
@@ -189,6 +199,18 @@ impl ElfImage {
     /// `len` bytes of constant data at `addr`, from the read-only data sections.
     pub fn rodata(&self, addr: u64, len: usize) -> Option<&[u8]> {
         self.bytes_in(&self.rodata, addr, len)
+    }
+
+    /// The read-only data section holding `addr`: its start address and bytes.
+    pub fn rodata_section(&self, addr: u64) -> Option<(u64, &[u8])> {
+        self.rodata.iter().find_map(|(start, section)| {
+            let data: &[u8] = match section {
+                Section::InFile(range) => self.bytes.get(range.clone())?,
+                Section::Decompressed(data) => data,
+            };
+            let end = start.checked_add(data.len() as u64)?;
+            (addr >= *start && addr < end).then_some((*start, data))
+        })
     }
 
     fn bytes_in<'s>(

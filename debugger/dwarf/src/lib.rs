@@ -15,15 +15,19 @@
 //! - `error`: [`SymbolError`], why loading failed.
 //! - `elf`: the one parse of the file: symbol table ([`ElfSymbol`]), function index, sections,
 //!   the processor ([`Machine`]).
-//! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, arrays, pointers, enums.
+//! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, C++ base classes
+//!   ([`Base`]), arrays, pointers, enums.
 //! - `vars`: variables ([`Variable`]) collected from every compile unit, with their scope.
-//! - `source`: pc → function, file and line through `addr2line`.
+//! - `source`: pc → function, file and line through `addr2line`, and a line table's rows.
+//! - [`location`]: where to stop as users write it: a function, `FILE:LINE` or `*ADDR`; the
+//!   places an inlined function was inlined into.
 //! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
 //! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
 
 pub mod demangle;
 mod elf;
 mod error;
+pub mod location;
 mod source;
 mod types;
 pub mod unwind;
@@ -35,8 +39,9 @@ use std::path::Path;
 pub use demangle::demangle as demangle_name;
 pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::SymbolError;
+pub use location::{CodeLocation, InlinedInstance, LocationError, LocationSpec};
 pub use source::SourceLocation;
-pub use types::{Member, Type, TypeId, TypeTable};
+pub use types::{Base, Member, Type, TypeId, TypeTable};
 pub use unwind::{Backtrace, Frame, UnwindEnd, Unwinder};
 pub use value::{Value, ValueError, read_c_string, read_typed, read_variable, read_variable_in};
 pub use vars::Variable;
@@ -68,14 +73,42 @@ impl std::fmt::Debug for Symbols {
     }
 }
 
+/// What a function name stands for ([`Symbols::function_lookup`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FunctionLookup<'a> {
+    /// One function.
+    Found(&'a ElfSymbol),
+    /// Several functions at different addresses (C++ overloads asked for without their
+    /// parameters): their demangled names, for the error to list.
+    Ambiguous(Vec<String>),
+    /// No function by that name.
+    Missing,
+}
+
+impl FunctionLookup<'_> {
+    /// A sentence for an error about `name` that was not found: the candidates when it is
+    /// ambiguous, empty otherwise.
+    pub fn ambiguity(&self, name: &str) -> String {
+        match self {
+            FunctionLookup::Ambiguous(names) => format!(
+                "; `{name}` names {} functions, give the parameter list to choose one: {}",
+                names.len(),
+                names.join(", ")
+            ),
+            _ => String::new(),
+        }
+    }
+}
+
 impl Symbols {
     /// Loads an ELF file. Fails on a missing file or a non-ELF; an ELF without DWARF loads (with
     /// [`Symbols::has_dwarf`] false) so that symbol-table fallbacks still work.
     pub fn load(path: &Path) -> Result<Self> {
-        let data = std::fs::read(path).map_err(|source| SymbolError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let data = memlife_core::input::read_regular(path, memlife_core::input::MAX_ELF_BYTES)
+            .map_err(|source| SymbolError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
         Self::parse(data, &path.display().to_string())
     }
 
@@ -223,15 +256,42 @@ impl Symbols {
 
     /// The ELF symbol of a function, by its symbol name or, for C++, its demangled name.
     fn function_symbol(&self, name: &str) -> Option<&ElfSymbol> {
-        self.elf
+        match self.function_lookup(name) {
+            FunctionLookup::Found(sym) => Some(sym),
+            FunctionLookup::Ambiguous(_) | FunctionLookup::Missing => None,
+        }
+    }
+
+    /// What a function name stands for: one function (by its symbol name, or for C++ its
+    /// demangled name, aliases collapsed: see `demangle`), several (overloads, listed for the
+    /// error), or none.
+    pub fn function_lookup(&self, name: &str) -> FunctionLookup<'_> {
+        let exact = self
+            .elf
             .symbols
             .iter()
-            .find(|s| s.name == name && s.kind == SymbolKind::Function)
-            .or_else(|| {
-                // A C++ function by its demangled name (see `demangle`).
-                let names = self.demangled.iter().map(|(i, n)| (*i, n.as_str()));
-                demangle::find(names, name).and_then(|i| self.elf.symbols.get(i))
+            .find(|s| s.name == name && s.kind == SymbolKind::Function);
+        if let Some(sym) = exact {
+            return FunctionLookup::Found(sym);
+        }
+        let candidates = self.demangled.iter().filter_map(|(i, n)| {
+            let sym = self.elf.symbols.get(*i)?;
+            Some(demangle::Candidate {
+                index: *i,
+                mangled: &sym.name,
+                demangled: n,
+                address: sym.address & !1,
             })
+        });
+        match demangle::find(candidates, name) {
+            demangle::Lookup::Found(i) => self
+                .elf
+                .symbols
+                .get(i)
+                .map_or(FunctionLookup::Missing, FunctionLookup::Found),
+            demangle::Lookup::Ambiguous(names) => FunctionLookup::Ambiguous(names),
+            demangle::Lookup::Missing => FunctionLookup::Missing,
+        }
     }
 
     /// The demangled names of the C++ functions (for "did you mean" lists).
@@ -308,6 +368,12 @@ impl Symbols {
     /// global's value without reading the target), or `None` outside them.
     pub fn rodata(&self, addr: u64, len: usize) -> Option<&[u8]> {
         self.elf.rodata(addr, len)
+    }
+
+    /// The read-only data section (`.rodata`...) holding `addr`, as `(start address, bytes)`:
+    /// constant data whose length the reader learns as it goes (a model flatbuffer in flash).
+    pub fn rodata_section(&self, addr: u64) -> Option<(u64, &[u8])> {
+        self.elf.rodata_section(addr)
     }
 
     /// The processor the image is built for.

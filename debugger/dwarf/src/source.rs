@@ -68,4 +68,19 @@ impl SourceIndex {
         }
         out
     }
+
+    /// The line table's rows for the code in `[start, end)`: `(address, line, file path)`, in
+    /// address order; rows without a line or a file are left out. Bounded like `locate`.
+    pub fn rows(&self, start: u64, end: u64) -> Vec<(u64, u32, String)> {
+        let mut out = Vec::new();
+        let Ok(iter) = self.ctx.find_location_range(start, end) else {
+            return out;
+        };
+        for (addr, _len, loc) in iter.take(1 << 16) {
+            if let (Some(file), Some(line)) = (loc.file, loc.line) {
+                out.push((addr, line, file.to_string()));
+            }
+        }
+        out
+    }
 }

@@ -97,6 +97,16 @@ pub enum Type {
     Function,
 }
 
+/// A C++ base class of a struct or class (`DW_TAG_inheritance`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Base {
+    /// The base class.
+    pub type_id: Option<TypeId>,
+    /// Byte offset of the base's subobject in the derived object; `None` for a virtual base,
+    /// whose place is only known at run time.
+    pub offset: Option<u64>,
+}
+
 /// All types of an image.
 #[derive(Debug, Default)]
 pub struct TypeTable {
@@ -104,6 +114,9 @@ pub struct TypeTable {
     /// Full names of the structs declared inside a namespace or Rust module
     /// (`embedded_alloc::llff::Heap`; `Type::Struct::name` is only `Heap`).
     qualified: HashMap<TypeId, String>,
+    /// C++ base classes by derived class, in declaration order. Kept beside the types so that
+    /// a struct's members stay its own (a C reader never meets a base).
+    bases: HashMap<TypeId, Vec<Base>>,
 }
 
 /// Typedef chains longer than this are treated as broken (a cycle in damaged DWARF).
@@ -116,6 +129,60 @@ impl TypeTable {
 
     pub(crate) fn set_scope(&mut self, id: TypeId, qualified: String) {
         self.qualified.insert(id, qualified);
+    }
+
+    pub(crate) fn add_base(&mut self, derived: TypeId, base: Base) {
+        self.bases.entry(derived).or_default().push(base);
+    }
+
+    /// The C++ base classes of the struct `id` (through typedefs), in declaration order; empty
+    /// for a C struct.
+    pub fn bases(&self, id: TypeId) -> &[Base] {
+        self.resolve(id)
+            .and_then(|(id, _)| self.bases.get(&id))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// A data member of the class `id` by name, its own or inherited (C++ base classes,
+    /// searched depth first in declaration order after the class's own members), with its
+    /// offset from the start of `id`. Members behind a virtual base are not found: their place
+    /// is only known at run time.
+    pub fn find_member(&self, id: TypeId, name: &str) -> Option<(u64, &Member)> {
+        self.find_member_depth(id, name, 0)
+    }
+
+    fn find_member_depth(&self, id: TypeId, name: &str, depth: usize) -> Option<(u64, &Member)> {
+        if depth > MAX_CHAIN {
+            return None;
+        }
+        if let Some(m) = self.member(id, name) {
+            return Some((m.offset, m));
+        }
+        self.bases(id).iter().find_map(|b| {
+            let (off, m) = self.find_member_depth(b.type_id?, name, depth + 1)?;
+            Some((b.offset?.checked_add(off)?, m))
+        })
+    }
+
+    /// The offset of the base class subobject named `base` (tag name, or full name with its
+    /// namespaces) inside the class `id`, searched through every level of inheritance; `Some(0)`
+    /// when `id` is that class itself.
+    pub fn base_offset(&self, id: TypeId, base: &str) -> Option<u64> {
+        self.base_offset_depth(id, base, 0)
+    }
+
+    fn base_offset_depth(&self, id: TypeId, base: &str, depth: usize) -> Option<u64> {
+        if depth > MAX_CHAIN {
+            return None;
+        }
+        let (rid, _) = self.resolve(id)?;
+        if self.is_named(rid, base) || self.qualified.get(&rid).is_some_and(|q| q == base) {
+            return Some(0);
+        }
+        self.bases(rid).iter().find_map(|b| {
+            let inner = self.base_offset_depth(b.type_id?, base, depth + 1)?;
+            b.offset?.checked_add(inner)
+        })
     }
 
     /// The full name of a struct declared in a namespace or module (`embedded_alloc::llff::Heap`),
@@ -265,6 +332,32 @@ impl TypeTable {
             }
         }
         false
+    }
+
+    /// An enumeration by tag or typedef name (`BuiltinOperator`), the one with the most
+    /// enumerators when several compile units differ (a declaration has none); returns the id of
+    /// the enumeration itself.
+    pub fn find_enum(&self, name: &str) -> Option<TypeId> {
+        self.types
+            .iter()
+            .filter_map(|(id, ty)| match ty {
+                Type::Enum {
+                    name: Some(n),
+                    variants,
+                    ..
+                } if n == name => Some((*id, variants.len())),
+                Type::Typedef {
+                    name: n,
+                    target: Some(t),
+                } if n == name => match self.resolve(*t) {
+                    Some((eid, Type::Enum { variants, .. })) => Some((eid, variants.len())),
+                    _ => None,
+                },
+                _ => None,
+            })
+            // Deterministic: the most enumerators, then the lowest offset.
+            .max_by_key(|(id, n)| (*n, std::cmp::Reverse(*id)))
+            .map(|(id, _)| id)
     }
 
     /// Finds a struct (or a typedef of one) by tag or typedef name, preferring a complete

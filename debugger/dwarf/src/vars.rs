@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use gimli::{AttributeValue, Reader as _};
 
 use crate::elf::Reader;
-use crate::types::{BaseEncoding, Member, Type, TypeId, TypeTable};
+use crate::types::{Base, BaseEncoding, Member, Type, TypeId, TypeTable};
 use crate::{Result, SymbolError};
 
 /// A variable with static storage (a global, a file static or a function static), or a constant.
@@ -198,6 +198,24 @@ pub(crate) fn collect(
                         variants: Vec::new(),
                     },
                 },
+                gimli::DW_TAG_inheritance => {
+                    if let Some((_, Open::Struct { id: derived, .. })) = stack.last() {
+                        // A virtual base's location is an expression evaluated at run time.
+                        let virtual_base =
+                            entry.attr_value(gimli::DW_AT_virtuality).is_some_and(|v| {
+                                !matches!(v, AttributeValue::Virtuality(gimli::DW_VIRTUALITY_none))
+                            });
+                        let offset = entry
+                            .attr_value(gimli::DW_AT_data_member_location)
+                            .and_then(|v| member_offset(&unit, v))
+                            .filter(|_| !virtual_base);
+                        types.add_base(*derived, Base { type_id, offset });
+                    }
+                    Open::Other
+                }
+                // A static data member (DWARF 4 gives it as a member declaration; DWARF 5 as a
+                // variable) has no place in the object: it is not a member at offset 0.
+                gimli::DW_TAG_member if is_declaration(entry) => Open::Other,
                 gimli::DW_TAG_member => {
                     if let Some((
                         _,
@@ -295,11 +313,7 @@ pub(crate) fn collect(
                         entry.attr_value(gimli::DW_AT_external),
                         Some(AttributeValue::Flag(true))
                     );
-                    let declaration = matches!(
-                        entry.attr_value(gimli::DW_AT_declaration),
-                        Some(AttributeValue::Flag(true))
-                    );
-                    if declaration {
+                    if is_declaration(entry) {
                         decls.insert(
                             id,
                             Declaration {
@@ -361,6 +375,13 @@ pub(crate) fn collect(
     }
     vars.retain(|v| !v.name.is_empty());
     Ok((vars, types, returns))
+}
+
+fn is_declaration(entry: &gimli::DebuggingInformationEntry<Reader>) -> bool {
+    matches!(
+        entry.attr_value(gimli::DW_AT_declaration),
+        Some(AttributeValue::Flag(true))
+    )
 }
 
 fn close(open: Open, types: &mut TypeTable) {

@@ -81,8 +81,8 @@ pub struct Anomaly {
     pub message: String,
 }
 
-/// Overall verdict of a walk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Overall verdict of a walk (read back from audit reports too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HeapStatus {
     /// Consistent.

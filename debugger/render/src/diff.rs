@@ -7,15 +7,13 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use memlife_audit::model::{HeapMap, HeapSummary, MapBlock, Site};
 use memlife_diff::compare::Verdict;
-use memlife_diff::figures::span_items;
-use memlife_diff::report::{self, AuditRun};
 use memlife_diff::{Diff, text as dtext};
-use plotters::prelude::*;
+use memlife_report::AuditReport;
+use memlife_report::views::{Layers, SpanNames, Stairs, Timeline, signed_delta};
+use plotters::style::RGBColor;
 
-use crate::charts::stairs::{Stairs, Step};
-use crate::charts::{ALARM, FONT, INK, WIDTH, category_label, failed, k, kd};
+use crate::charts::{curve, layers as layer_charts, stairs as stair_charts};
 use crate::escape::text;
 use crate::heapmap::heap_map_svg;
 use crate::{Result, kib, write_atomic};
@@ -48,8 +46,8 @@ tr.exceeded td { background: #fbe3e3; } tr.better td { background: #e6f4ea; }
 /// Writes `dir/index.html` (atomically) and returns its path.
 pub fn write_diff_report(
     diff: &Diff,
-    base: &AuditRun,
-    head: &AuditRun,
+    base: &AuditReport,
+    head: &AuditReport,
     dir: &Path,
 ) -> Result<PathBuf> {
     let page = render_diff_html(diff, base, head)?;
@@ -76,7 +74,7 @@ fn legend(h: &mut String, diff: &Diff) {
 }
 
 /// Renders the page.
-pub fn render_diff_html(diff: &Diff, base: &AuditRun, head: &AuditRun) -> Result<String> {
+pub fn render_diff_html(diff: &Diff, base: &AuditReport, head: &AuditReport) -> Result<String> {
     let mut h = String::with_capacity(256 * 1024);
     let _ = write!(
         h,
@@ -145,90 +143,35 @@ fn changes(h: &mut String, diff: &Diff) {
     h.push_str("</table>\n</section>\n");
 }
 
-fn curve(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Result<()> {
+fn curve(h: &mut String, diff: &Diff, base: &AuditReport, head: &AuditReport) -> Result<()> {
     h.push_str("<section id=\"water-level\">\n<h2>Water level</h2>\n");
     legend(h, diff);
-    let (cb, ch) = (base.curve(), head.curve());
+    let levels = |run| Timeline::build(run).levels().collect::<Vec<u64>>();
+    let (cb, ch) = (levels(base), levels(head));
     let capacity = base.run.heap_size.max(head.run.heap_size);
-    let top = cb
-        .iter()
-        .chain(&ch)
-        .copied()
-        .max()
-        .unwrap_or(0)
-        .max(capacity);
-    let xmax = cb.len().max(ch.len()).max(1) as f64;
-    let ymax = k(top) * 1.1 + 0.5;
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, 400)).into_drawing_area();
-        let fail = failed("water-level overlay");
-        let mut chart =
-            crate::charts::curve::water_level_axes(&root, xmax, ymax, "water-level overlay")?;
-        chart
-            .draw_series(LineSeries::new(
-                [(0.0, k(capacity)), (xmax, k(capacity))],
-                ALARM.stroke_width(1),
-            ))
-            .map_err(&fail)?;
-        for (points, colour, width) in [(&cb, BASE, 3), (&ch, HEAD, 2)] {
-            let mut stepped = Vec::with_capacity(points.len() * 2);
-            for (i, u) in points.iter().enumerate() {
-                if let Some(&(_, prev)) = stepped.last() {
-                    stepped.push((i as f64, prev));
-                }
-                stepped.push((i as f64, k(*u)));
-            }
-            chart
-                .draw_series(LineSeries::new(stepped, colour.stroke_width(width)))
-                .map_err(&fail)?;
-        }
-        root.present().map_err(&fail)?;
-    }
-    h.push_str(&out);
+    h.push_str(&curve::overlay_svg(
+        &[(&cb, BASE, 3), (&ch, HEAD, 2)],
+        capacity,
+    )?);
     let peak = |c: &[u64]| c.iter().copied().max().unwrap_or(0);
     let _ = writeln!(
         h,
         "<p>Highest used: BASE <b>{} B</b>, HEAD <b>{} B</b> ({}); heap {} B.</p>\n</section>",
         peak(&cb),
         peak(&ch),
-        text(&crate::delta(crate::charts::delta(peak(&cb), peak(&ch)))),
+        text(&crate::delta(signed_delta(peak(&cb), peak(&ch)))),
         capacity
     );
     Ok(())
 }
 
-/// The stairs of a run's first build phase with spans, named as the diff aligns them.
-fn stairs_of(run: &AuditRun) -> Option<Stairs> {
-    let p = run.first_with_spans("build")?;
-    let names = span_items(run, p);
-    let steps: Vec<Step> = p
-        .spans
-        .iter()
-        .zip(names)
-        .map(|(s, name)| Step {
-            name,
-            delta: s.delta,
-            resident: crate::charts::delta(p.before.used, s.after_used),
-            // The diff reads runs from their JSON, which keeps no per-step composition.
-            parts: Vec::new(),
-        })
-        .collect();
-    let largest =
-        steps.iter().enumerate().fold(
-            0,
-            |best, (i, s)| if s.delta > steps[best].delta { i } else { best },
-        );
-    Some(Stairs {
-        phase: format!("{}#{}", p.function, p.call),
-        steps,
-        largest,
-        total: p.delta_used,
-        total_parts: Vec::new(),
-    })
+/// The stairs of a run's first build phase with spans, steps named as the diff aligns them;
+/// heights only: the two builds compare step by step, each in one colour.
+fn stairs_of(run: &AuditReport) -> Option<Stairs> {
+    Stairs::of(run, SpanNames::Aligned).map(Stairs::without_parts)
 }
 
-fn stairs(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Result<()> {
+fn stairs(h: &mut String, diff: &Diff, base: &AuditReport, head: &AuditReport) -> Result<()> {
     h.push_str(
         "<section id=\"build\">\n<h2>Graph build, side by side</h2>\n<div class=\"pair\">\n",
     );
@@ -237,13 +180,13 @@ fn stairs(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resu
     let range = sb
         .iter()
         .chain(&sh)
-        .map(crate::charts::stairs::y_range)
+        .map(stair_charts::y_range)
         .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
     for (side, st, name) in [("BASE", sb, &diff.base.name), ("HEAD", sh, &diff.head.name)] {
         let _ = writeln!(h, "<div class=\"side\">\n<h3>{side}: {}</h3>", text(name));
         match (st, range) {
             (Some(st), Some(range)) => {
-                h.push_str(&crate::charts::stairs::svg_in(
+                h.push_str(&stair_charts::svg_in(
                     &st,
                     &mut crate::palette::Palette::new(),
                     range,
@@ -262,179 +205,34 @@ fn stairs(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Resu
     Ok(())
 }
 
-/// (name, base (delta, transient), head (delta, transient)) per layer of the first run phase.
-type LayerPair = (String, Option<(i64, u64)>, Option<(i64, u64)>);
-
-fn layer_pairs(base: &AuditRun, head: &AuditRun) -> Vec<LayerPair> {
-    let of = |run: &AuditRun| -> Vec<(String, (i64, u64))> {
-        run.first_with_spans("run")
-            .map(|p| {
-                span_items(run, p)
-                    .into_iter()
-                    .zip(&p.spans)
-                    .map(|(n, s)| (n, (s.delta, s.transient())))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let (b, hd) = (of(base), of(head));
-    let mut out: Vec<LayerPair> = hd
-        .iter()
-        .map(|(n, v)| {
-            (
-                n.clone(),
-                b.iter().find(|(m, _)| m == n).map(|x| x.1),
-                Some(*v),
-            )
-        })
-        .collect();
-    for (n, v) in &b {
-        if !hd.iter().any(|(m, _)| m == n) {
-            out.push((n.clone(), Some(*v), None));
-        }
-    }
-    out
-}
-
-fn layers(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Result<()> {
+fn layers(h: &mut String, diff: &Diff, base: &AuditReport, head: &AuditReport) -> Result<()> {
     h.push_str("<section id=\"layers\">\n<h2>Inference, per layer</h2>\n");
-    let pairs = layer_pairs(base, head);
+    let of = |run| Layers::of(run, SpanNames::Aligned);
+    let pairs = layer_charts::pair(of(base).as_ref(), of(head).as_ref());
     if pairs.is_empty() {
         h.push_str("<p class=\"note\">no run phase with per-layer spans</p>\n</section>\n");
         return Ok(());
     }
     legend(h, diff);
-    let names: Vec<String> = pairs.iter().map(|p| p.0.clone()).collect();
-    let values = pairs
-        .iter()
-        .flat_map(|p| [p.1, p.2])
-        .flatten()
-        .flat_map(|(d, t)| [d, t as i64]);
-    let (lo, hi) = values.fold((0i64, 0i64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let (ymin, ymax) = (kd(lo) * 1.15 - 0.2, kd(hi) * 1.15 + 0.5);
-    let n = names.len();
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, 380)).into_drawing_area();
-        let fail = failed("paired layers");
-        root.fill(&WHITE).map_err(&fail)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), ymin..ymax)
-            .map_err(&fail)?;
-        let label_of = |v: &f64| category_label(&names, *v);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(RGBColor(235, 235, 235))
-            .x_labels(n)
-            .x_label_formatter(&label_of)
-            .y_desc("kept (bar) and transient high (outline), KiB")
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 11))
-            .y_label_formatter(&|v| format!("{v:.1}"))
-            .draw()
-            .map_err(&fail)?;
-        chart
-            .draw_series(LineSeries::new(
-                [(-0.5, 0.0), (n as f64, 0.0)],
-                INK.stroke_width(1),
-            ))
-            .map_err(&fail)?;
-        for (i, (_, b, hd)) in pairs.iter().enumerate() {
-            for (v, colour, off) in [(b, BASE, -0.2), (hd, HEAD, 0.2)] {
-                let Some((d, t)) = v else { continue };
-                let x = i as f64 + off;
-                chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(x - 0.18, 0.0), (x + 0.18, kd(*d))],
-                        colour.filled(),
-                    )))
-                    .map_err(&fail)?;
-                if *t > 0 {
-                    chart
-                        .draw_series(std::iter::once(Rectangle::new(
-                            [(x - 0.18, 0.0), (x + 0.18, k(*t))],
-                            colour.stroke_width(1),
-                        )))
-                        .map_err(&fail)?;
-                }
-            }
-        }
-        root.present().map_err(&fail)?;
-    }
-    h.push_str(&out);
+    h.push_str(&layer_charts::paired_svg(&pairs, (BASE, HEAD))?);
     h.push_str("<table>\n<tr><th>layer</th><th>base kept</th><th>head kept</th><th>base transient</th><th>head transient</th></tr>\n");
     let cell = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |x| format!("{x} B"));
-    for (name, b, hd) in &pairs {
+    for p in &pairs {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            text(name),
-            cell(b.map(|x| x.0)),
-            cell(hd.map(|x| x.0)),
-            cell(b.map(|x| x.1 as i64)),
-            cell(hd.map(|x| x.1 as i64))
+            text(&p.name),
+            cell(p.base.map(|x| x.0)),
+            cell(p.head.map(|x| x.0)),
+            cell(p.base.map(|x| x.1 as i64)),
+            cell(p.head.map(|x| x.1 as i64))
         );
     }
     h.push_str("</table>\n</section>\n");
     Ok(())
 }
 
-fn site(s: &report::Site) -> Site {
-    Site {
-        function: s.function.clone(),
-        file: s.file.clone(),
-        line: s.line,
-        chain: s.chain.clone(),
-    }
-}
-
-/// The report's heap map in the audit's own type, for [`heap_map_svg`].
-fn heap_map(m: &report::HeapMap) -> HeapMap {
-    let status = match m.summary.status.as_str() {
-        "busy" => memlife_heap::HeapStatus::Busy,
-        "corrupt" => memlife_heap::HeapStatus::Corrupt,
-        "uninitialised" => memlife_heap::HeapStatus::Uninitialised,
-        _ => memlife_heap::HeapStatus::Ok,
-    };
-    HeapMap {
-        at: m.at.clone(),
-        heap_start: m.heap_start,
-        heap_size: m.heap_size,
-        summary: HeapSummary {
-            free: m.summary.free,
-            used: m.summary.used,
-            largest_free: m.summary.largest_free,
-            largest_free_ratio: m.summary.largest_free_ratio,
-            free_blocks: m.summary.free_blocks,
-            used_blocks: m.summary.used_blocks,
-            min_ever_free: m.summary.min_ever_free,
-            status,
-        },
-        leaked_blocks: m.leaked_blocks,
-        leaked_bytes: m.leaked_bytes,
-        blocks: m
-            .blocks
-            .iter()
-            .map(|b| MapBlock {
-                addr: b.addr,
-                size: b.size,
-                free: b.free,
-                unclaimed: b.unclaimed,
-                leaked: b.leaked,
-                // A diff's report keeps leaks only; late frees show as used blocks.
-                deferred: false,
-                site: b.site.as_ref().map(site),
-            })
-            .collect(),
-    }
-}
-
-fn heap_maps(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) {
+fn heap_maps(h: &mut String, diff: &Diff, base: &AuditReport, head: &AuditReport) {
     h.push_str("<section id=\"heap-maps\">\n<h2>Heap maps after release</h2>\n");
     for (side, run, name) in [
         ("BASE", base, &diff.base.name),
@@ -443,7 +241,7 @@ fn heap_maps(h: &mut String, diff: &Diff, base: &AuditRun, head: &AuditRun) {
         let _ = writeln!(h, "<h3>{side}: {}</h3>", text(name));
         match &run.heap_map {
             Some(m) => {
-                h.push_str(&heap_map_svg(&heap_map(m)));
+                h.push_str(&heap_map_svg(m));
                 let _ = writeln!(
                     h,
                     "<p class=\"note\">{} leaked block(s), {} B; largest free {} of {} free</p>",
@@ -498,7 +296,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn run(step: i64) -> AuditRun {
+    fn run(step: i64) -> AuditReport {
         let v = serde_json::json!({
             "run": {"elf": "fw<1>.elf", "heap_size": 4096},
             "phases": [
@@ -512,7 +310,7 @@ mod tests {
             "heap_map": {"at": "model_release#1", "heap_start": 4096, "heap_size": 4096, "summary": {"free": 4096, "status": "ok"},
                          "blocks": [{"addr": 4096, "size": 4096, "free": true}]}
         });
-        AuditRun::from_value(v, "t").unwrap()
+        AuditReport::from_value(v).unwrap()
     }
 
     #[test]

@@ -9,8 +9,8 @@
 
 use std::fmt::Write;
 
-use memlife_audit::model::{HeapMap, MapBlock};
 use memlife_heap::HeapState;
+use memlife_report::model::{HeapMap, MapBlock};
 
 use crate::escape::text;
 use crate::kib;
@@ -205,7 +205,7 @@ trait StatusWord {
     fn status_word(&self) -> String;
 }
 
-impl StatusWord for memlife_audit::model::HeapSummary {
+impl StatusWord for memlife_report::model::HeapSummary {
     fn status_word(&self) -> String {
         format!("heap {:?}", self.status).to_lowercase()
     }

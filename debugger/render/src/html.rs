@@ -4,16 +4,16 @@
 
 use std::fmt::Write;
 
-use memlife_audit::AuditReport;
-use memlife_audit::composition::component_of;
-use memlife_audit::model::{MapBlock, Verdict};
+use memlife_report::AuditReport;
+use memlife_report::model::{BreakpointUse, MapBlock, Verdict};
+use memlife_report::views::composition::component_of;
+use memlife_report::views::{SpanNames, Views};
 
 use crate::charts::{self, css, role_color};
 use crate::escape::text;
 use crate::heapmap::{self, heap_map_svg_with, live_map_svg};
 use crate::palette::Palette;
 use crate::peakbar;
-use crate::timeline::Timeline;
 use crate::{Result, delta, kib};
 
 const STYLE: &str = r#"
@@ -47,7 +47,7 @@ fn verdict(v: Verdict) -> (&'static str, &'static str) {
 
 /// Renders the page.
 pub fn render_html(report: &AuditReport) -> Result<String> {
-    let t = Timeline::build(report);
+    let views = Views::of(report, SpanNames::Readable);
     let mut h = String::with_capacity(256 * 1024);
     let script = std::path::Path::new(&report.run.script)
         .file_name()
@@ -96,12 +96,12 @@ pub fn render_html(report: &AuditReport) -> Result<String> {
     // One palette for the page: a component has one colour in the bars, stairs and maps.
     let mut palette = Palette::new();
     checks(&mut h, report);
-    curve(&mut h, report, &t)?;
+    curve(&mut h, report, &views)?;
     peaks(&mut h, report, &mut palette);
-    stairs(&mut h, report, &mut palette)?;
-    layers(&mut h, report)?;
+    stairs(&mut h, &views, &mut palette)?;
+    layers(&mut h, &views)?;
     heap_map(&mut h, report, &mut palette);
-    trend(&mut h, report)?;
+    trend(&mut h, report, &views)?;
     folded(&mut h, report);
     facts(&mut h, report);
     h.push_str("</body>\n</html>\n");
@@ -138,7 +138,8 @@ fn checks(h: &mut String, report: &AuditReport) {
     h.push_str("</table>\n</section>\n");
 }
 
-fn curve(h: &mut String, report: &AuditReport, t: &Timeline<'_>) -> Result<()> {
+fn curve(h: &mut String, report: &AuditReport, views: &Views<'_>) -> Result<()> {
+    let t = &views.timeline;
     h.push_str("<section id=\"water-level\">\n<h2>Water level: used heap over the run</h2>\n");
     if t.phases.is_empty() && t.events.is_empty() {
         h.push_str("<p class=\"note\">no phases or allocations were recorded</p>\n</section>\n");
@@ -160,12 +161,12 @@ fn curve(h: &mut String, report: &AuditReport, t: &Timeline<'_>) -> Result<()> {
         );
     }
     h.push_str("</p>\n");
-    h.push_str(&charts::curve::svg(report, t)?);
-    if let Some(p) = charts::curve::peak(report, t) {
+    h.push_str(&charts::curve::svg(report, views)?);
+    if let Some(p) = &views.peak {
         let _ = writeln!(
             h,
             "<p><b class=\"peak\">{}</b> ({} B used, in {}, the {} phase); heap capacity {} B; baseline {} B used at the first phase's entry.</p>",
-            text(&p.label()),
+            text(&charts::curve::peak_label(p)),
             p.used,
             text(&p.phase),
             text(&p.role),
@@ -360,24 +361,24 @@ fn legend<'a>(
     }
 }
 
-fn stairs(h: &mut String, report: &AuditReport, palette: &mut Palette) -> Result<()> {
+fn stairs(h: &mut String, views: &Views<'_>, palette: &mut Palette) -> Result<()> {
     h.push_str(
         "<section id=\"build-stairs\">\n<h2>Graph build: resident memory per operator</h2>\n",
     );
-    let Some(st) = charts::stairs::stairs(report) else {
+    let Some(st) = &views.stairs else {
         h.push_str("<p class=\"note\">no build phase with spans was recorded (phase <code>build</code>, spans from <code>[spans]</code>)</p>\n</section>\n");
         return Ok(());
     };
-    h.push_str(&charts::stairs::svg(&st, palette)?);
+    h.push_str(&charts::stairs::svg(st, palette)?);
     let mut names: Vec<&str> = Vec::new();
     let parts = st
         .steps
         .iter()
         .flat_map(|s| &s.parts)
         .chain(&st.total_parts);
-    for (n, _) in parts {
-        if !names.contains(&n.as_str()) {
-            names.push(n);
+    for p in parts {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
         }
     }
     if !names.is_empty() {
@@ -406,7 +407,7 @@ fn stairs(h: &mut String, report: &AuditReport, palette: &mut Palette) -> Result
         let parts: Vec<String> = s
             .parts
             .iter()
-            .map(|(n, b)| format!("{} {b}", text(n)))
+            .map(|p| format!("{} {}", text(&p.name), p.bytes))
             .collect();
         let _ = writeln!(
             h,
@@ -421,17 +422,17 @@ fn stairs(h: &mut String, report: &AuditReport, palette: &mut Palette) -> Result
     Ok(())
 }
 
-fn layers(h: &mut String, report: &AuditReport) -> Result<()> {
+fn layers(h: &mut String, views: &Views<'_>) -> Result<()> {
     h.push_str("<section id=\"layers\">\n<h2>Inference: per-layer deltas</h2>\n");
-    let Some(l) = charts::layers::layers(report) else {
+    let Some(l) = &views.layers else {
         h.push_str("<p class=\"note\">no inference phase with spans was recorded (phase <code>run</code>)</p>\n</section>\n");
         return Ok(());
     };
-    h.push_str(&charts::layers::svg(&l)?);
+    h.push_str(&charts::layers::svg(l)?);
     let _ = writeln!(
         h,
         "<p class=\"note\">solid bar: bytes the layer kept (red) or gave back (green); outline: its transient high above its entry.</p>\n<p>Reuse verdict: <b class=\"reuse\">{}</b>; inference peak {} B above entry in {}.</p>",
-        text(&l.verdict),
+        text(&charts::layers::verdict(l)),
         l.peak_above,
         text(&l.phase)
     );
@@ -545,26 +546,20 @@ fn deferred(h: &mut String, report: &AuditReport) {
     h.push_str("</table>\n");
 }
 
-fn trend(h: &mut String, report: &AuditReport) -> Result<()> {
+fn trend(h: &mut String, report: &AuditReport, views: &Views<'_>) -> Result<()> {
     h.push_str("<section id=\"leak-trend\">\n<h2>Leak trend: free heap after each release</h2>\n");
-    let Some(tr) = charts::trend::trend(report) else {
+    let Some(tr) = &views.trend else {
         h.push_str("<p class=\"note\">no release phase was recorded</p>\n</section>\n");
         return Ok(());
     };
-    h.push_str(&charts::trend::svg(&tr)?);
+    h.push_str(&charts::trend::svg(tr)?);
     let mut list: Vec<String> = tr.free.iter().map(u64::to_string).collect();
     if let Some(f) = &report.folded {
         // The kept releases before the folded cycles, then the folded range, then the rest.
-        let before = report
-            .phases
-            .iter()
-            .filter(|p| crate::timeline::role(report, p) == "release")
-            .take_while(|p| p.cycle.is_some_and(|c| c < f.first_cycle))
-            .count();
         let lo = f.series.iter().map(|b| b.end_free_min).min().unwrap_or(0);
         let hi = f.series.iter().map(|b| b.end_free_max).max().unwrap_or(0);
         list.insert(
-            before.min(list.len()),
+            tr.before_fold.min(list.len()),
             format!(
                 "[cycles {}&ndash;{} folded: {lo}&ndash;{hi}]",
                 f.first_cycle, f.last_cycle
@@ -627,7 +622,7 @@ fn folded(h: &mut String, report: &AuditReport) {
 
 /// The breakpoints the run armed against what the target has: on a probe's six comparators an
 /// audit arms lean (see the README's "Real boards").
-fn breakpoint_use(b: &memlife_audit::debugger::BreakpointUse) -> String {
+fn breakpoint_use(b: &BreakpointUse) -> String {
     let mut s = format!("{} armed at most", b.max_armed);
     match b.capacity {
         Some(c) => {

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use memlife_audit::AuditReport;
-use memlife_audit::model::Verdict;
+use memlife_report::AuditReport;
+use memlife_report::model::Verdict;
 
 use crate::escape::text;
 
@@ -97,10 +97,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use std::collections::BTreeMap;
 
-    use memlife_audit::PeakMethod;
-    use memlife_audit::model::CheckResult;
-    use memlife_audit::report::{RunFacts, summarize};
-    use memlife_audit::script::ScriptError;
+    use memlife_report::model::{CheckResult, PeakMethod, RunFacts, ScriptError, summarize};
 
     use super::*;
 

@@ -1,14 +1,15 @@
 //! Renders what an audit recorded ([`AuditReport`]) for people and tools: one self-contained
 //! HTML page, a heap map as SVG, the run as a Chrome trace event (Perfetto) JSON file, and the
-//! checks as JUnit XML. (The report itself, and its JSON, is `memlife_audit::report`; one heap as
-//! text or JSON is `memlife_heap::render`.)
+//! checks as JUnit XML; and two runs compared (`memlife diff --report`). The report itself, its
+//! JSON and the figures each chart shows are `memlife-report`'s (`memlife_report::views`);
+//! this crate draws them. One heap as text or JSON is `memlife_heap::render`.
 //!
 //! Nothing here touches a target, so the CLI (`memlife audit --report DIR --trace FILE --junit
 //! FILE`, `memlife heap --svg FILE`) and the GDB server (`monitor report DIR`) render the same
 //! pages.
 //!
 //! ```no_run
-//! # fn demo(report: &memlife_audit::AuditReport) -> Result<(), memlife_render::ReportError> {
+//! # fn demo(report: &memlife_report::AuditReport) -> Result<(), memlife_render::ReportError> {
 //! memlife_render::write_html_report(report, std::path::Path::new("out/report"))?;
 //! memlife_render::write_trace(report, std::path::Path::new("out/run.trace.json"))?;
 //! # Ok(()) }
@@ -19,15 +20,16 @@
 //! `<title>` (its address, size and allocation site on hover), which plotters cannot attach.
 //!
 //! # Layout
-//! - [`timeline`]: one time axis for phases, spans and allocator events (there is no target
-//!   clock: a step per recorded event or boundary).
-//! - `charts`: the water-level curve, the build stair chart, per-layer deltas, the leak trend.
+//! - `charts`: every chart of both pages, built on one frame: the water-level curve (and the
+//!   diff's overlay), the build stair chart, per-layer deltas (and the diff's paired bars), the
+//!   leak trend.
 //! - [`heapmap`]: the heap strip, drawn to scale, blocks coloured by component.
 //! - [`peakbar`]: each phase peak as a stacked bar of its components.
 //! - [`palette`]: a component's colour, by a keyword rule on its name.
 //! - `html`: the page.
 //! - `trace`: the Perfetto / `chrome://tracing` JSON.
-//! - [`diff`]: the page of `memlife diff --report`: two runs drawn together.
+//! - [`diff`]: the page of `memlife diff --report`: two runs drawn together, with the same
+//!   views and chart builders as the audit page.
 //! - `junit`: the checks as JUnit XML.
 //! - `escape`: escaping for HTML, SVG and XML text and attributes.
 
@@ -41,12 +43,11 @@ mod html;
 mod junit;
 pub mod palette;
 pub mod peakbar;
-pub mod timeline;
 mod trace;
 
 use std::path::{Path, PathBuf};
 
-use memlife_audit::AuditReport;
+use memlife_report::AuditReport;
 
 pub use diff::write_diff_report;
 pub use heapmap::heap_map_svg;

@@ -8,13 +8,12 @@
 
 use std::fmt::Write;
 
-use memlife_audit::AuditReport;
-use memlife_audit::composition::Part;
+use memlife_report::AuditReport;
+use memlife_report::model::Part;
 
 use crate::escape::text;
 use crate::kib;
 use crate::palette::Palette;
-use crate::timeline::role;
 
 const WIDTH: f64 = 960.0;
 /// Room for the phase's name left of its bar.
@@ -69,8 +68,8 @@ pub fn bars(report: &AuditReport) -> Vec<Bar<'_>> {
         .iter()
         .filter(|p| !p.composition.is_empty())
         .map(|p| Bar {
-            phase: format!("{}#{}", p.function, p.call),
-            role: role(report, p),
+            phase: p.name(),
+            role: report.role_of(p).to_string(),
             parts: &p.composition,
             peak_above: p.peak_above_before,
         })

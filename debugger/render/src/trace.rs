@@ -3,15 +3,14 @@
 //! and free heap as counter (`C`) tracks, allocations and frees as instant (`i`) events with
 //! their size, address and site, and `M` metadata naming the process and threads.
 //!
-//! Time: the target has no clock memlife reads, so `ts` counts [`crate::timeline`] steps, one
-//! step = [`STEP_US`] µs. Durations compare event counts, not seconds.
+//! Time: the target has no clock memlife reads, so `ts` counts the steps of the report's
+//! timeline (`memlife_report::views::timeline`), one step = [`STEP_US`] µs. Durations compare event counts, not seconds.
 
 use serde_json::{Value, json};
 
-use memlife_audit::AuditReport;
-use memlife_audit::model::EventKind;
-
-use crate::timeline::{Timeline, span_label};
+use memlife_report::AuditReport;
+use memlife_report::model::EventKind;
+use memlife_report::views::Timeline;
 
 /// Microseconds per timeline step.
 pub const STEP_US: u64 = 10;
@@ -68,7 +67,7 @@ pub fn trace_json(report: &AuditReport) -> Value {
     for s in &t.spans {
         let r = s.record;
         ev.push(json!({
-            "ph": "X", "name": span_label(report, r), "cat": "span",
+            "ph": "X", "name": report.span_name(r), "cat": "span",
             "pid": PID, "tid": TID_SPANS, "ts": ts(s.x0), "dur": ts(s.x1 - s.x0),
             "args": {
                 "function": format!("{}#{}", r.function, r.call), "arg": r.args[1],

@@ -4,14 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use memlife_audit::model::{
-    CheckResult, EventKind, HeapSummary, PeakSite, PhaseRecord, Site, SpanRecord, TraceEvent,
-    Verdict,
-};
-use memlife_audit::report::{RunFacts, summarize};
-use memlife_audit::{AuditReport, PeakMethod};
 use memlife_heap::HeapStatus;
-use memlife_render::timeline::Timeline;
+use memlife_report::AuditReport;
+use memlife_report::model::{
+    CheckResult, EventKind, HeapSummary, PeakMethod, PeakSite, PhaseRecord, RunFacts, Site,
+    SpanRecord, TraceEvent, Verdict, summarize,
+};
+use memlife_report::views::Timeline;
 
 const SIZE: u64 = 98_304;
 
@@ -108,7 +107,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         method: PeakMethod::Sample,
         checks: summarize(&calls),
         check_calls: calls,
-        totals: memlife_audit::history::Totals::of(&events, &phases),
+        totals: memlife_report::model::Totals::of(&events, &phases),
         cycles: 0,
         folded: None,
         phases,
@@ -259,7 +258,7 @@ fn the_page_says_how_many_breakpoints_the_run_armed_of_the_targets() {
         page.contains("<dt>breakpoints</dt><dd>0 armed at most (the target has no limit)</dd>"),
         "{page}"
     );
-    r.run.breakpoints = memlife_audit::debugger::BreakpointUse {
+    r.run.breakpoints = memlife_report::BreakpointUse {
         max_armed: 6,
         capacity: Some(6),
         planned: Some(5),
@@ -299,7 +298,7 @@ fn state(blocks: &[(u64, u64, bool)]) -> memlife_heap::HeapState {
 
 #[test]
 fn leaked_blocks_are_new_since_the_baseline_or_share_a_leaking_site() {
-    use memlife_audit::model::HeapMap;
+    use memlife_report::model::HeapMap;
     let site = |f: &str| Site {
         function: Some(f.into()),
         file: Some("engine.c".into()),
@@ -342,7 +341,7 @@ fn leaked_blocks_are_new_since_the_baseline_or_share_a_leaking_site() {
 
 #[test]
 fn the_heap_strip_holds_blocks_past_the_nominal_size() {
-    use memlife_audit::model::HeapMap;
+    use memlife_report::model::HeapMap;
     // A second region past heap_start + heap_size (heap_5): the strip grows to hold it.
     let s = state(&[
         (0x1000, 0x800, false),
@@ -370,7 +369,7 @@ fn the_heap_strip_holds_blocks_past_the_nominal_size() {
 /// every format and says the audit has not finished.
 #[test]
 fn an_unfinished_audit_renders_everywhere_and_says_so() {
-    let ctx = memlife_audit::report::RunContext {
+    let ctx = memlife_report::RunContext {
         date: "2026-05-01T10:00:00Z".into(),
         started: std::time::Instant::now(),
         elf: "fw.elf".into(),
@@ -428,7 +427,7 @@ fn the_peak_is_a_stacked_bar_and_the_heap_at_it_is_coloured_by_component() {
     ]);
     let mut load = phase("model_load", 1, 0, 51_232, 51_232, (0, 3));
     load.method = PeakMethod::Trace;
-    load.composition = memlife_audit::composition::compose(&events, 0, 2, &components);
+    load.composition = memlife_report::views::composition::compose(&events, 0, 2, &components);
     load.peak_at = Some(PeakSite {
         seq: Some(2),
         span: None,

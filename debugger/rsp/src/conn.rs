@@ -4,6 +4,10 @@
 //! most the timeout. Bytes read past a frame stay buffered, so a wait that times out in the
 //! middle of a stop reply loses nothing. A closed socket is remembered and reported as
 //! [`TargetError::Gone`] from then on.
+//!
+//! Pipelined requests whose replies were not read (the user interrupted a long read) are owed:
+//! the next send first reads and drops them, for at most [`SETTLE_BUDGET`], so that no reply is
+//! ever taken for another request's. A server too slow for that loses the connection.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -17,6 +21,10 @@ use crate::packet::{self, MAX_FRAME};
 /// How often a packet is sent again after a `-` before giving up.
 const MAX_RETRIES: usize = 3;
 
+/// How long the replies owed to interrupted requests are waited for, in all, before the
+/// connection is dropped instead (see the module docs).
+pub(crate) const SETTLE_BUDGET: Duration = Duration::from_secs(2);
+
 /// A framed, acknowledged packet stream.
 #[derive(Debug)]
 pub(crate) struct Conn {
@@ -25,6 +33,8 @@ pub(crate) struct Conn {
     /// Acknowledgements are on until `QStartNoAckMode` succeeds.
     pub(crate) ack: bool,
     closed: bool,
+    /// Replies to requests already sent that nobody will read (see the module docs).
+    owed: usize,
 }
 
 impl Conn {
@@ -34,7 +44,39 @@ impl Conn {
             buf: Vec::new(),
             ack: true,
             closed: false,
+            owed: 0,
         }
+    }
+
+    /// Notes `n` replies to requests already sent that will not be read: the next send drops
+    /// them first.
+    pub(crate) fn owe(&mut self, n: usize) {
+        self.owed += n;
+    }
+
+    /// Reads and drops the owed replies, within [`SETTLE_BUDGET`]; a server that does not send
+    /// them in time loses the connection, so that no later request takes one for its own.
+    fn settle(&mut self) -> Result<()> {
+        let deadline = Deadline::after(SETTLE_BUDGET);
+        while self.owed > 0 {
+            match self.recv(
+                deadline.left_or_max(),
+                "a reply owed to an interrupted request",
+            )? {
+                Some(_) => self.owed -= 1,
+                None => {
+                    let owed = std::mem::take(&mut self.owed);
+                    self.closed = true;
+                    let _ = self.stream.shutdown(std::net::Shutdown::Both);
+                    return Err(TargetError::Gone(format!(
+                        "the connection was dropped: the server still owed {owed} replies to \
+                         reads the user interrupted, and a later request could have taken one \
+                         for its own"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads more bytes into the buffer; `Ok(false)` when the deadline passed first.
@@ -92,6 +134,7 @@ impl Conn {
     /// reply per packet afterwards (acks are skipped as noise by [`Conn::recv`]). Used to put
     /// register and memory writes in the same TCP segment as the command after them.
     pub(crate) fn send_many(&mut self, packets: &[Vec<u8>]) -> Result<()> {
+        self.settle()?;
         let mut bytes = Vec::new();
         for p in packets {
             tracing::trace!(packet = %String::from_utf8_lossy(p), "->>");
@@ -102,11 +145,13 @@ impl Conn {
 
     /// Sends the interrupt byte (no framing, no ack).
     pub(crate) fn interrupt(&mut self) -> Result<()> {
+        self.settle()?;
         self.write_raw(&[packet::INTERRUPT])
     }
 
     /// Sends a packet and, in ack mode, waits for `+`, resending on `-`.
     pub(crate) fn send(&mut self, data: &[u8], timeout: Duration) -> Result<()> {
+        self.settle()?;
         let frame = packet::encode(data);
         tracing::trace!(packet = %String::from_utf8_lossy(data), "->");
         for _ in 0..=MAX_RETRIES {

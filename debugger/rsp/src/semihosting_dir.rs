@@ -12,6 +12,7 @@
 //! - only regular files are opened (a FIFO or a device under DIR is refused, and `O_NONBLOCK`
 //!   keeps the open itself from waiting on one), and never one with a second name: a hard link
 //!   may be a file outside DIR; truncation waits until these checks passed;
+//! - a remove takes only what open would (a regular file with one name);
 //! - a rename moves a regular, single-named file to a name under DIR that is free or another
 //!   such file; `stat` answers for such files and for directories under DIR, `fstat` for the
 //!   files the firmware opened; links are refused as for open;
@@ -328,13 +329,14 @@ mod imp {
                 .ok_or(Denied::errno(errno::EBADF))
         }
 
-        /// `unlink,path`: removes a file (a link is removed itself, never what it points to).
+        /// `unlink,path`: removes a regular file with one name, as open would take it; a
+        /// symbolic link, a second name of a file (which may be a file's only name inside
+        /// DIR while it lives on outside), a FIFO or a device is refused like open refuses it.
         pub(crate) fn remove(&mut self, path: &[u8]) -> Result<(), Denied> {
-            let parts = components(path)?;
-            let (last, dirs) = parts.split_last().ok_or(Denied::errno(errno::EINVAL))?;
-            let parent = self.parent(dirs)?;
+            let (parent, last) = self.locate(path)?;
+            check_kind(&self.stat_at(&parent, last)?, false)?;
             let at = parent.as_ref().map_or(self.dir.as_fd(), |d| d.as_fd());
-            rustix::fs::unlinkat(at, *last, AtFlags::empty()).map_err(to_denied)
+            rustix::fs::unlinkat(at, last, AtFlags::empty()).map_err(to_denied)
         }
     }
 
@@ -499,7 +501,19 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o111, 0, "executable bits given: {mode:o}");
         assert_eq!(d.close(fd).unwrap_err().errno, errno::EBADF);
-        d.remove(b"soft").unwrap();
+        // Only what open would take is removed: not a link of either kind, not a FIFO.
+        assert_eq!(d.remove(b"soft"), Err(Denied::outside()));
+        assert_eq!(d.remove(b"hard"), Err(Denied::outside()));
+        assert!(dir.join("soft").symlink_metadata().is_ok() && dir.join("hard").exists());
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.join("fifo"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(d.remove(b"fifo").unwrap_err().errno, errno::EACCES);
+        assert!(dir.join("fifo").symlink_metadata().is_ok());
+        d.remove(b"sub/f.txt").unwrap();
+        assert!(!dir.join("sub/f.txt").exists());
         assert!(victim.exists());
         let _ = std::fs::remove_dir_all(&base);
     }

@@ -1,8 +1,14 @@
-//! One gdb client's connection, guarded: a packet must arrive whole within [`PACKET_DEADLINE`]
-//! of its `$`, and a packet longer than [`MAX_PACKET`] ends the session (gdbstub's fixed
-//! buffer refuses it). A client that stalls mid-packet, or streams a packet without end, is
-//! dropped instead of holding the server from every other client. Between packets a client may
-//! stay silent as long as it likes (a user thinking at the gdb prompt).
+//! One gdb client's connection, guarded: its first packet must arrive whole within
+//! [`HANDSHAKE_DEADLINE`] of its connecting (gdb sends `qSupported` at once), a packet must
+//! arrive whole within [`PACKET_DEADLINE`] of its `$`, and a packet longer than [`MAX_PACKET`]
+//! ends the session (gdbstub's fixed buffer refuses it). A client that connects and says
+//! nothing, stalls mid-packet, or streams a packet without end, is dropped instead of holding
+//! the server from every other client. After its first packet a client may stay silent between
+//! packets as long as it likes (a user thinking at the gdb prompt).
+//!
+//! [`SharedConn`] shares the connection between gdbstub and a long monitor command, which looks
+//! at it for the interrupt byte (0x03) or the client's leaving while gdbstub waits for the
+//! command's answer.
 //!
 //! It also answers LLDB's `qHostInfo` and `qWatchpointSupportInfo` before gdbstub sees them:
 //! gdbstub's `qHostInfo` has no `watchpoint_exceptions_received` key and it has no
@@ -10,16 +16,24 @@
 //! new one when the stop comes before the store. Every other packet, and every packet of
 //! gdb-multiarch (which sends neither), goes to gdbstub byte for byte.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use gdbstub::conn::{Connection, ConnectionExt};
 
+use crate::guard::{ClientSignal, ClientSignals};
+
 /// The most a packet may take from `$` to its checksum.
 pub const PACKET_DEADLINE: Duration = Duration::from_secs(10);
+/// The most a client may take from connecting to the end of its first packet.
+pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
+/// The interrupt byte (gdb's Ctrl-C, sent outside packets).
+const INTERRUPT: u8 = 0x03;
 /// The largest packet accepted (and the `PacketSize` gdb is told).
 pub const MAX_PACKET: usize = 4096;
 
@@ -51,11 +65,19 @@ impl Stream {
         }
     }
 
-    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
         }
+    }
+
+    /// Says no more will be written (the peer reads an end of file after what was sent).
+    pub(crate) fn shutdown_write(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
+        };
     }
 }
 
@@ -140,16 +162,21 @@ pub struct ClientConn {
     /// memlife's last reply in ack mode, until the client acks it: the client's `+` for it is
     /// not gdbstub's, and a `-` asks memlife, not gdbstub, to send it again.
     unacked: Option<Vec<u8>>,
+    /// When the client connected (the handshake deadline counts from there).
+    connected: Instant,
+    /// The client sent a whole packet: no handshake deadline any more.
+    greeted: bool,
 }
 
 impl ClientConn {
-    /// Wraps an accepted stream; every packet goes to gdbstub.
+    /// Wraps a stream accepted just now; every packet goes to gdbstub.
     pub fn new(stream: Stream) -> Self {
-        Self::with_watch_stops(stream, WatchStops::Unknown)
+        Self::with_watch_stops(stream, WatchStops::Unknown, Instant::now())
     }
 
-    /// Wraps an accepted stream, answering LLDB's watchpoint questions with `watch_stops`.
-    pub fn with_watch_stops(stream: Stream, watch_stops: WatchStops) -> Self {
+    /// Wraps a stream accepted at `connected`, answering LLDB's watchpoint questions with
+    /// `watch_stops`.
+    pub fn with_watch_stops(stream: Stream, watch_stops: WatchStops, connected: Instant) -> Self {
         ClientConn {
             stream,
             frame: Frame::Idle,
@@ -158,6 +185,8 @@ impl ClientConn {
             watch_stops,
             no_ack: false,
             unacked: None,
+            connected,
+            greeted: false,
         }
     }
 
@@ -177,9 +206,18 @@ impl ClientConn {
                 Ok(buf[0])
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                Err(stalled())
+                Err(self.too_slow())
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// The error for a read that timed out: silent since connecting, or stalled in a packet.
+    fn too_slow(&self) -> std::io::Error {
+        if self.frame == Frame::Idle && !self.greeted {
+            silent()
+        } else {
+            stalled()
         }
     }
 
@@ -216,16 +254,25 @@ impl ClientConn {
             (Frame::Idle, _) => Frame::Idle,
             (Frame::Body(t), b'#') => Frame::Checksum(t, 2),
             (Frame::Body(t), _) => Frame::Body(t),
-            (Frame::Checksum(_, 1), _) => Frame::Idle,
+            (Frame::Checksum(_, 1), _) => {
+                self.greeted = true;
+                Frame::Idle
+            }
             (Frame::Checksum(t, n), _) => Frame::Checksum(t, n.saturating_sub(1)),
         };
     }
 
-    /// How long the next byte may take: without bound between packets, the rest of the
-    /// deadline inside one.
+    /// How long the next byte may take: the rest of the handshake before the first packet,
+    /// without bound between packets after it, the rest of the deadline inside one.
     fn read_timeout(&self) -> std::io::Result<Option<Duration>> {
         let started = match self.frame {
-            Frame::Idle => return Ok(None),
+            Frame::Idle if self.greeted => return Ok(None),
+            Frame::Idle => {
+                // A client that waited its turn may have sent its first packet long ago: what
+                // is already there is read, however late.
+                let left = HANDSHAKE_DEADLINE.saturating_sub(self.connected.elapsed());
+                return Ok(Some(left.max(Duration::from_millis(1))));
+            }
             Frame::Body(t) | Frame::Checksum(t, _) => t,
         };
         let left = PACKET_DEADLINE.saturating_sub(started.elapsed());
@@ -240,6 +287,16 @@ impl ClientConn {
 fn frame_reply(body: &str) -> Vec<u8> {
     let sum = body.bytes().fold(0u8, |a, b| a.wrapping_add(b));
     format!("${body}#{sum:02x}").into_bytes()
+}
+
+fn silent() -> std::io::Error {
+    std::io::Error::new(
+        ErrorKind::TimedOut,
+        format!(
+            "the client sent no packet within {}s of connecting",
+            HANDSHAKE_DEADLINE.as_secs()
+        ),
+    )
 }
 
 fn stalled() -> std::io::Error {
@@ -343,6 +400,81 @@ impl ConnectionExt for ClientConn {
     }
 }
 
+impl ClientConn {
+    /// What the client said while a command runs: the interrupt byte (taken off the
+    /// connection, so gdbstub never sees it), nothing (other bytes stay for gdbstub), or that
+    /// it is gone.
+    fn signal(&mut self) -> ClientSignal {
+        match ConnectionExt::peek(self) {
+            Ok(Some(INTERRUPT)) => match ConnectionExt::read(self) {
+                Ok(_) => ClientSignal::Interrupt,
+                Err(_) => ClientSignal::Gone,
+            },
+            Ok(_) => ClientSignal::Quiet,
+            Err(_) => ClientSignal::Gone,
+        }
+    }
+}
+
+/// A [`ClientConn`] shared between gdbstub, which reads and writes packets through it, and the
+/// bridge, which looks at it for an interrupt while a long monitor command runs (gdbstub is
+/// then waiting for the command's answer and reads nothing).
+#[derive(Debug, Clone)]
+pub struct SharedConn(Rc<RefCell<ClientConn>>);
+
+impl SharedConn {
+    /// Shares `conn`.
+    pub fn new(conn: ClientConn) -> Self {
+        SharedConn(Rc::new(RefCell::new(conn)))
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut ClientConn) -> std::io::Result<T>) -> std::io::Result<T> {
+        // Each call borrows for its own length only; a borrow still held would be a bug here,
+        // answered as an I/O error rather than a panic.
+        let mut conn = self
+            .0
+            .try_borrow_mut()
+            .map_err(|_| std::io::Error::other("the client connection is in use"))?;
+        f(&mut conn)
+    }
+}
+
+impl Connection for SharedConn {
+    type Error = std::io::Error;
+
+    fn write(&mut self, byte: u8) -> Result<(), Self::Error> {
+        self.with(|c| Connection::write(c, byte))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> Result<(), Self::Error> {
+        self.with(|c| Connection::write_all(c, buf))
+    }
+
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        self.with(Connection::flush)
+    }
+
+    fn on_session_start(&mut self) -> Result<(), Self::Error> {
+        self.with(Connection::on_session_start)
+    }
+}
+
+impl ConnectionExt for SharedConn {
+    fn read(&mut self) -> Result<u8, Self::Error> {
+        self.with(ConnectionExt::read)
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, Self::Error> {
+        self.with(ConnectionExt::peek)
+    }
+}
+
+impl ClientSignals for SharedConn {
+    fn poll(&self) -> ClientSignal {
+        self.with(|c| Ok(c.signal())).unwrap_or(ClientSignal::Quiet)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,7 +502,7 @@ mod tests {
         let client = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
         let (stream, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
         (
-            ClientConn::with_watch_stops(Stream::Tcp(stream), stops),
+            ClientConn::with_watch_stops(Stream::Tcp(stream), stops, Instant::now()),
             client,
         )
     }
@@ -392,6 +524,67 @@ mod tests {
             .read_exact(&mut buf)
             .unwrap_or_else(|e| panic!("{e}"));
         String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// A client that connected and said nothing for the handshake time is dropped at once;
+    /// one that sent its first packet before that is read however late it is served.
+    #[test]
+    fn the_first_packet_must_come_within_the_handshake() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let long_ago = Instant::now()
+            .checked_sub(HANDSHAKE_DEADLINE + Duration::from_secs(1))
+            .unwrap_or_else(|| panic!("a clock too young"));
+        let _silent = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        let (stream, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
+        let mut c =
+            ClientConn::with_watch_stops(Stream::Tcp(stream), WatchStops::Unknown, long_ago);
+        let started = Instant::now();
+        let e = ConnectionExt::read(&mut c).map(|_| ()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("sent no packet within 10s of connecting"),
+            "{e}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        let mut early = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        Write::write_all(&mut early, b"+$?#3f").unwrap_or_else(|e| panic!("{e}"));
+        let (stream, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
+        let mut c =
+            ClientConn::with_watch_stops(Stream::Tcp(stream), WatchStops::Unknown, long_ago);
+        assert_eq!(take(&mut c, 6), b"+$?#3f");
+        // Greeted: between packets it may now be silent without bound.
+        assert_eq!(c.read_timeout().unwrap_or_else(|e| panic!("{e}")), None);
+    }
+
+    /// While a command runs, the interrupt byte is taken off the connection; other bytes stay
+    /// for gdbstub; a closed connection is the client gone.
+    #[test]
+    fn an_interrupt_is_seen_while_a_command_runs() {
+        let (c, mut client) = pair(WatchStops::Unknown);
+        let shared = SharedConn::new(c);
+        assert_eq!(shared.poll(), ClientSignal::Quiet);
+        Write::write_all(&mut client, b"\x03").unwrap_or_else(|e| panic!("{e}"));
+        let mut seen = ClientSignal::Quiet;
+        for _ in 0..100 {
+            seen = shared.poll();
+            if seen != ClientSignal::Quiet {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(seen, ClientSignal::Interrupt);
+        Write::write_all(&mut client, b"+").unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(shared.poll(), ClientSignal::Quiet);
+        let mut gdbstub_side = shared.clone();
+        assert_eq!(
+            ConnectionExt::read(&mut gdbstub_side).unwrap_or_else(|e| panic!("{e}")),
+            b'+'
+        );
+        drop(client);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(shared.poll(), ClientSignal::Gone);
     }
 
     #[test]

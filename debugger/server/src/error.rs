@@ -1,7 +1,25 @@
 //! [`ServeError`]: why a monitor command, a client session or the server failed, with the
-//! cause kept as the source (a chain printed with `{:#}` names each cause once).
+//! cause kept as the source (a chain printed with [`chain`] names each cause once).
 
 use memlife_core::TargetError;
+
+/// What a target lacks for a command (an offline snapshot has neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capability {
+    /// Halting, resuming, stepping and resetting the core.
+    RunControl,
+    /// Setting breakpoints.
+    Breakpoints,
+}
+
+impl std::fmt::Display for Capability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Capability::RunControl => "run control",
+            Capability::Breakpoints => "breakpoints",
+        })
+    }
+}
 
 /// Why something in `memlife serve` failed.
 #[derive(Debug, thiserror::Error)]
@@ -49,14 +67,46 @@ pub enum ServeError {
     /// A dump could not be written.
     #[error(transparent)]
     Write(#[from] memlife_core::output::WriteError),
-    /// A monitor command that cannot be done as asked (unknown, or the target lacks what it
-    /// needs).
+    /// A `monitor` line that is not a command as `monitor help` lists them.
+    #[error(transparent)]
+    Monitor(#[from] crate::monitor::ParseError),
+    /// A client's path the server does not write to or read from.
+    #[error(transparent)]
+    Place(#[from] crate::places::PlaceError),
+    /// The target cannot do what the command needs.
+    #[error("this target has no {0} (an offline snapshot?)")]
+    Lacks(Capability),
+    /// A function a client named is not in the ELF.
+    #[error("function `{0}` is not in the ELF's symbol table")]
+    UnknownFunction(String),
+    /// `monitor dump-off` for a symbol without a `dump-on`.
+    #[error("no dump-on is set for `{0}`")]
+    NoDumpOn(String),
+    /// The gdb session could not be set up.
+    #[error("starting the gdb session")]
+    Session(#[source] gdbstub::stub::GdbStubBuilderError),
+    /// The target failed in the middle of a session and gdbstub kept no error to say why.
+    #[error("the target failed without saying why")]
+    Unexplained,
+    /// A monitor command that cannot be done as asked, said in words (the audit's own errors).
     #[error("{0}")]
     Command(String),
 }
 
 /// The crate's result.
 pub type Result<T, E = ServeError> = std::result::Result<T, E>;
+
+/// `e` and each of its causes, `: ` between them (as anyhow's `{:#}` prints a chain).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
+}
 
 /// `context` for the errors the server meets, as anyhow's `Context` would give it, but typed.
 pub(crate) trait Context<T> {
@@ -122,6 +172,10 @@ mod tests {
         assert_eq!(
             source.as_deref(),
             Some("the core is running; halt it first")
+        );
+        assert_eq!(
+            chain(&e),
+            "halting the target: the core is running; halt it first"
         );
     }
 }

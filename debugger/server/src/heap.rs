@@ -1,7 +1,5 @@
-//! Walking the heap of a halted target and writing dumps; shared by `memlife heap` and the
-//! monitor commands.
-
-use std::path::Path;
+//! Walking the heap of a halted target for the monitor commands, rendered the way `memlife
+//! heap` renders it (`memlife_heap::render`).
 
 use memlife_core::Target;
 use memlife_dwarf::Symbols;
@@ -9,42 +7,30 @@ use memlife_heap::{HeapState, HeapWalker, render};
 
 use crate::error::{Context, Result};
 
+/// One walk of the heap, in each view a monitor command prints.
+#[derive(Debug, Clone)]
+pub struct RenderedHeap {
+    /// The walked heap.
+    pub state: HeapState,
+    /// As `memlife heap --json` prints it.
+    pub json: serde_json::Value,
+    /// As `memlife heap` prints it.
+    pub text: String,
+}
+
 /// Walks the heap and renders it with the context of where the target stands.
 pub fn walk_rendered(
     target: &mut dyn Target,
     symbols: &Symbols,
     walker: &dyn HeapWalker,
-) -> Result<(HeapState, serde_json::Value, String)> {
+) -> Result<RenderedHeap> {
     let walked = memlife_heap::walk_halted(walker, symbols, target).context("walking the heap")?;
-    let (state, link) = (walked.state, walked.link);
-    let ctx = render::Context::of(target, symbols, link);
-    let json = render::json(&state, Some(&ctx));
-    let text = render::text(&state, &ctx);
-    Ok((state, json, text))
-}
-
-/// Writes `value` as pretty JSON to `path` atomically (see [`memlife_core::output`]).
-pub fn write_json_atomically(path: &Path, value: &serde_json::Value) -> Result<()> {
-    let text = format!("{value:#}\n");
-    memlife_core::output::write_atomic(path, text.as_bytes())?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn atomic_write_leaves_only_the_file() {
-        let dir = std::env::temp_dir().join(format!("memlife-server-dump-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let path = dir.join("sub/d.json");
-        write_json_atomically(&path, &serde_json::json!({ "total_free": 5 })).unwrap();
-        let back: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(back["total_free"], 5);
-        assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 1);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    let ctx = render::Context::of(target, symbols, walked.link);
+    let json = render::json(&walked.state, Some(&ctx));
+    let text = render::text(&walked.state, &ctx);
+    Ok(RenderedHeap {
+        state: walked.state,
+        json,
+        text,
+    })
 }

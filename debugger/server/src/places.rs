@@ -1,17 +1,50 @@
 //! Where `memlife serve` may write and read on behalf of a gdb client. A client is not trusted
 //! with the file system (any local user can connect to a loopback port): dumps and reports go
 //! under one dump directory, by plain relative paths (no root, no `..`, no symbolic link on
-//! the way), and `monitor audit FILE` reads only `.rhai` scripts inside the script directories
-//! the server was started with.
+//! the way, the dump directory's own name included, no control, bidirectional or zero-width
+//! character in a name), and `monitor audit FILE` reads only regular `.rhai` files inside the
+//! script directories the server was started with. A script the server will not read gets one
+//! error whatever the reason, so that a client cannot learn which host paths exist.
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::error::{Context, Result, ServeError};
+use crate::error::{Context, Result};
 
-macro_rules! bail {
-    ($($t:tt)*) => {
-        return Err(ServeError::Command(format!($($t)*)))
-    };
+/// Why a client's path is refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlaceError {
+    /// Absolute, with `..`, or empty.
+    #[error(
+        "`{}`: give a relative path without `..`; files are written under the server's dump directory (--dump-dir)",
+        shown(.0)
+    )]
+    NotRelative(String),
+    /// A name with a character that hides or rewrites what a terminal shows.
+    #[error(
+        "`{}`: a file name may not hold control, bidirectional or zero-width characters",
+        shown(.0)
+    )]
+    HiddenCharacter(String),
+    /// A symbolic link (or a file) where a directory is written.
+    #[error(
+        "{} is a symbolic link or not a directory; the server writes only inside its dump directory",
+        .0.display()
+    )]
+    Link(PathBuf),
+    /// Not a script this server runs: missing, not a regular `.rhai` file, or outside the
+    /// script directories (which of them is not said).
+    #[error(
+        "cannot run `{}`: it does not exist, is not a Rhai script (*.rhai), or is outside the script directories this server was started with (--script-dir)",
+        shown(.0)
+    )]
+    NoScript(String),
+}
+
+/// A client's path as an error shows it: every control, bidirectional and zero-width character
+/// escaped (tabs and newlines too: a name is one line).
+fn shown(path: &str) -> String {
+    memlife_core::text::printable(&path.escape_debug().to_string()).into_owned()
 }
 
 /// The directories a server works in.
@@ -33,35 +66,44 @@ impl Default for Places {
     }
 }
 
-/// Checks that a client's path is plain and relative (no root, no `..`).
-pub fn check_relative(path: &str) -> Result<&Path> {
+/// Checks that a client's path is plain and relative (no root, no `..`) and that no name in it
+/// holds a character a terminal would not show as it is.
+pub fn check_relative(path: &str) -> Result<&Path, PlaceError> {
+    if path
+        .chars()
+        .any(|c| c.is_control() || memlife_core::text::is_deceptive(c))
+    {
+        return Err(PlaceError::HiddenCharacter(path.to_string()));
+    }
     let p = Path::new(path);
     let plain = !path.is_empty()
         && p.components()
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
     if !plain {
-        bail!(
-            "`{}`: give a relative path without `..`; files are written under the server's dump directory (--dump-dir)",
-            path.escape_debug()
-        );
+        return Err(PlaceError::NotRelative(path.to_string()));
     }
     Ok(p)
 }
 
+/// Whether `path` is a symbolic link (a missing path is not).
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
 impl Places {
     /// A directory under the dump directory for a client's `rel` (created), refusing a
-    /// symbolic link anywhere below the dump directory.
+    /// symbolic link at the dump directory itself or anywhere below it.
     pub fn dir_under(&self, rel: &str) -> Result<PathBuf> {
         let rel = check_relative(rel)?;
+        if is_link(&self.dump_dir) {
+            return Err(PlaceError::Link(self.dump_dir.clone()).into());
+        }
         let mut at = self.dump_dir.clone();
         for c in rel.components() {
             at.push(c);
             match std::fs::symlink_metadata(&at) {
-                Ok(m) if m.file_type().is_symlink() => bail!(
-                    "{} is a symbolic link; the server writes only inside its dump directory",
-                    at.display()
-                ),
-                Ok(_) => {}
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(PlaceError::Link(at).into()),
                 Err(_) => {
                     std::fs::create_dir(&at).context(format!("cannot create {}", at.display()))?
                 }
@@ -70,24 +112,25 @@ impl Places {
         Ok(at)
     }
 
-    /// The script at `path`, if it is a `.rhai` file inside a script directory (after
-    /// resolving links). The error names the path, never the file's content.
-    pub fn script(&self, path: &str) -> Result<PathBuf> {
-        let shown = path.escape_debug();
-        let real = std::fs::canonicalize(path).context(format!("cannot read script {shown}"))?;
-        if real.extension().and_then(|e| e.to_str()) != Some("rhai") {
-            bail!("{shown} is not a Rhai script (*.rhai)");
-        }
+    /// The script at `path`, if it is a regular `.rhai` file inside a script directory (after
+    /// resolving links). Every refusal is the same [`PlaceError::NoScript`]: a missing file, a
+    /// file elsewhere and a file of another kind cannot be told apart, and the error never
+    /// shows the file's content.
+    pub fn script(&self, path: &str) -> Result<PathBuf, PlaceError> {
+        let refused = || PlaceError::NoScript(path.to_string());
+        let real = std::fs::canonicalize(path).map_err(|_| refused())?;
         let inside = self
             .script_dirs
             .iter()
             .any(|d| std::fs::canonicalize(d).is_ok_and(|d| real.starts_with(d)));
-        if !inside {
-            bail!(
-                "{shown} is outside the script directories this server was started with (--script-dir)"
-            );
+        let rhai = real.extension().and_then(|e| e.to_str()) == Some("rhai");
+        // A FIFO or a device named *.rhai would block or never end the read.
+        let regular = std::fs::metadata(&real).is_ok_and(|m| m.is_file());
+        if inside && rhai && regular {
+            Ok(real)
+        } else {
+            Err(refused())
         }
-        Ok(real)
     }
 }
 
@@ -107,7 +150,10 @@ mod tests {
     fn client_paths_stay_in_the_dump_directory() {
         assert!(check_relative("dumps/a.json").is_ok());
         for bad in ["/etc/passwd", "../x.json", "a/../../x", ""] {
-            assert!(check_relative(bad).is_err(), "{bad}");
+            assert!(
+                matches!(check_relative(bad), Err(PlaceError::NotRelative(_))),
+                "{bad}"
+            );
         }
         let root = temp("dirs");
         let places = Places {
@@ -118,6 +164,38 @@ mod tests {
         std::os::unix::fs::symlink("/tmp", places.dump_dir.join("out")).unwrap();
         assert!(places.dir_under("out").is_err());
         assert!(places.dir_under("report/a").unwrap().is_dir());
+        // The dump directory itself planted as a link.
+        std::os::unix::fs::symlink(root.join("dumps"), root.join("linked")).unwrap();
+        let linked = Places {
+            dump_dir: root.join("linked"),
+            script_dirs: vec![],
+        };
+        assert!(linked.dir_under("report").is_err());
+    }
+
+    /// ESC, a right-to-left override and a zero-width space in a name: refused, and the error
+    /// shows them escaped.
+    #[test]
+    fn names_with_hidden_characters_are_refused() {
+        for bad in [
+            "a\u{1b}[2J.json",
+            "evil\u{202e}nosj.exe",
+            "he\u{200b}ap.json",
+            "tab\there.json",
+            "new\nline.json",
+            "bom\u{feff}.json",
+        ] {
+            let err = check_relative(bad).unwrap_err();
+            assert!(matches!(err, PlaceError::HiddenCharacter(_)), "{bad:?}");
+            let shown = err.to_string();
+            assert!(
+                !shown
+                    .chars()
+                    .any(|c| c.is_control() || memlife_core::text::is_deceptive(c)),
+                "{shown:?}"
+            );
+        }
+        assert!(check_relative("caf\u{e9}/\u{5e9}.json").is_ok());
     }
 
     #[test]
@@ -128,6 +206,7 @@ mod tests {
         std::fs::write(root.join("secret.rhai"), "1").unwrap();
         std::fs::write(root.join("ok/hostname"), "secret-word").unwrap();
         std::os::unix::fs::symlink(root.join("secret.rhai"), root.join("ok/link.rhai")).unwrap();
+        std::fs::create_dir_all(root.join("ok/dir.rhai")).unwrap();
         let places = Places {
             dump_dir: root.clone(),
             script_dirs: vec![root.join("ok")],
@@ -137,15 +216,25 @@ mod tests {
                 .script(root.join("ok/a.rhai").to_str().unwrap())
                 .is_ok()
         );
+        let refusal = |p: &str| {
+            let e = places.script(p).unwrap_err();
+            // The same words whatever the reason, with the path given.
+            e.to_string().replace(&shown(p), "PATH")
+        };
+        let missing = refusal(root.join("ok/missing.rhai").to_str().unwrap());
         for bad in [
             "secret.rhai",
             "ok/link.rhai",
             "ok/hostname",
             "ok/../secret.rhai",
+            "ok/dir.rhai",
+            "nowhere/x.rhai",
         ] {
-            let err = places.script(root.join(bad).to_str().unwrap()).unwrap_err();
-            assert!(!format!("{err}").contains("secret-word"), "{bad}");
+            let shown = refusal(root.join(bad).to_str().unwrap());
+            assert!(!shown.contains("secret-word"), "{bad}");
+            assert_eq!(shown, missing, "{bad}");
         }
-        assert!(places.script("/etc/hostname").is_err());
+        assert_eq!(refusal("/etc/hostname"), missing);
+        assert_eq!(refusal("/etc"), missing);
     }
 }

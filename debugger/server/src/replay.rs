@@ -3,7 +3,7 @@
 //! `monitor` commands) driven without a socket. For fuzzing (`fuzz/`) and for tests that look at
 //! the exact bytes a client gets back.
 //!
-//! It runs gdbstub's state machine byte by byte, where [`crate::serve_on`] runs its blocking
+//! It runs gdbstub's state machine byte by byte, where [`crate::serve`] runs its blocking
 //! loop on a socket; the [`Bridge`] and every handler are the same. Two differences, both so
 //! that a replay never waits: a running target is stopped as by a Ctrl-C the moment gdb waits
 //! for it (its stop is reported at once), and a session that ends (detach, kill, a fatal error)
@@ -16,8 +16,9 @@ use gdbstub::conn::Connection;
 use gdbstub::stub::state_machine::GdbStubStateMachine;
 use gdbstub::stub::{DisconnectReason, GdbStub};
 
-use crate::bridge::{Bridge, EventLoop};
+use crate::bridge::Bridge;
 use crate::client::MAX_PACKET;
+use crate::event_loop::EventLoop;
 
 /// The most sessions one replay starts (a client that detaches after every byte must not make
 /// a replay do unbounded set-up work).
@@ -120,7 +121,7 @@ mod tests {
             memlife_dwarf::Symbols::load(&testdata.join("heap4-fragmentation.elf")).unwrap();
         let snap =
             memlife_core::Snapshot::load(&testdata.join("heap4-fragmentation.mlsnap")).unwrap();
-        Bridge::new(Box::new(snap), symbols)
+        Bridge::new(Box::new(snap), symbols, crate::ServeOptions::default())
     }
 
     fn packet(payload: &str) -> Vec<u8> {

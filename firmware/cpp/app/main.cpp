@@ -12,6 +12,7 @@
 #include "app/sensor.h"
 #include "app/session.h"
 #include "board/board.h"
+#include "board/nano_heap.h"
 #include "defects.h"
 #include "gesture_model.h"
 #include "tinyml/kernels/builtin_ops.h"

@@ -1,26 +1,14 @@
 // board.cpp - board.h, and the three newlib system calls abort() needs.
 //
-// operator new (libstdc++'s, GCC 12, built for newlib-nano without
+// cpp/: operator new (libstdc++'s, GCC 12, built for newlib-nano without
 // exceptions) calls malloc; on NULL it calls the new_handler if one is set
 // and retries, else abort(): raise(SIGABRT) -> _kill, then _exit(1). main()
 // installs OutOfMemory as the handler, so an allocation failure is reported
-// as such; _kill and _exit catch every other abort().
+// as such; _kill and _exit catch every other abort() (tflm/: TFLM's
+// TFLITE_DCHECK). tflm/ has its own operator new, which calls OutOfMemory.
 #include "board/board.h"
 
-#include <cstdlib>
-
 #include "semihost.h"
-#include "sysmem.h"
-
-extern "C" {
-// newlib-nano's free list (address-ordered): {long size; chunk *next}, the
-// size including the chunk header.
-struct NanoChunk {
-    long size;
-    NanoChunk* next;
-};
-extern NanoChunk* __malloc_free_list;
-}
 
 namespace board {
 
@@ -84,22 +72,6 @@ void ExitOk()
 __attribute__((noinline, used)) void OutOfMemory()
 {
     Fail("out of memory (operator new)", kExitOutOfMemory);
-}
-
-void ClaimHeap()
-{
-    // volatile: GCC would drop a malloc/free pair whose block is never used.
-    void* volatile whole = std::malloc(sysmem_headroom() - 16u);
-    std::free(whole);
-}
-
-uint32_t HeapFreeBytes()
-{
-    uint32_t sum = 0;
-    for (const NanoChunk* c = __malloc_free_list; c != nullptr; c = c->next) {
-        sum += static_cast<uint32_t>(c->size);
-    }
-    return sum + sysmem_headroom();
 }
 
 }  // namespace board

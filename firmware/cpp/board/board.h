@@ -1,6 +1,7 @@
-// board.h - what the C++ firmware needs from the board (QEMU netduinoplus2):
-// failure reporting, semihosting output in ITERATIONS builds, and the heap's
-// free bytes (newlib-nano, behind operator new).
+// board.h - what the C++ firmwares need from the board (QEMU netduinoplus2):
+// failure reporting and semihosting output in ITERATIONS builds. Shared by
+// cpp/ and tflm/ (the heap behind operator new is each firmware's own:
+// nano_heap.h here, tflm/app/heap.cpp there).
 #ifndef CPP_BOARD_H
 #define CPP_BOARD_H
 
@@ -27,17 +28,6 @@ void PrintHex(uint32_t value);
 
 // The new_handler: operator new calls it when malloc returns NULL.
 void OutOfMemory();
-
-// Claims the whole heap from _sbrk once and frees it, before the first
-// allocation: newlib-nano 3.3 never merges a free chunk with memory sbrk
-// hands out later, so with a growing break every pinned block would push
-// the break up and the first cycle would differ from the others. Afterwards
-// nano allocates inside one fixed arena (as in the C firmware's mem_init).
-void ClaimHeap();
-
-// Free bytes of the newlib-nano heap: free-list chunks (headers included)
-// plus the sbrk headroom up to _heap_limit.
-uint32_t HeapFreeBytes();
 
 }  // namespace board
 

@@ -1,4 +1,4 @@
-// startup.cpp - Cortex-M4 vector table and reset path of the C++ firmware:
+// startup.cpp - Cortex-M4 vector table and reset path of the C++ firmwares (cpp/, tflm/):
 // copy .data, zero .bss, run the constructors of statics (.init_array, kept
 // in flash by ld/common_sections.ld), then main. Faults end in Fail (ITERATIONS
 // builds) or in board::Halt.

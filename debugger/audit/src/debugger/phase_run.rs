@@ -1,20 +1,21 @@
-//! The script-facing "run one phase" API: run to the next call of a phase function, snapshot
-//! the heap, await its return (matched by stack pointer), snapshot again and close the record.
-//! What is recorded on the way is [`super::phases`]'s; this module only decides when a phase
-//! starts and ends. Also here: the watermark method, which resets the allocator's low-water
-//! mark at the entry and reads it back at the return.
+//! Running one phase: run to the next call of a phase function, snapshot the heap, await its
+//! return (matched by stack pointer), snapshot again and close the record. What is recorded on
+//! the way is the observers'; this module decides when a phase starts and ends, and tells the
+//! observers that care (the spans' entry breakpoint, the watermark, the injected failure's
+//! return value, the added observers).
 
 use std::rc::Rc;
 
-use memlife_heap::{HeapState, LowWaterMark};
+use memlife_heap::HeapState;
 
-use super::Debugger;
-use super::breakpoints::{BreakRole, ReturnRole, ReturnWatch};
-use super::phases::{PhaseEnd, WatermarkState};
-use super::run::{Goal, Outcome};
-use crate::config::PeakMethod;
+use super::facade::Debugger;
+use super::goal::{Goal, Outcome};
 use crate::error::AuditError;
+use crate::events::{Awaited, Boundary, Role};
+use crate::figures::delta;
 use crate::model::PhaseRecord;
+use crate::observers::phases::{PhaseEnd, PhaseId};
+use crate::session::Regs;
 
 /// A phase being run (kept by the caller across hooks).
 #[derive(Debug, Clone)]
@@ -30,10 +31,10 @@ impl Debugger {
     /// function itself). Drive it with [`Debugger::phase_step`], close it with
     /// [`Debugger::phase_finish`].
     pub fn phase_begin(&mut self, name: &str) -> Result<PhaseRun, AuditError> {
-        if self.phases.open_function().is_some() {
+        if self.lifecycle.in_phase() {
             return Err(AuditError::Config("a phase is already running".into()));
         }
-        let function = self.config.phase_function(name).to_string();
+        let function = self.settings.config.phase_function(name).to_string();
         let alias = (function != name).then(|| name.to_string());
         let (addr, _) = self.function(&function)?;
         // Cycles end halted at the entry of the call that begins the next one: that call is
@@ -72,6 +73,13 @@ impl Debugger {
         }
     }
 
+    /// Whether the target is halted at the entry of `function` where the last cycle ended,
+    /// that call still unrecorded; consumes it.
+    pub(super) fn take_cycle_start(&mut self, function: &str) -> bool {
+        let stops = self.session.stops();
+        self.lifecycle.cycles.take_start(function, stops)
+    }
+
     /// Opens the phase of `function` at its entry, where the target is halted now.
     pub(super) fn phase_entered(
         &mut self,
@@ -79,37 +87,44 @@ impl Debugger {
         alias: Option<String>,
         cycle: Option<u64>,
     ) -> Result<(), AuditError> {
-        let regs = self.read_regs()?;
-        let before = Rc::new(self.walk()?);
+        let regs = self.session.read_regs()?;
+        let before = Rc::new(self.session.walk()?);
         // Resynchronise the running total with the walk at every phase entry.
-        self.trace.used = before.used;
-        let watermark = if self.method == PeakMethod::Watermark {
-            Some(self.arm_watermark()?)
-        } else {
-            None
+        self.trace.set_used(before.used);
+        let span = match self.settings.config.span_of(function) {
+            Some(span_fn) => Some((span_fn.to_string(), self.function(span_fn)?.0)),
+            None => None,
         };
-        if let Some(span_fn) = self.config.span_of(function).map(str::to_string) {
-            let (addr, _) = self.function(&span_fn)?;
-            self.bps
-                .add_entry(addr, BreakRole::Span { function: span_fn });
+        self.watermark.phase_entered(&mut self.session)?;
+        if let Some((function, addr)) = span {
+            self.session.add_entry(addr, Role::Span { function });
         }
-        self.bps.watch_return(ReturnWatch {
-            addr: regs.lr & !1,
-            sp: regs.sp,
-            role: ReturnRole::Phase,
-        });
-        let call = self.phases.calls(function);
-        self.progress.current = Some(format!("{function}#{call}"));
-        self.phases.enter(
-            function,
+        self.session
+            .watch_return(regs.return_address(), regs.sp, Awaited::Phase);
+        let phases = &mut self.lifecycle.phases;
+        let call = phases.calls(function);
+        self.reporter.progress.current = Some(format!("{function}#{call}"));
+        let id = PhaseId {
+            function: function.to_string(),
             alias,
             call,
-            before,
-            watermark,
-            self.trace.seq,
             cycle,
-        );
-        Ok(())
+        };
+        phases.enter(id, before, self.trace.next_seq());
+        self.tell_observers(&Boundary::PhaseEntered {
+            function,
+            call,
+            cycle,
+        })
+    }
+
+    /// At the return of the open phase: what an allocation that failed during it returned.
+    pub(super) fn phase_returned(&mut self, regs: &Regs) {
+        let Some(function) = self.lifecycle.phases.open_function() else {
+            return;
+        };
+        self.injection
+            .phase_returned(self.session.symbols(), function, regs.args[0], regs.args[1]);
     }
 
     /// Closes the phase after its return was reached: the record, the heap at its entry and
@@ -117,93 +132,53 @@ impl Debugger {
     pub fn phase_finish(
         &mut self,
     ) -> Result<(PhaseRecord, Rc<HeapState>, Rc<HeapState>), AuditError> {
-        let after = Rc::new(self.walk()?);
-        let Some(function) = self.phases.open_function().map(str::to_string) else {
+        let after = Rc::new(self.session.walk()?);
+        let Some(function) = self.lifecycle.phases.open_function().map(str::to_string) else {
             return Err(AuditError::Config("no phase is running".into()));
         };
-        if let Some(span_fn) = self.config.span_of(&function).map(str::to_string)
+        if let Some(span_fn) = self.settings.config.span_of(&function).map(str::to_string)
             && let Ok((addr, _)) = self.function(&span_fn)
         {
-            self.bps
-                .remove_entry(addr, &BreakRole::Span { function: span_fn });
+            self.session
+                .remove_entry(addr, &Role::Span { function: span_fn });
         }
-        self.bps.clear_span_returns();
-        let watermark_peak = match self.phases.open_watermark() {
-            Some(wm) => {
-                let observed = self.target.as_memory().read_u32(wm.min_addr)?;
-                self.restore_watermark(wm, Some(observed))?;
-                Some(after.heap_size.saturating_sub(u64::from(observed)))
-            }
-            None => None,
-        };
-        let drift = if self.trace.on {
-            crate::values::delta(after.used, self.trace.used)
+        self.session
+            .breakpoints_mut()
+            .forget_returns(|r| matches!(r, Awaited::Span), false);
+        let watermark_peak = self
+            .watermark
+            .phase_returned(&mut self.session, after.heap_size)?;
+        let drift = if self.trace.is_on() {
+            delta(after.used, self.trace.used())
         } else {
             0
         };
-        self.trace.used = after.used;
+        self.trace.set_used(after.used);
         let end = PhaseEnd {
-            method: self.method,
-            seq: self.trace.seq,
+            method: self.settings.method,
+            seq: self.trace.next_seq(),
             drift,
             watermark_peak,
-            is_release: function == self.config.phase_function("release"),
+            is_release: function == self.settings.config.phase_function("release"),
         };
-        let Some((mut record, before)) = self.phases.finish(&after, end) else {
+        let spans = self.spans.take();
+        let Some((mut record, before)) = self.lifecycle.phases.finish(&after, end, spans) else {
             return Err(AuditError::Config("no phase is running".into()));
         };
         if let Some(peak_seq) = record.peak_at.as_ref().and_then(|p| p.seq) {
             record.composition = crate::composition::compose(
-                &self.trace.events,
+                self.trace.events(),
                 record.seq_begin,
                 peak_seq,
-                &self.config.components,
+                &self.settings.config.components,
             );
-            if let Some(last) = self.phases.last_record_mut() {
+            if let Some(last) = self.lifecycle.phases.last_record_mut() {
                 last.composition = record.composition.clone();
             }
         }
-        self.progress.phases += 1;
-        self.progress.current = None;
+        self.reporter.progress.phases += 1;
+        self.reporter.progress.current = None;
+        self.tell_observers(&Boundary::PhaseReturned(&record))?;
         Ok((record, before, after))
-    }
-
-    /// The allocator's free-bytes and minimum-ever counters, when it keeps one pair for the heap.
-    pub(super) fn watermark_addrs(&self) -> Option<(u64, u64)> {
-        match self.walker.low_water_mark() {
-            LowWaterMark::Counters { free, minimum } => Some((free, minimum)),
-            _ => None,
-        }
-    }
-
-    /// Resets the low-water mark to the free bytes now, so that at the return it shows the
-    /// phase's own minimum.
-    fn arm_watermark(&mut self) -> Result<WatermarkState, AuditError> {
-        let (free_addr, min_addr) = self
-            .watermark_addrs()
-            .ok_or_else(|| AuditError::Config("no watermark".into()))?;
-        let mem = self.target.as_memory();
-        let free = mem.read_u32(free_addr)?;
-        let original_min = mem.read_u32(min_addr)?;
-        if let Some(w) = self.target.memory_write() {
-            w.write(min_addr, &free.to_le_bytes())?;
-        }
-        Ok(WatermarkState {
-            min_addr,
-            original_min,
-        })
-    }
-
-    /// Puts back the value the allocator would hold had memlife not reset it.
-    pub(super) fn restore_watermark(
-        &mut self,
-        wm: WatermarkState,
-        observed: Option<u32>,
-    ) -> Result<(), AuditError> {
-        let value = observed.map_or(wm.original_min, |o| o.min(wm.original_min));
-        if let Some(w) = self.target.memory_write() {
-            w.write(wm.min_addr, &value.to_le_bytes())?;
-        }
-        Ok(())
     }
 }

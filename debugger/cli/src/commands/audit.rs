@@ -255,17 +255,17 @@ fn audit(
     Ok((report, Some(session)))
 }
 
-/// `--baseline`: this run compared with the earlier report, the table printed; 1 when a
-/// change is over budget.
+/// `--baseline`: this run, as it is in memory, compared with the earlier report, the table
+/// printed; 1 when a change is over budget.
 fn against_baseline(
-    base: &memlife_diff::AuditRun,
+    base: &AuditReport,
     path: &Path,
     report: &AuditReport,
     budgets: &memlife_diff::Budgets,
 ) -> Result<i32> {
-    let head = memlife_diff::AuditRun::from_value(serde_json::to_value(report)?, "this audit")?;
+    memlife_diff::require_phases(report, "this audit")?;
     let base_name = path.display().to_string();
-    let diff = memlife_diff::diff(base, &head, (&base_name, "this audit"), budgets)?;
+    let diff = memlife_diff::diff(base, report, (&base_name, "this audit"), budgets)?;
     println!();
     super::diff::print_table(&diff)?;
     Ok(diff.exit_code())

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use memlife_diff::{AuditRun, Budgets, Diff};
+use memlife_diff::{AuditReport, Budgets, Diff};
 
 /// `memlife diff`.
 #[derive(Debug, Args)]
@@ -49,9 +49,9 @@ pub fn budgets(config: Option<&Path>) -> Result<Budgets> {
 }
 
 /// Reads one report; the error names the file.
-pub fn read_run(path: &Path) -> Result<AuditRun> {
+pub fn read_run(path: &Path) -> Result<AuditReport> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(AuditRun::parse(&bytes, &path.display().to_string())?)
+    Ok(memlife_diff::parse(&bytes, &path.display().to_string())?)
 }
 
 /// Prints the table on stdout, in colour when it is a terminal (and NO_COLOR is not set).
@@ -79,7 +79,12 @@ fn check_outputs(args: &DiffArgs) -> Result<()> {
 }
 
 /// Writes every output asked for, each atomically and on its own; returns the failures.
-fn write_outputs(args: &DiffArgs, diff: &Diff, base: &AuditRun, head: &AuditRun) -> Vec<String> {
+fn write_outputs(
+    args: &DiffArgs,
+    diff: &Diff,
+    base: &AuditReport,
+    head: &AuditReport,
+) -> Vec<String> {
     let mut failures = Vec::new();
     if let Some(path) = &args.markdown {
         let md = memlife_diff::text::markdown(diff);

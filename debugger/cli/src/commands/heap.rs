@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use memlife_heap::render;
 
 use crate::cli::HeapArgs;
@@ -28,16 +28,29 @@ pub fn run(args: HeapArgs) -> Result<ExitCode> {
             state.allocator
         );
     }
+    let arenas = tflm_arenas(target, &symbols, &state)?;
     let ctx = render::Context {
         at: args.stop.at.as_deref().map(|f| (f, args.stop.hit)),
         ..render::Context::of(target, &symbols, link)
     };
     let out = if args.json {
-        let mut s = serde_json::to_string_pretty(&render::json(&state, Some(&ctx)))?;
+        let mut v = render::json(&state, Some(&ctx));
+        if let (Some(arenas), Some(obj)) = (&arenas, v.as_object_mut()) {
+            obj.insert("arenas".into(), memlife_tflm::render::json(arenas));
+            if let Some(fv) = obj.get_mut("firmware_view").and_then(|f| f.as_object_mut()) {
+                fv.insert("tflm".into(), memlife_tflm::render::firmware_view(arenas));
+            }
+        }
+        let mut s = serde_json::to_string_pretty(&v)?;
         s.push('\n');
         s
     } else {
-        render::text(&state, &ctx)
+        let mut s = render::text(&state, &ctx);
+        if let Some(arenas) = &arenas {
+            s.push('\n');
+            s.push_str(&memlife_tflm::render::text(arenas));
+        }
+        s
     };
     if let Some(path) = &args.svg {
         let at = match &ctx.at {
@@ -51,4 +64,27 @@ pub fn run(args: HeapArgs) -> Result<ExitCode> {
     // Descriptions and names come from the snapshot or the target: no terminal controls.
     std::io::stdout().write_all(memlife_core::text::printable(&out).as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// TensorFlow Lite Micro's live arenas, when the ELF has TFLM: looked for in the heap's blocks
+/// in use and the image's statics.
+fn tflm_arenas(
+    target: &mut dyn memlife_core::Target,
+    symbols: &memlife_dwarf::Symbols,
+    state: &memlife_heap::HeapState,
+) -> Result<Option<Vec<memlife_tflm::Arena>>> {
+    let Some(tflm) = memlife_tflm::Tflm::detect(symbols) else {
+        return Ok(None);
+    };
+    let used: Vec<(u64, u64)> = state
+        .blocks
+        .iter()
+        .filter(|b| !b.free && !b.unclaimed)
+        .map(|b| (b.addr, b.size))
+        .collect();
+    let heap = Some((state.heap_start, state.heap_size));
+    let containers = memlife_tflm::containers(symbols, &used, heap);
+    let arenas = memlife_tflm::read_arenas(target.as_memory(), symbols, &tflm, &containers)
+        .context("reading TensorFlow Lite Micro's arenas")?;
+    Ok(Some(arenas))
 }

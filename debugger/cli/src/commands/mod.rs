@@ -9,6 +9,7 @@ mod probes;
 mod serve;
 mod snapshot;
 mod symbols;
+mod tasks;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Symbols(args) => symbols::run(args),
         Command::Heap(args) => heap::run(args),
+        Command::Tasks(args) => tasks::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Audit(args) => audit::run(*args, cli.verbose),
         Command::Serve(args) => serve::run(args),

@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use anyhow::{Context, Result, bail};
-use memlife_core::Target;
+use memlife_core::{Target, TargetError};
 use memlife_rsp::{GdbRemote, QemuProcess};
-use memlife_server::Listener;
 use memlife_server::client::WatchStops;
+use memlife_server::{Listener, ServeError, ServeEvent, ServeOptions};
 
 use crate::cli::{Leave, ServeArgs};
 use crate::session::Session;
@@ -45,8 +45,8 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
             (Listener::Tcp(l), bound.to_string(), None)
         }
     };
-    // The socket file goes when the server ends, whatever happens next.
-    let _socket = socket.map(RemoveOnDrop);
+    // The socket file goes when the server ends, whatever happens next (if it is still ours).
+    let _socket = socket.map(OurSocket::new).transpose()?;
     let mut session = Session::open(&args.target, &args.elf, Leave::Running)?;
     eprintln!("memlife serve: listening on {bound}");
     let target = session.lend()?;
@@ -60,22 +60,29 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
     };
     // QEMUs started again after the firmware ended: they outlive the connections to them.
     let restarted: Rc<RefCell<Vec<QemuProcess>>> = Rc::default();
-    let watch_stops = watch_stops(&args);
-    let (target, outcome) = memlife_server::serve_watching(
-        &listener,
-        target,
-        symbols,
-        Some(args.elf.display().to_string()),
-        restart(&args, Rc::clone(&restarted)),
+    let options = ServeOptions {
+        firmware: Some(args.elf.clone()),
+        restart: restart(&args, Rc::clone(&restarted)),
         places,
-        watch_stops,
-    );
-    session.give_back(target);
+        watch_stops: watch_stops(&args),
+        max_dumps: args.max_dumps,
+        audit_deadline: std::time::Duration::try_from_secs_f64(args.audit_deadline)
+            .context("--audit-deadline")?,
+        events: Some(std::sync::Arc::new(print_event)),
+    };
+    let served = memlife_server::serve(&listener, target, symbols, options);
+    session.give_back(served.target);
     let closed = session.close();
     drop(restarted);
-    outcome?;
+    served.outcome?;
     closed?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A server event as the `memlife serve: ...` line users and scripts read on stderr.
+fn print_event(event: &ServeEvent) {
+    let line = format!("memlife serve: {event}");
+    eprintln!("{}", memlife_core::text::printable(&line));
 }
 
 /// A new Unix socket at `path` that only its owner may connect to. An existing file is never
@@ -116,12 +123,43 @@ fn watch_stops(args: &ServeArgs) -> WatchStops {
     WatchStops::Unknown
 }
 
-/// Removes the socket file when dropped.
-struct RemoveOnDrop(PathBuf);
+/// The socket file this server created, known by device and inode: removed when dropped, but
+/// only while that path is still this socket (whoever replaced it keeps their file).
+struct OurSocket {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
 
-impl Drop for RemoveOnDrop {
+impl OurSocket {
+    fn new(path: PathBuf) -> Result<OurSocket> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(&path)
+            .with_context(|| format!("reading unix:{}", path.display()))?;
+        Ok(OurSocket {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            path,
+        })
+    }
+
+    fn still_ours(&self) -> bool {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.file_type().is_socket() && m.dev() == self.dev && m.ino() == self.ino)
+    }
+}
+
+impl Drop for OurSocket {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        if self.still_ours() {
+            let _ = std::fs::remove_file(&self.path);
+        } else {
+            eprintln!(
+                "memlife serve: unix:{} is no longer memlife's socket (replaced or removed); left as it is",
+                memlife_core::text::printable(&self.path.display().to_string())
+            );
+        }
     }
 }
 
@@ -136,11 +174,15 @@ fn restart(
     if let Some(machine) = args.target.qemu.clone() {
         let elf = args.elf.clone();
         return Some(Box::new(move || {
-            let qemu = QemuProcess::start(&machine, &elf, &[])
-                .map_err(|e| format!("cannot start qemu-system-arm -M {machine} again: {e}"))?;
+            let qemu = QemuProcess::start(&machine, &elf, &[]).map_err(|source| {
+                failed(
+                    format!("cannot start qemu-system-arm -M {machine} again"),
+                    source,
+                )
+            })?;
             let mut remote = qemu
                 .connect()
-                .map_err(|e| format!("cannot connect to the new QEMU: {e}"))?;
+                .map_err(|source| failed("cannot connect to the new QEMU".into(), source))?;
             remote.set_reset_command(reset.clone());
             restarted.borrow_mut().push(qemu);
             Ok(Box::new(remote) as Box<dyn Target>)
@@ -148,13 +190,22 @@ fn restart(
     }
     let addr = args.target.gdb.clone()?;
     Some(Box::new(move || {
-        let mut remote = GdbRemote::connect(&addr)
-            .map_err(|e| format!("cannot connect to the GDB server at {addr} again: {e}"))?;
+        let mut remote = GdbRemote::connect(&addr).map_err(|source| {
+            failed(
+                format!("cannot connect to the GDB server at {addr} again"),
+                source,
+            )
+        })?;
         remote.set_reset_command(reset.clone());
         if let Some(c) = remote.control() {
             c.reset(true)
-                .map_err(|e| format!("resetting the target: {e}"))?;
+                .map_err(|source| failed("resetting the target".into(), source))?;
         }
         Ok(Box::new(remote) as Box<dyn Target>)
     }))
+}
+
+/// A restart that failed while doing `context`.
+fn failed(context: String, source: TargetError) -> ServeError {
+    ServeError::Target { context, source }
 }

@@ -81,24 +81,6 @@ pub fn exit_code(outcomes: &[Outcome], expect: bool) -> u8 {
     }
 }
 
-/// XML text and attribute values; characters XML 1.0 cannot carry become `?`.
-fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// The value of `attr="..."` in an opening tag.
 fn attr(tag: &str, attr: &str) -> Option<u64> {
     let from = tag.find(&format!(" {attr}=\""))? + attr.len() + 3;
@@ -122,11 +104,14 @@ fn own_suite(junit: &str, name: &str) -> Option<(String, [u64; 3])> {
     let name_at = open.find(" name=\"")? + " name=\"".len();
     let name_end = name_at + open[name_at..].find('"')?;
     // Test cases are told apart by classname and name in CI tools: each target's get its own.
-    let rest = rest.replace(" classname=\"", &format!(" classname=\"{}.", xml(name)));
+    let rest = rest.replace(
+        " classname=\"",
+        &format!(" classname=\"{}.", memlife_core::text::xml(name)),
+    );
     let renamed = format!(
         "{}{}{}{rest}",
         &open[..name_at],
-        xml(name),
+        memlife_core::text::xml(name),
         &open[name_end..]
     );
     Some((format!("  {renamed}\n"), counts))
@@ -134,8 +119,8 @@ fn own_suite(junit: &str, name: &str) -> Option<(String, [u64; 3])> {
 
 /// A suite of one errored case for a target without a JUnit file of its own.
 fn error_suite(o: &Outcome) -> (String, [u64; 3]) {
-    let name = xml(&o.target.name);
-    let why = xml(o.error.as_deref().unwrap_or("no JUnit output"));
+    let name = memlife_core::text::xml(&o.target.name);
+    let why = memlife_core::text::xml(o.error.as_deref().unwrap_or("no JUnit output"));
     (
         format!(
             "  <testsuite name=\"{name}\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"{:.3}\">\n    <testcase name=\"audit\" classname=\"{name}\">\n      <error message=\"{why}\" type=\"memlife\">{why}</error>\n    </testcase>\n  </testsuite>\n",

@@ -1,109 +1,16 @@
-//! The graph-build stair chart: resident memory after each operator's init, cumulative, one
-//! step per operator, the largest step outlined in red and named. When the build was traced,
-//! each step is split by component (see [`crate::palette`]): the blocks allocated since the
-//! previous step and still live at its end, largest first from the bottom; what the trace
-//! cannot account for stays in the build's colour.
+//! The graph-build stair chart ([`memlife_report::views::Stairs`]): one step per operator, the
+//! largest outlined in red and named. When the build was traced, each step is split by
+//! component (see [`crate::palette`]): the blocks allocated since the previous step and still
+//! live at its end, largest first from the bottom; what the trace cannot account for stays in
+//! the build's colour.
 
 use plotters::prelude::*;
 
-use memlife_audit::AuditReport;
-use memlife_audit::composition::{component_of, live_blocks};
-use memlife_audit::model::PhaseRecord;
+use memlife_report::views::{Stairs, Step};
 
-use super::{ALARM, FONT, USED, WIDTH, category_label, failed, k, role_color};
+use super::{ALARM, FONT, Frame, USED, category_label, k, role_color};
 use crate::palette::{Palette, rgb};
-use crate::timeline::{role, span_label};
 use crate::{Result, delta, kib};
-
-/// One operator's step.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    /// Operator (label or `op_init(3)`).
-    pub name: String,
-    /// Bytes its init kept.
-    pub delta: i64,
-    /// Resident bytes of the build after it (relative to the build's entry).
-    pub resident: i64,
-    /// What it kept by component (`[components]` name or allocation site), largest first:
-    /// the blocks allocated since the previous step ended and live at its end (empty when
-    /// the build was not traced).
-    pub parts: Vec<(String, u64)>,
-}
-
-/// The stairs of the first build phase with spans.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stairs {
-    /// The phase call (`graph_build#1`).
-    pub phase: String,
-    /// Steps in order.
-    pub steps: Vec<Step>,
-    /// Index of the largest step.
-    pub largest: usize,
-    /// The build's whole delta (operators plus what the build allocates around them).
-    pub total: i64,
-    /// What the whole build kept by component, largest first (empty when not traced).
-    pub total_parts: Vec<(String, u64)>,
-}
-
-/// The first phase of role `role_name` that has spans.
-pub(crate) fn first_with_spans<'a>(
-    report: &'a AuditReport,
-    role_name: &str,
-) -> Option<&'a PhaseRecord> {
-    report
-        .phases
-        .iter()
-        .find(|p| role(report, p) == role_name && !p.spans.is_empty())
-}
-
-/// The stairs, when a build phase recorded spans.
-pub fn stairs(report: &AuditReport) -> Option<Stairs> {
-    let p = first_with_spans(report, "build")?;
-    let mut from = p.seq_begin;
-    let steps: Vec<Step> = p
-        .spans
-        .iter()
-        .map(|s| {
-            let parts = kept_between(report, from, s.seq_end);
-            from = s.seq_end;
-            Step {
-                name: span_label(report, s),
-                delta: s.delta,
-                resident: super::delta(p.before.used, s.after_used),
-                parts,
-            }
-        })
-        .collect();
-    let largest =
-        steps.iter().enumerate().fold(
-            0,
-            |best, (i, s)| if s.delta > steps[best].delta { i } else { best },
-        );
-    Some(Stairs {
-        phase: format!("{}#{}", p.function, p.call),
-        steps,
-        largest,
-        total: p.delta_used,
-        total_parts: kept_between(report, p.seq_begin, p.seq_end),
-    })
-}
-
-/// The blocks events `from..to` allocated and left live at `to`, by component, largest first.
-fn kept_between(report: &AuditReport, from: u64, to: u64) -> Vec<(String, u64)> {
-    if to <= from {
-        return Vec::new();
-    }
-    let mut parts: Vec<(String, u64)> = Vec::new();
-    for e in live_blocks(&report.events, from, to - 1) {
-        let name = component_of(&e.site, &report.components);
-        match parts.iter_mut().find(|(n, _)| *n == name) {
-            Some(p) => p.1 += e.size,
-            None => parts.push((name, e.size)),
-        }
-    }
-    parts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    parts
-}
 
 /// The coloured pieces of a step from `prev` to `resident` (bytes above the build's entry):
 /// its parts stacked from `prev` up, cut at `resident` (the step may also have freed older
@@ -112,12 +19,12 @@ pub fn pieces(step: &Step, prev: i64) -> Vec<(Option<&str>, i64, i64)> {
     let top = step.resident.max(0);
     let mut y = prev.max(0);
     let mut out = Vec::new();
-    for (name, bytes) in &step.parts {
+    for part in &step.parts {
         let next = y
-            .saturating_add(i64::try_from(*bytes).unwrap_or(i64::MAX))
+            .saturating_add(i64::try_from(part.bytes).unwrap_or(i64::MAX))
             .min(top);
         if next > y {
-            out.push((Some(name.as_str()), y, next));
+            out.push((Some(part.name.as_str()), y, next));
             y = next;
         }
     }
@@ -160,7 +67,6 @@ pub fn y_range(st: &Stairs) -> (f64, f64) {
 /// Draws the stairs on the y range `(ymin, ymax)` in KiB (charts shown side by side share one,
 /// so equal steps look equal).
 pub fn svg_in(st: &Stairs, palette: &mut Palette, (ymin, ymax): (f64, f64)) -> Result<String> {
-    let mut out = String::new();
     let n = st.steps.len();
     let names: Vec<String> = st
         .steps
@@ -168,30 +74,14 @@ pub fn svg_in(st: &Stairs, palette: &mut Palette, (ymin, ymax): (f64, f64)) -> R
         .map(|s| s.name.clone())
         .chain(["whole build".to_string()])
         .collect();
-    {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, 400)).into_drawing_area();
-        let fail = failed("build stairs");
-        root.fill(&WHITE).map_err(&fail)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
-            .build_cartesian_2d(-0.5f64..(n as f64 + 0.5), ymin..ymax)
-            .map_err(&fail)?;
-        let label_of = |v: &f64| category_label(&names, *v);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(RGBColor(235, 235, 235))
-            .x_labels(n + 1)
-            .x_label_formatter(&label_of)
-            .y_desc("resident build memory (KiB)")
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .draw()
-            .map_err(&fail)?;
+    let label_of = |v: &f64| category_label(&names, *v);
+    let frame = Frame {
+        x_labels: Some(n + 1),
+        x_format: &label_of,
+        y_desc: "resident build memory (KiB)",
+        ..Frame::new("build stairs", 400, -0.5f64..(n as f64 + 0.5), ymin..ymax)
+    };
+    super::draw(&frame, |plot| {
         let build = role_color("build");
         let mut prev = 0i64;
         for (i, s) in st.steps.iter().enumerate() {
@@ -204,32 +94,26 @@ pub fn svg_in(st: &Stairs, palette: &mut Palette, (ymin, ymax): (f64, f64)) -> R
                     None if biggest && s.parts.is_empty() => ALARM,
                     None => build,
                 };
-                chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(x - 0.38, k(lo as u64)), (x + 0.38, k(hi as u64))],
-                        c.filled(),
-                    )))
-                    .map_err(&fail)?;
+                plot.draw(Rectangle::new(
+                    [(x - 0.38, k(lo as u64)), (x + 0.38, k(hi as u64))],
+                    c.filled(),
+                ))?;
             }
             if biggest {
                 // The largest step outlined in red, whatever its components' colours.
-                chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [
-                            (x - 0.40, k(prev.max(0) as u64)),
-                            (x + 0.40, k(s.resident.max(0) as u64)),
-                        ],
-                        ALARM.stroke_width(3),
-                    )))
-                    .map_err(&fail)?;
+                plot.draw(Rectangle::new(
+                    [
+                        (x - 0.40, k(prev.max(0) as u64)),
+                        (x + 0.40, k(s.resident.max(0) as u64)),
+                    ],
+                    ALARM.stroke_width(3),
+                ))?;
             }
             // What was already resident, faint, so the stairs read as a staircase.
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(x - 0.38, 0.0), (x + 0.38, k(prev.max(0) as u64))],
-                    build.mix(0.22).filled(),
-                )))
-                .map_err(&fail)?;
+            plot.draw(Rectangle::new(
+                [(x - 0.38, 0.0), (x + 0.38, k(prev.max(0) as u64))],
+                build.mix(0.22).filled(),
+            ))?;
             prev = s.resident;
         }
         // The whole build, with what it allocates around the operators (arena, tables).
@@ -242,45 +126,46 @@ pub fn svg_in(st: &Stairs, palette: &mut Palette, (ymin, ymax): (f64, f64)) -> R
         };
         for (name, lo, hi) in pieces(&whole, 0) {
             let c = name.map_or(USED.mix(0.8), |n| rgb(palette.colour(n)).mix(1.0));
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(x - 0.38, k(lo as u64)), (x + 0.38, k(hi as u64))],
-                    c.filled(),
-                )))
-                .map_err(&fail)?;
+            plot.draw(Rectangle::new(
+                [(x - 0.38, k(lo as u64)), (x + 0.38, k(hi as u64))],
+                c.filled(),
+            ))?;
         }
-        chart
-            .draw_series(std::iter::once(Text::new(
-                kib(st.total.max(0) as u64),
-                (x - 0.45, k(st.total.max(0) as u64) + ymax * 0.06),
-                (FONT, 12).into_font().color(&USED),
-            )))
-            .map_err(&fail)?;
-        if let Some(s) = st.steps.get(st.largest).filter(|s| s.delta > 0) {
+        plot.draw(Text::new(
+            kib(st.total.max(0) as u64),
+            (x - 0.45, k(st.total.max(0) as u64) + ymax * 0.06),
+            (FONT, 12).into_font().color(&USED),
+        ))?;
+        if let Some(s) = st.largest_step() {
             let x = st.largest as f64;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    format!("largest step: {} {}", s.name, delta(s.delta)),
-                    (x - 0.4, k(s.resident.max(0) as u64) + ymax * 0.075),
-                    (FONT, 14).into_font().style(FontStyle::Bold).color(&ALARM),
-                )))
-                .map_err(&fail)?;
+            plot.draw(Text::new(
+                format!("largest step: {} {}", s.name, delta(s.delta)),
+                (x - 0.4, k(s.resident.max(0) as u64) + ymax * 0.075),
+                (FONT, 14).into_font().style(FontStyle::Bold).color(&ALARM),
+            ))?;
         }
-        root.present().map_err(&fail)?;
-    }
-    Ok(out)
+        Ok(())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memlife_report::model::Part;
 
     fn step(resident: i64, parts: &[(&str, u64)]) -> Step {
         Step {
             name: "op".into(),
             delta: 0,
             resident,
-            parts: parts.iter().map(|(n, b)| (n.to_string(), *b)).collect(),
+            parts: parts
+                .iter()
+                .map(|(n, b)| Part {
+                    name: n.to_string(),
+                    bytes: *b,
+                    ..Part::default()
+                })
+                .collect(),
         }
     }
 

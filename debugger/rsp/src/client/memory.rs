@@ -64,7 +64,13 @@ impl GdbRemote {
             self.note(r)?;
             self.check_write_replies(writes)?;
             // Every reply is read, errors or not, so the stream stays in step.
-            for &(i, a, n) in batch {
+            for (k, &(i, a, n)) in batch.iter().enumerate() {
+                if memlife_core::interrupt::requested() {
+                    // The rest of the batch is on its way: owed, dropped before the next
+                    // request (see `Conn`).
+                    self.conn.owe(batch.len() - k);
+                    return Err(TargetError::Interrupted);
+                }
                 self.stats.reads += 1;
                 let timeout = self.timeout;
                 let r = self.conn.recv(timeout, "a memory reply");
@@ -115,6 +121,7 @@ impl GdbRemote {
         let max = self.max_read();
         let mut done = 0;
         while done < buf.len() {
+            check_interrupt()?;
             let a = addr.wrapping_add(done as u64);
             let n = max.min(buf.len() - done);
             let read = ReadMemory { addr: a, len: n };
@@ -155,6 +162,16 @@ impl GdbRemote {
         self.regs_cache = None;
         Ok(())
     }
+}
+
+/// Fails when the user asked to stop (Ctrl-C, SIGTERM): a walk over a slow link is many reads,
+/// and the request must end it at the next one, not after the last. Only reads check: the
+/// clean-up after an interrupt (breakpoints out, resume or detach) sends no reads.
+fn check_interrupt() -> Result<()> {
+    if memlife_core::interrupt::requested() {
+        return Err(TargetError::Interrupted);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

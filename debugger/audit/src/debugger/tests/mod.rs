@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub(crate) mod fake;
+mod observers;
 
 use fake::{BLOCKS, FREERTOS_LIKE, Firmware, HEAP_SIZE, MIN, NO_EXITS, RAM, STACK};
 
@@ -417,11 +418,11 @@ fn cycles_begin_at_the_configured_role() {
     }
     fw.call("inference_run", STACK, MAIN_B, [0; 4]);
     let (mut dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
-    dbg.config.lifecycle.cycle_starts = Some("run".into());
+    dbg.settings.config.lifecycle.cycle_starts = Some("run".into());
     let c = cycle(&mut dbg).unwrap();
     let roles: Vec<&str> = c.calls.iter().map(|c| c.role.as_str()).collect();
     assert_eq!(roles, ["run", "load"]);
-    dbg.config.lifecycle.cycle_starts = Some("warmup".into());
+    dbg.settings.config.lifecycle.cycle_starts = Some("warmup".into());
     let e = dbg.cycle_begin().unwrap_err().to_string();
     assert!(e.contains("cycle_starts = \"warmup\""), "{e}");
 }

@@ -123,12 +123,15 @@ impl Counters {
         })
     }
 
-    /// heap_4/5 suspend the scheduler around every change: a suspended scheduler means a task
-    /// was halted inside pvPortMalloc or vPortFree.
+    /// heap_4/5 suspend the scheduler around every change, so a task halted inside
+    /// pvPortMalloc or vPortFree leaves it suspended; but FreeRTOS also suspends it in queue,
+    /// timer and delay code. A suspended scheduler explains an inconsistent walk (the caller
+    /// asks only then); a consistent one is simply the heap.
     fn busy_lock(&self) -> Option<String> {
         self.suspended.filter(|s| *s != 0).map(|s| {
             format!(
-                "scheduler suspended (uxSchedulerSuspended = {s}): inside pvPortMalloc/vPortFree"
+                "scheduler suspended (uxSchedulerSuspended = {s}) and the heap inconsistent: \
+                 a task was halted inside pvPortMalloc/vPortFree"
             )
         })
     }
@@ -328,6 +331,8 @@ impl HeapWalker for FreeRtosWalker {
         st.firmware_view = Some(counters.firmware_view(&list));
         img.finish(&mut read)?;
         st.read = read;
+        // The scheduler suspended only explains a walk that found something amiss.
+        let busy_lock = busy_lock.filter(|_| !st.anomalies.is_empty());
         st.finish(ctx, busy_lock);
         Ok(st)
     }

@@ -273,6 +273,18 @@ fn adjacent_free_blocks_are_not_coalesced() {
     assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
 }
 
+/// Issue 29: FreeRTOS suspends the scheduler in queue, timer and delay code too; a heap that
+/// walks consistent while it is suspended is ok, not busy.
+#[test]
+fn a_suspended_scheduler_with_a_consistent_heap_is_ok() {
+    let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);
+    f.put(SUSP, 1);
+    let st = f.walk(false);
+    assert_eq!(st.status, HeapStatus::Ok, "{:?}", st.anomalies);
+    assert_eq!(st.busy_reason, None);
+    assert_eq!(st.counter("uxSchedulerSuspended"), Some(1));
+}
+
 #[test]
 fn inside_the_allocator_is_busy_not_corrupt() {
     let mut f = Fake::heap4(&[(0x40, true), (0x80, false), (0x100, true)], 0);

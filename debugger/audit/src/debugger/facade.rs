@@ -1,0 +1,298 @@
+//! [`Debugger`]: the facade an audit drives. It holds the target session and the observers,
+//! one field each, and nothing else: every piece of state belongs to one of them. Its methods
+//! are the API the scripts, the CLI, the server and the report use; the procedures that span
+//! several components (a run, a phase, a cycle, the wait after a failure) are in the modules
+//! beside this one.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use memlife_core::Target;
+use memlife_dwarf::Symbols;
+use memlife_heap::{HeapState, HeapWalker};
+
+use super::extensions::Extensions;
+use super::progress::{ProgressFn, Reporter};
+use crate::config::{AuditConfig, PeakMethod};
+use crate::error::AuditError;
+use crate::events::{AuditSession, Observer, ObserverId, Open, Role};
+use crate::observers::trace::Sites;
+use crate::observers::{AllocationTrace, Faults, Injection, Lifecycle, Spans, Watermark};
+use crate::session::{Session, SessionOptions};
+
+/// What the audit was asked to do: the settings and the peak method.
+#[derive(Debug)]
+pub struct Settings {
+    /// `memlife.toml` and what the command line added.
+    pub config: AuditConfig,
+    /// How peaks are found.
+    pub method: PeakMethod,
+}
+
+/// The debugger an audit drives.
+pub struct Debugger {
+    /// The target, its breakpoints and run control.
+    pub(super) session: AuditSession,
+    /// What the audit was asked to do.
+    pub(super) settings: Settings,
+    /// Progress, told after every stop.
+    pub(super) reporter: Reporter,
+    /// Phases and cycles.
+    pub(super) lifecycle: Lifecycle,
+    /// The open phase's spans and their names.
+    pub(super) spans: Spans,
+    /// Allocations and releases.
+    pub(super) trace: AllocationTrace,
+    /// The watermark method's reset and read-back.
+    pub(super) watermark: Watermark,
+    /// Fault handlers' stops and the park watch.
+    pub(super) faults: Faults,
+    /// The allocation made to fail.
+    pub(super) injection: Injection,
+    /// Observers added at run time.
+    pub(super) extensions: Extensions,
+}
+
+impl std::fmt::Debug for Debugger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Debugger")
+            .field("session", &self.session)
+            .field("method", &self.settings.method)
+            .field("events", &self.trace.events().len())
+            .field("phases", &self.lifecycle.phases.records().len())
+            .field("observers", &self.extensions)
+            .finish()
+    }
+}
+
+/// Linker symbols that hold the initial stack pointer, in order of preference.
+const STACK_TOP_SYMBOLS: [&str; 5] = [
+    "_estack",
+    "__StackTop",
+    "__stack",
+    "_stack_top",
+    "__initial_sp",
+];
+
+impl Debugger {
+    /// Takes over a halted live target. Tracing breakpoints are set now when the method is trace.
+    /// On failure the target is handed back with the error, so the caller can still leave it as
+    /// the user asked.
+    pub fn new(
+        target: Box<dyn Target>,
+        symbols: Rc<Symbols>,
+        walker: Box<dyn HeapWalker>,
+        config: AuditConfig,
+        method: PeakMethod,
+        timeout: Duration,
+    ) -> Result<Debugger, (AuditError, Box<dyn Target>)> {
+        let mut skip: Vec<String> = config.trace.skip.clone();
+        skip.extend(walker.entry_points().iter().map(|e| e.function.to_string()));
+        let stack_top = STACK_TOP_SYMBOLS
+            .iter()
+            .find_map(|n| symbols.elf_symbol(n).map(|s| s.address));
+        let options = SessionOptions {
+            // Host-side resume decodes Thumb; `MEMLIFE_NO_EMULATION` turns it off for
+            // comparisons.
+            emulate: std::env::var_os("MEMLIFE_NO_EMULATION").is_none()
+                && symbols.machine() == memlife_dwarf::Machine::Arm,
+            vector_catch: std::env::var_os("MEMLIFE_NO_VECTOR_CATCH").is_none(),
+        };
+        let sites = Sites::new(skip, stack_top, config.trace.backtrace);
+        let mut dbg = Debugger {
+            session: Session::new(target, symbols, walker, timeout, options),
+            settings: Settings { config, method },
+            reporter: Reporter::default(),
+            lifecycle: Lifecycle::default(),
+            spans: Spans::default(),
+            trace: AllocationTrace::new(sites),
+            watermark: Watermark::default(),
+            faults: Faults::default(),
+            injection: Injection::default(),
+            extensions: Extensions::default(),
+        };
+        match dbg.prepare(options) {
+            Ok(()) => Ok(dbg),
+            Err(e) => Err((e, dbg.into_target())),
+        }
+    }
+
+    fn prepare(&mut self, options: SessionOptions) -> Result<(), AuditError> {
+        self.session.check_live()?;
+        let watermark = self.settings.method == PeakMethod::Watermark;
+        self.watermark = Watermark::new(watermark, &mut self.session)?;
+        self.session.init_budget(options.vector_catch)?;
+        let state = self.session.walk_first()?;
+        self.trace.set_used(state.used);
+        if self.settings.method == PeakMethod::Trace {
+            self.set_tracing(true)?;
+        }
+        Ok(())
+    }
+
+    /// Turns allocation tracing on or off (trace method only). Off, the target runs between
+    /// phase and span boundaries without stopping in the allocator: much faster, but peaks come
+    /// from boundary samples and new allocations get no site.
+    pub fn set_tracing(&mut self, on: bool) -> Result<(), AuditError> {
+        self.trace
+            .set_on(&mut self.session, on, self.settings.method)
+    }
+
+    /// Adds an observer (see [`crate::events::Observer`]); it sets its breakpoints now.
+    pub fn add_observer(&mut self, observer: Box<dyn Observer>) -> Result<ObserverId, AuditError> {
+        let open = self.open_view();
+        self.extensions.add(&mut self.session, observer, &open)
+    }
+
+    /// The added observers' records for the report, by observer name.
+    pub fn observer_reports(&self) -> Vec<(&'static str, serde_json::Value)> {
+        self.extensions.reports()
+    }
+
+    /// What is running, for the added observers (empty when there are none).
+    pub(super) fn open_view(&self) -> Open {
+        if self.extensions.is_empty() {
+            return Open::default();
+        }
+        let phases = &self.lifecycle.phases;
+        Open {
+            phase: phases.open_function().map(str::to_string),
+            call: phases.open_call().map(|(call, _, _)| call),
+            span: self.spans.innermost().map(|s| s.name()),
+        }
+    }
+
+    /// Resumes from a breakpoint done by executing its instruction on the host.
+    pub fn emulated(&self) -> u64 {
+        self.session.emulated()
+    }
+
+    /// Resumes from a breakpoint that needed a single step on the target.
+    pub fn stepped(&self) -> u64 {
+        self.session.stepped()
+    }
+
+    /// Gives the target back (breakpoints removed).
+    pub fn into_target(mut self) -> Box<dyn Target> {
+        self.remove_all_breakpoints();
+        self.session.into_target()
+    }
+
+    /// Removes every breakpoint memlife inserted; called on every exit path.
+    pub fn remove_all_breakpoints(&mut self) {
+        self.session.remove_all_breakpoints();
+        // A phase interrupted by an error: put the low-water mark back.
+        self.watermark.restore_on_exit(&mut self.session);
+    }
+
+    /// Called after every stop with the progress so far.
+    pub fn set_observer(&mut self, f: ProgressFn) {
+        self.reporter.set_callback(f);
+    }
+
+    /// The symbols.
+    pub fn symbols(&self) -> &Symbols {
+        self.session.symbols()
+    }
+
+    /// The symbols, shared (to read memory through the target while holding them).
+    pub fn symbols_rc(&self) -> Rc<Symbols> {
+        self.session.symbols_rc()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AuditConfig {
+        &self.settings.config
+    }
+
+    /// The peak method.
+    pub fn method(&self) -> PeakMethod {
+        self.settings.method
+    }
+
+    /// The allocator's name.
+    pub fn allocator(&self) -> &'static str {
+        self.session.walker().name()
+    }
+
+    /// The target, for memory reads.
+    pub fn target(&mut self) -> &mut dyn Target {
+        self.session.target()
+    }
+
+    /// Walks the heap now (the target must be halted).
+    pub fn walk(&mut self) -> Result<HeapState, AuditError> {
+        self.session.walk()
+    }
+
+    /// Heap size as first walked.
+    pub fn heap_size(&self) -> u64 {
+        self.session.heap_size()
+    }
+
+    /// Resets the target and halts it at the reset vector. Trace state starts over. A phase
+    /// still open (its call failed: the firmware hung, faulted or exited inside it, and the
+    /// script caught the error) is abandoned: after the reset it can never return.
+    pub fn reset(&mut self) -> Result<(), AuditError> {
+        if let Some(function) = self.lifecycle.phases.abandon() {
+            tracing::warn!("reset: the unfinished call of {function} is abandoned");
+        }
+        self.spans.clear();
+        self.watermark.abandon();
+        self.session.breakpoints_mut().clear_returns();
+        self.trace.on_reset();
+        self.lifecycle.cycles.on_reset();
+        if let Some(c) = self.session.target().control() {
+            c.reset(true)?;
+        }
+        let state = self.session.walk()?;
+        self.trace.set_used(state.used);
+        Ok(())
+    }
+
+    /// Sets a script hook on a function's entry.
+    pub fn add_hook(&mut self, symbol: &str) -> Result<u64, AuditError> {
+        let (addr, _) = self.function(symbol)?;
+        self.session.add_entry(
+            addr,
+            Role::Hook {
+                symbol: symbol.to_string(),
+            },
+        );
+        Ok(addr)
+    }
+
+    /// The entry address of a function, or a clear error.
+    pub fn function(&self, name: &str) -> Result<(u64, u64), AuditError> {
+        self.session.symbols().function(name).ok_or_else(|| {
+            // A misspelt role or function: the nearest of both.
+            let roles = crate::config::ROLES
+                .into_iter()
+                .chain(self.settings.config.phases.keys().map(String::as_str));
+            let hint = crate::config::nearest(name, self.function_names().chain(roles));
+            AuditError::NoSuchFunction(name.to_string(), hint)
+        })
+    }
+
+    /// The names of the ELF's functions.
+    pub fn function_names(&self) -> impl Iterator<Item = &str> + Clone {
+        let symbols = self.session.symbols();
+        symbols
+            .elf_symbols()
+            .iter()
+            .filter(|s| s.kind == memlife_dwarf::SymbolKind::Function)
+            .map(|s| s.name.as_str())
+            .chain(symbols.demangled_functions())
+    }
+
+    /// Names the spans of `function` by their second argument (`names[arg]`), for reports.
+    pub fn set_labels(&mut self, function: &str, names: Vec<String>) {
+        self.spans.labels_mut().set(function, names);
+    }
+
+    /// The span names scripts gave, and those `[labels]` gave as spans ran.
+    pub fn labels(&self) -> &BTreeMap<String, Vec<String>> {
+        self.spans.labels().all()
+    }
+}

@@ -1,0 +1,34 @@
+//! The records an audit produces, each serialisable both ways: the engine writes them, the
+//! JSON report is these structures, and `memlife diff`, the renderers and `--baseline` read
+//! them back.
+//!
+//! Read back, a report from an older or newer memlife still reads: fields it does not know are
+//! ignored, fields it lacks take their defaults (0, empty, absent). The few fields a record
+//! cannot be without are required: an event's `kind` and a check's `verdict`.
+//!
+//! - [`trace`]: allocation sites and trace events.
+//! - [`heap`]: heap figures at phase boundaries, the heap map after release.
+//! - [`phase`]: phase and span records, where each peak was and what it held.
+//! - [`checks`]: check results, their summaries by name, the script's error.
+//! - [`folded`]: what a long run keeps of its folded cycles.
+//! - [`deferred`]: late frees.
+//! - [`run`]: facts about the run, breakpoint use, injected allocation failures.
+
+pub mod checks;
+pub mod deferred;
+pub mod folded;
+pub mod heap;
+pub mod phase;
+pub mod run;
+pub mod trace;
+
+pub use checks::{CheckResult, CheckSummary, ScriptError, Verdict, summarize};
+pub use deferred::{DeferredBlock, MAX_LISTED};
+pub use folded::{
+    AllCycles, CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, KeepCycles, MAX_SERIES,
+    Totals,
+};
+pub use heap::{HeapMap, HeapSummary, MapBlock};
+pub use phase::{Damage, Part, PeakMethod, PeakSite, PhaseRecord, SpanRecord};
+pub use run::{BreakpointUse, InjectedFailure, RunFacts};
+pub use trace::{EventKind, Site, TraceEvent};

@@ -1,0 +1,69 @@
+//! Facts about the run itself: what was audited, on what, how long it took, what the target's
+//! breakpoints allowed, and the allocations memlife made fail.
+
+use serde::{Deserialize, Serialize};
+
+use super::Site;
+
+/// The breakpoints an audit used, for the report (`run.breakpoints`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BreakpointUse {
+    /// The most breakpoints the target had at once.
+    pub max_armed: usize,
+    /// Hardware breakpoints the target has; `None`: no limit (a simulator's gdbstub).
+    pub capacity: Option<usize>,
+    /// The count estimated before observing cycles (`None` when no cycle was observed).
+    pub planned: Option<usize>,
+}
+
+/// Facts about the run.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct RunFacts {
+    /// memlife version.
+    pub memlife: String,
+    /// When the audit started (RFC 3339, UTC).
+    pub date: String,
+    /// Firmware ELF.
+    pub elf: String,
+    /// Allocator walked.
+    pub allocator: String,
+    /// Target description.
+    pub target: String,
+    /// Board or machine.
+    pub board: Option<String>,
+    /// The script.
+    pub script: String,
+    /// Heap capacity in bytes.
+    pub heap_size: u64,
+    /// Seconds the audit took.
+    pub seconds: f64,
+    /// Breakpoint stops handled.
+    pub stops: u64,
+    /// Resumes from a breakpoint done by executing its instruction on the host.
+    pub emulated: u64,
+    /// Resumes from a breakpoint that needed a single step.
+    pub stepped: u64,
+    /// Breakpoints armed at most, the target's limit, and the estimate before the run.
+    pub breakpoints: BreakpointUse,
+}
+
+/// An allocation memlife made fail (`t.fail_alloc`), with what the phase returned.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(default)]
+pub struct InjectedFailure {
+    /// Its site.
+    pub site: Site,
+    /// The size asked for.
+    pub request: u64,
+    /// The phase running, if any (its function).
+    pub phase: Option<String>,
+    /// The trace event number the next event will have: the events from here on came after
+    /// the failure.
+    pub seq: u64,
+    /// What the phase call returned (`-12`, `NULL`, `ST_NOMEM (-12)`, `void`), read at its
+    /// return by the function's DWARF return type; `None` until it returned (or when it never
+    /// did).
+    pub returned: Option<String>,
+}

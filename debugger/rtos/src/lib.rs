@@ -1,0 +1,142 @@
+//! FreeRTOS tasks read from target RAM through DWARF: every task with its state, priority,
+//! stack bounds, saved registers and stack high-water mark; which heap blocks are its TCB and
+//! stack; and who runs now, cheaply, for tagging allocations. The kernel facts this crate
+//! relies on, with the FreeRTOS versions they hold for, are in docs/rtos.md.
+//!
+//! Pure analysis over [`memlife_core::Memory`] and [`memlife_dwarf::Symbols`], like the heap
+//! walkers: no target control. [`FreeRtos::from_symbols`] resolves the kernel's globals and
+//! the members of its types by name once; [`FreeRtos::read_tasks`] then reads the globals in
+//! one bulk read, follows each task list item by item, and reads the TCBs and the stacks in
+//! two pipelined requests.
+//!
+//! Corruption is data, not an error: every list walk is bounded by its `uxNumberOfItems` and a
+//! cycle guard, every pointer is checked before it is followed, a read of memory the target
+//! will not give is an [`Anomaly`] and the read goes on. Only a layout memlife cannot resolve
+//! and a failing link are errors.
+//!
+//! # Layout
+//! - [`layout`]: [`KernelLayout`], the globals and the members of `TCB_t`, `List_t` and
+//!   `ListItem_t`, by name.
+//! - [`port`]: [`Port`], which port the firmware runs (with or without FPU context).
+//! - [`frame`]: the context a port saves on a task's stack, decoded ([`frame::decode`]).
+//! - `list`: one list walk.
+//! - `walk`: one read of every task ([`TaskSnapshot`]).
+//! - [`task`]: [`Task`], [`TaskState`], [`TaskSnapshot`] and what they hold.
+//! - [`heap`]: the tasks' TCB and stack blocks in a heap walk.
+//! - `current`: who runs now ([`Running`]), in at most two round trips.
+//! - [`render`]: a snapshot as the table and the JSON of `memlife tasks`
+//!   (docs/tasks-json.md).
+//! - [`anomaly`]: [`Anomaly`] and its kinds.
+
+pub mod anomaly;
+mod current;
+mod error;
+pub mod frame;
+pub mod heap;
+pub mod layout;
+mod list;
+pub mod port;
+mod read;
+pub mod render;
+pub mod task;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+use memlife_core::Memory;
+use memlife_core::cortex_m::CoreRegisters;
+use memlife_dwarf::Symbols;
+
+pub use anomaly::{Anomaly, AnomalyKind};
+pub use error::RtosError;
+pub use heap::{BlockRole, TaskBlock};
+pub use layout::KernelLayout;
+pub use list::MAX_LIST_ITEMS;
+pub use port::Port;
+pub use task::{
+    Allocation, HeapBlock, HighWater, RegisterSource, Running, StackBounds, StackFill, StackTop,
+    Task, TaskRegisters, TaskSnapshot, TaskState,
+};
+pub use walk::{MAX_STACK_BYTES, MAX_TASKS, MAX_TOTAL_STACK_BYTES, STACK_FILL};
+
+/// A FreeRTOS kernel found in an ELF, with its layout and port resolved.
+#[derive(Debug, Clone)]
+pub struct FreeRtos {
+    layout: KernelLayout,
+    port: Port,
+    stack_fill: StackFill,
+}
+
+impl FreeRtos {
+    /// Finds the kernel in the ELF's DWARF. [`RtosError::NotFound`] when there is none;
+    /// another error when it is there but memlife cannot read it (naming what is missing).
+    pub fn from_symbols(symbols: &Symbols) -> Result<FreeRtos, RtosError> {
+        let layout = KernelLayout::from_symbols(symbols)?;
+        let port = Port::detect(symbols, layout.tcb.mpu_settings);
+        let stack_fill = configured_fill(symbols, &layout);
+        tracing::debug!(?port, ?stack_fill, "FreeRTOS kernel found");
+        Ok(FreeRtos {
+            layout,
+            port,
+            stack_fill,
+        })
+    }
+
+    /// A kernel from a layout and port resolved elsewhere (a test's synthetic kernel, a layout
+    /// kept from an earlier load).
+    pub fn from_parts(layout: KernelLayout, port: Port, stack_fill: StackFill) -> FreeRtos {
+        FreeRtos {
+            layout,
+            port,
+            stack_fill,
+        }
+    }
+
+    /// Whether the ELF has a FreeRTOS kernel at all (`pxCurrentTCB`), without resolving it.
+    pub fn present(symbols: &Symbols) -> bool {
+        symbols.has_symbol("pxCurrentTCB") || symbols.has_symbol("pxCurrentTCBs")
+    }
+
+    /// The resolved layout.
+    pub fn layout(&self) -> &KernelLayout {
+        &self.layout
+    }
+
+    /// The port.
+    pub fn port(&self) -> &Port {
+        &self.port
+    }
+
+    /// Reads every task from memory. `core` is the halted core's registers, when known: the
+    /// running task's registers, and whether the core is in an exception handler.
+    pub fn read_tasks(
+        &self,
+        mem: &mut dyn Memory,
+        core: Option<&CoreRegisters>,
+    ) -> Result<TaskSnapshot, RtosError> {
+        walk::read_tasks(self, mem, core)
+    }
+
+    /// Who runs now, given the core's xPSR: an ISR in handler mode (no read), `main` before
+    /// the scheduler starts, else the current task and its name (two round trips).
+    pub fn running(&self, mem: &mut dyn Memory, xpsr: u32) -> Result<Running, RtosError> {
+        current::running(self, mem, xpsr)
+    }
+}
+
+/// What the build says about the 0xa5 fill of new stacks: tasks.c fills them when the trace
+/// facility, `INCLUDE_uxTaskGetStackHighWaterMark(2)` or stack-overflow checking method 2 is
+/// configured; the first two leave marks in the ELF.
+fn configured_fill(symbols: &Symbols, layout: &KernelLayout) -> StackFill {
+    if layout.tcb.number.is_some() {
+        StackFill::Configured("configUSE_TRACE_FACILITY (uxTCBNumber is in the TCB)")
+    } else if symbols.has_symbol("uxTaskGetStackHighWaterMark")
+        || symbols.has_symbol("uxTaskGetStackHighWaterMark2")
+    {
+        StackFill::Configured("uxTaskGetStackHighWaterMark is linked")
+    } else {
+        StackFill::Unknown
+    }
+}
