@@ -4,7 +4,7 @@
 # (the machine its name says), once per stop, with the allocation trace (rtos-trace) from reset:
 #   1. vTaskStartScheduler: every application task created, none run yet;
 #   2. the 3rd lifecycle (g_infer_cycles == 2) at op_invoke of conv_b: tasks and heap by task;
-#   3. the Logger about to allocate its 7th line (6 loops done): the heap by task;
+#   3. the Logger entering pvPortMalloc for its 7th line (6 loops done): the heap by task;
 #   4. stack-deep only: rtos-layers over the first inference.
 # Without -icount: with it, QEMU 7.2 under rtos-trace's hundreds of breakpoint stops lost the
 # firmware's progress (Infer stuck in one lifecycle, gdb's continue returning early). So the
@@ -48,7 +48,8 @@ for elf in "$@"; do
         "rtos-break-when op_invoke g_infer_cycles == 2 && layer_index == 7" continue \
         rtos-tasks rtos-heap
     run_stop "$elf" $machine "stop 3: the Logger's 7th loop" rtos-trace \
-        "rtos-break-when task_churn.c:98 g_log_lines == 6" continue rtos-heap
+        "rtos-break-when pvPortMalloc g_log_lines == 6 && pxCurrentTCB->pcTaskName[0] == 'L'" \
+        continue rtos-heap
     case $name in
     *-stack-deep) run_stop "$elf" $machine "stack depth per layer, first inference" rtos-layers ;;
     esac

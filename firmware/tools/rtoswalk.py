@@ -32,7 +32,8 @@ STACK_FILL = 0xA5
 MSB = 0x80000000
 HEAP_HEADER = 8
 
-# name -> {"allocs": {payload address: (size requested, task label)}}; filled by rtos-trace.
+# live: payload address -> (size requested, task label); pending: task label -> size asked
+# (between pvPortMalloc's entry and the line where it takes the block). Filled by rtos-trace.
 TRACE = {"live": {}, "pending": {}, "allocs": 0, "frees": 0}
 
 
@@ -56,9 +57,14 @@ def has(expr):
         return False
 
 
+_CM4F = {}
+
+
 def is_cm4f():
     # The Cortex-M4F port has a function of its own that the Cortex-M3 port lacks.
-    return has("vPortEnableVFP")
+    if "yes" not in _CM4F:
+        _CM4F["yes"] = has("vPortEnableVFP")
+    return _CM4F["yes"]
 
 
 def tcb_type():
@@ -139,11 +145,9 @@ def task_states():
 
 def saved_frame(top):
     """Decode the frame PendSV (or the port's task start) left at pxTopOfStack."""
-    words = [u32(top + 4 * i) for i in range(0x33)] if is_cm4f() else \
-        [u32(top + 4 * i) for i in range(0x10)]
-    regs = {"r%d" % (4 + i): words[i] for i in range(8)}
+    regs = {"r%d" % (4 + i): u32(top + 4 * i) for i in range(8)}
     if is_cm4f():
-        exc_return = words[8]
+        exc_return = u32(top + 0x20)
         extended = (exc_return & 0x10) == 0
         hw = 0x64 if extended else 0x24
         size = 0xCC if extended else 0x44
