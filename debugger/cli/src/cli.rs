@@ -62,9 +62,13 @@ pub struct InitArgs {
     /// Firmware ELF with DWARF.
     #[arg(long, value_name = "FILE")]
     pub elf: PathBuf,
-    /// Where to write it (default: standard output).
+    /// Where to write it (default: standard output). Written atomically, never through a
+    /// symbolic link; a file that exists is replaced only with --force.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace the --output file if it exists.
+    #[arg(long, requires = "output")]
+    pub force: bool,
 }
 
 /// `memlife serve`.
