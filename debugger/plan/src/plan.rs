@@ -77,7 +77,7 @@ impl AuditPlan {
         file.phases.extend(flags.phases.iter().cloned());
         file.spans.extend(flags.spans.iter().cloned());
         file.budgets.extend(flags.budgets.iter().cloned());
-        let warnings = file.upgrade_budgets();
+        let mut warnings = file.upgrade_budgets();
         let given = file.audit_config();
         let elf = flags
             .elf
@@ -89,6 +89,15 @@ impl AuditPlan {
                 )
             })?;
         let target = TargetPlan::resolve(flags.target.clone(), &file.target)?;
+        if let (None, Some(dir)) = (&flags.target.semihosting_dir, &file.target.semihosting_dir) {
+            // A settings file someone else wrote (or a name injected into it) must not hand
+            // the firmware host files silently.
+            warnings.push(format!(
+                "the settings file grants the firmware access to host files under {} \
+                 ([target] semihosting_dir); remove it unless you meant to",
+                dir.display()
+            ));
+        }
         let engine = engine_settings(&flags, &file, env, with_bundled_defaults(given.clone()))?;
         let heap = HeapPlan {
             allocator: flags.heap.allocator.or(file.allocator),
@@ -178,6 +187,29 @@ mod tests {
             config: Some(config.to_path_buf()),
             ..AuditFlags::default()
         }
+    }
+
+    /// Issue 30, red team: a settings file that grants host file access says so every time.
+    #[test]
+    fn a_settings_file_granting_host_files_is_named_in_a_warning() {
+        let path = config(
+            "semihosting",
+            "elf = \"fw.elf\"\n[target]\nqemu = \"netduinoplus2\"\nsemihosting_dir = \"/\"\n",
+        );
+        let plan = AuditPlan::resolve(flags(&path), &Environment::default()).unwrap();
+        assert_eq!(plan.target.semihosting_dir, Some(PathBuf::from("/")));
+        assert!(
+            plan.warnings
+                .iter()
+                .any(|w| w.contains("access to host files under /")),
+            "{:?}",
+            plan.warnings
+        );
+        // The flag is the user's own choice: no warning.
+        let mut flagged = flags(&path);
+        flagged.target.semihosting_dir = Some("/srv/x".into());
+        let plan = AuditPlan::resolve(flagged, &Environment::default()).unwrap();
+        assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
     }
 
     #[test]
