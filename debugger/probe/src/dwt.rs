@@ -224,8 +224,10 @@ impl Dwt {
         kind: WatchKind,
     ) -> Result<()> {
         let version = self.version;
+        // A range the hardware cannot match is refused (gdb then says it cannot set the
+        // watchpoint), not a broken link that would end a gdb session.
         let enc =
-            encode(version, addr, len, kind).map_err(|e| TargetError::Protocol(e.to_string()))?;
+            encode(version, addr, len, kind).map_err(|e| TargetError::Rejected(e.to_string()))?;
         let slots = self.slots(mem)?;
         let total = slots.len();
         if total == 0 {
@@ -450,6 +452,23 @@ mod tests {
             e.to_string(),
             "on ARMv8-M memlife watches 1, 2 or 4 bytes per comparator, not 8"
         );
+    }
+
+    #[test]
+    fn a_range_one_comparator_cannot_match_is_refused_not_a_broken_link() {
+        let mut mem = FakeDwt::new(4, 15, DwtVersion::V7m);
+        let mut dwt = Dwt::new(DwtVersion::V7m);
+        let e = dwt
+            .add(&mut mem, 0x2000_0002, 4, WatchKind::Write)
+            .unwrap_err();
+        // gdb's `watch` on such a range must hear "cannot set" and go on (memlife serve ends
+        // the session on a transport error).
+        assert_eq!(e.kind(), memlife_core::ErrorKind::Unsupported, "{e}");
+        assert_eq!(
+            e.to_string(),
+            "a DWT comparator watches a naturally aligned power-of-two range; 4 bytes at 0x20000002 is not one"
+        );
+        assert!(mem.writes.is_empty(), "nothing programmed");
     }
 
     #[test]
