@@ -8,6 +8,7 @@
 //! [`DebugProbeError::ProbeSpecific`] (as probe-rs's CMSIS-DAP and ST-Link drivers do). A
 //! caller gets it back with `BoxedProbeError::downcast_ref::<VirtualProbeError>()`.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use memlife_core::TargetError;
@@ -185,7 +186,7 @@ pub enum VirtualProbeError {
     #[error("{action}")]
     Gdbstub {
         /// What the probe was doing (`halting the core (C_HALT)`).
-        action: String,
+        action: Cow<'static, str>,
         /// What the gdbstub connection said.
         #[source]
         source: TargetError,
@@ -208,8 +209,11 @@ pub enum VirtualProbeError {
 }
 
 impl VirtualProbeError {
-    /// A failed gdbstub request, described by what the probe was doing.
-    pub(crate) fn gdbstub(action: impl Into<String>) -> impl FnOnce(TargetError) -> Self {
+    /// A failed gdbstub request, described by what the probe was doing (a `&'static str` costs
+    /// nothing until the request fails: run control is polled often).
+    pub(crate) fn gdbstub(
+        action: impl Into<Cow<'static, str>>,
+    ) -> impl FnOnce(TargetError) -> Self {
         let action = action.into();
         move |source| VirtualProbeError::Gdbstub { action, source }
     }

@@ -361,7 +361,7 @@ impl Machine {
     /// Lets a halted QEMU run on. An enabled comparator at the pc matches before the
     /// instruction runs: the core halts again at once, as an FPB does (QEMU would step over
     /// its own breakpoint).
-    fn continue_from_halt(&mut self, what: &str) -> Result<()> {
+    fn continue_from_halt(&mut self, what: &'static str) -> Result<()> {
         if self.core.debugen && !self.applied_bps.is_empty() {
             let pc = self
                 .target
