@@ -60,7 +60,7 @@ pub struct Comparator {
 #[non_exhaustive]
 pub enum WatchRangeError {
     /// The DWT compares 32-bit addresses.
-    #[error("address {addr:#x} is beyond 32 bits")]
+    #[error("address {addr:#010x} is beyond 32 bits")]
     Beyond32Bits {
         /// The address asked for.
         addr: u64,
