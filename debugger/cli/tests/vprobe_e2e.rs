@@ -476,3 +476,26 @@ fn a_seventh_breakpoint_is_refused_as_on_a_real_stm32f4() {
         "{log}"
     );
 }
+
+#[test]
+fn memory_that_is_not_there_is_a_bus_fault_gdb_survives() {
+    // 0x30000000 is nothing on QEMU's netduinoplus2: its gdbstub refuses the read, the virtual
+    // probe answers FAULT as a real AHB-AP does, and gdb hears "cannot access memory" as it does
+    // from QEMU's own gdbstub, instead of the session ending on a "dead link".
+    let elf = elf("heap4", "healthy");
+    let server = Server::start(&elf);
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &["x/x 0x30000000", "print xFreeBytesRemaining", "detach"],
+    );
+    let text = all_output(&out);
+    assert!(
+        text.contains("Cannot access memory at address 0x30000000"),
+        "{text}"
+    );
+    assert!(text.contains("$1 = "), "the session went on: {text}");
+    assert!(text.contains("detached"), "{text}");
+    let log = server.log();
+    assert!(!log.contains("error:"), "{log}");
+}
