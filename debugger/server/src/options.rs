@@ -23,7 +23,8 @@ pub const DEFAULT_MAX_DUMPS: u32 = 100;
 pub const DEFAULT_AUDIT_DEADLINE: Duration = Duration::from_secs(600);
 
 /// How a server runs. `ServeOptions::default()` is a server in the working directory that
-/// prints nothing, cannot restart an ended backend, and has the default limits.
+/// prints nothing, cannot restart an ended backend, has the default limits, and serves a
+/// FreeRTOS firmware's tasks as threads.
 pub struct ServeOptions {
     /// The firmware ELF's path, for the facts of `monitor report`.
     pub firmware: Option<PathBuf>,
@@ -39,6 +40,9 @@ pub struct ServeOptions {
     pub audit_deadline: Duration,
     /// Who hears of clients, dumps and the firmware's end (see [`crate::event`]).
     pub events: Option<EventSink>,
+    /// Serve a FreeRTOS firmware's tasks as gdb threads (on unless set; without a kernel the
+    /// core is the one thread either way).
+    pub threads: bool,
 }
 
 impl Default for ServeOptions {
@@ -51,6 +55,7 @@ impl Default for ServeOptions {
             max_dumps: DEFAULT_MAX_DUMPS,
             audit_deadline: DEFAULT_AUDIT_DEADLINE,
             events: None,
+            threads: true,
         }
     }
 }
@@ -65,6 +70,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("max_dumps", &self.max_dumps)
             .field("audit_deadline", &self.audit_deadline)
             .field("events", &self.events.is_some())
+            .field("threads", &self.threads)
             .finish()
     }
 }

@@ -69,6 +69,7 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
         audit_deadline: std::time::Duration::try_from_secs_f64(args.audit_deadline)
             .context("--audit-deadline")?,
         events: Some(std::sync::Arc::new(print_event)),
+        threads: !args.no_threads,
     };
     let served = memlife_server::serve(&listener, target, symbols, options);
     session.give_back(served.target);
