@@ -6,7 +6,8 @@
 //! and in the SysTick handler, every task is a thread with its name and state, a task's
 //! backtrace starts where rtoswalk says its saved pc is and ends at its entry function (never
 //! in a bogus xPortPendSVHandler frame), and a task's registers are rtoswalk's decode of its
-//! saved frame. LLDB lists the same threads and their backtraces.
+//! saved frame. LLDB lists the same threads and their backtraces. memlife's own call chains
+//! (allocation sites in an audit) end at the task's entry function too.
 #![allow(clippy::unwrap_used, clippy::panic)] // tests fail loudly
 
 mod common;
@@ -453,4 +454,68 @@ fn lldb_sees_every_task_as_a_thread_on_mps2_an385() {
 #[test]
 fn lldb_sees_every_task_as_a_thread_on_netduinoplus2() {
     lldb_board("netduinoplus2");
+}
+
+/// The allocation sites of an audit from reset: blocks the tasks allocated while traced (the
+/// Spawner's new tasks' TCBs and stacks, the Producer's messages...) have chains that end at
+/// the task's entry function, never in xPortPendSVHandler (before, every task's chain ended
+/// there on the Cortex-M3 build: the task-exit return address read as a call); main's, before
+/// the scheduler starts, end at the reset handler.
+#[test]
+fn memlifes_own_chains_end_at_the_tasks_entry_functions() {
+    let dir = tempdir("task-chains");
+    let script = dir.join("chains.rhai");
+    std::fs::write(
+        &script,
+        r#"
+let t = target();
+t.trace(true);
+let before = t.heap();
+t.run_to("vTaskDelete", 4);
+for b in t.leaks(before, t.heap()) {
+    let c = "";
+    for x in b.chain { if c != "" { c += " <- "; } c += x; }
+    print(`CHAIN ${c}`);
+}
+"#,
+    )
+    .unwrap();
+    for board in ["mps2-an385", "netduinoplus2"] {
+        let elf = memlife_testkit::firmware::elf("rtos", &format!("{board}-healthy"));
+        let q = qemu(board, &elf);
+        let out = run_memlife(&[
+            "audit",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--gdb",
+            &q.addr().to_string(),
+            script.to_str().unwrap(),
+        ]);
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(out.status.success(), "{board}: {text}");
+        let chains: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("CHAIN "))
+            .collect();
+        let mut in_tasks = Vec::new();
+        for chain in &chains {
+            assert!(!chain.contains("xPortPendSVHandler"), "{board}: {chain}");
+            let last = chain.rsplit(" <- ").next().unwrap();
+            let function = last.split(" (").next().unwrap();
+            if ENTRIES.iter().any(|(_, entry)| *entry == function) {
+                in_tasks.push(*chain);
+            } else {
+                assert_eq!(
+                    function, "Reset_Handler",
+                    "{board}: a chain ends at a task's entry function or at reset: {chain}"
+                );
+            }
+        }
+        assert!(in_tasks.len() >= 4, "{board}: {text}");
+        eprintln!(
+            "{board}: {} chains in tasks, e.g. {}",
+            in_tasks.len(),
+            in_tasks[0]
+        );
+    }
 }
