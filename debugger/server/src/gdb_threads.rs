@@ -40,9 +40,14 @@ impl Bridge {
             .map_err(fatal_or_not)
     }
 
-    /// Whether `tid` is the thread that runs (the core's registers are its own).
-    fn runs(&mut self, tid: Tid) -> bool {
-        self.ended.is_some() || self.stop_thread() == tid
+    /// Whether `tid` is the thread that runs (the core's registers are its own); the core is
+    /// halted first (the thread that runs is read from it).
+    fn runs(&mut self, tid: Tid) -> TargetResult<bool, Self> {
+        if self.ended.is_some() {
+            return Ok(true);
+        }
+        self.ensure_halted().map_err(fatal_or_not)?;
+        Ok(self.stop_thread() == tid)
     }
 
     /// The FreeRTOS task-exit return address, when shown as 0.
@@ -53,14 +58,13 @@ impl Bridge {
     /// A thread's registers, and those not known.
     fn thread_registers(&mut self, tid: Tid) -> TargetResult<(CoreRegisters, Unknown), Self> {
         let exit = self.task_exit();
-        if self.runs(tid) {
+        if self.runs(tid)? {
             let mut regs = self.core_registers()?;
             if tid != CORE_TID && tid != HANDLER_TID {
                 hide_in_lr(&mut regs, exit);
             }
             return Ok((regs, Unknown::default()));
         }
-        self.ensure_halted().map_err(fatal_or_not)?;
         let Some(thread) = self.thread_view()?.thread(tid) else {
             return Err(GdbTargetError::NonFatal);
         };
@@ -149,7 +153,7 @@ impl MultiThreadBase for Bridge {
     }
 
     fn write_registers(&mut self, regs: &CortexMRegs, tid: Tid) -> TargetResult<(), Self> {
-        if !self.runs(tid) {
+        if !self.runs(tid)? {
             return Err(self.refuse_write(tid));
         }
         // Compared with what the client was shown, so a hidden lr is not written back as 0.
@@ -227,7 +231,7 @@ impl SingleRegisterAccess<Tid> for Bridge {
         reg_id: CortexMRegId,
         val: &[u8],
     ) -> TargetResult<(), Self> {
-        if !self.runs(tid) {
+        if !self.runs(tid)? {
             return Err(self.refuse_write(tid));
         }
         let (now, _) = self.thread_registers(tid)?;

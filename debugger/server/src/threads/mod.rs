@@ -21,7 +21,7 @@
 //!   its stack, which `set` on memory changes if meant); continue and step act on the core
 //!   whichever thread gdb names, and the kernel decides what runs (scheduler locking is
 //!   accepted and cannot be honoured);
-//! - FreeRTOS's task-exit return address reads as 0 ([`task_exit`]), so that a task's
+//! - FreeRTOS's task-exit return address reads as 0 (`task_exit`), so that a task's
 //!   backtrace ends at its entry function.
 //!
 //! A stop's threads are read once, when a client first asks (a thread list, another thread's
@@ -30,8 +30,8 @@
 //! runs now").
 //!
 //! # Layout
-//! - `view`: [`ThreadView`], a stop's threads read from the kernel.
-//! - [`task_exit`]: the task-exit return address shown as 0.
+//! - `view`: `ThreadView`, a stop's threads read from the kernel.
+//! - `task_exit`: the task-exit return address shown as 0.
 
 pub(crate) mod task_exit;
 mod view;
