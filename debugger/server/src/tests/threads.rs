@@ -443,3 +443,77 @@ fn monitor_tasks_prints_the_task_table() {
         );
     }
 }
+
+/// Damaged kernel memory (random words over the globals, the TCBs, the stacks) and a core in
+/// any mode: every thread packet is answered, nothing panics, and the thread that runs is
+/// always listed.
+#[test]
+fn damaged_kernel_memory_never_panics() {
+    let mut b = Builder::new();
+    let l = b.layout.clone();
+    let mut tcbs = Vec::new();
+    for i in 0..5u32 {
+        let kind = [FrameKind::Basic, FrameKind::BasicWithExcReturn][i as usize % 2];
+        tcbs.push(b.task("T", i % 4, l.ready_list(u64::from(i % 4)), kind, PC_READY));
+    }
+    let base = b.finish_keep(tcbs[0]);
+    memlife_testkit::fuzz::cases(0x7415, 120, |i, rng| {
+        let mut b = Builder::new();
+        b.ram = base.ram.clone();
+        let span = if i % 3 == 0 { b.ram.len() } else { 0x5000 };
+        for _ in 0..1 + rng.below(48) {
+            let off = (rng.below(span as u64 / 4) * 4) as usize;
+            let v = match rng.below(3) {
+                0 => rng.next_u32(),
+                1 => (BASE + rng.below(0x10000)) as u32,
+                _ => u32::MAX - rng.below(16) as u32,
+            };
+            b.ram[off..off + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let layout = [ContextLayout::NoFpu, ContextLayout::Fpu][i as usize % 2];
+        let (target, probe) = LiveTarget::new(b.memory());
+        {
+            let mut s = probe.0.borrow_mut();
+            s.regs[PC] = u64::from(PC_READY);
+            s.regs[SP] = BASE + rng.below(0x10000);
+            s.regs[LR] = u64::from(rng.next_u32());
+            s.regs[25] = if rng.below(2) == 0 { THREAD } else { SYSTICK };
+            if rng.below(2) == 0 {
+                s.named.push(("psp".into(), BASE + rng.below(0x10000)));
+            }
+        }
+        let mut bridge = Bridge::new(Box::new(target), symbols(), ServeOptions::default());
+        bridge.threads = Some(Threads::new(kernel(layout), Some(EXIT)));
+        let mut r = Rtos {
+            bridge,
+            probe,
+            events: Arc::default(),
+        };
+        let list = r.ask(&["qfThreadInfo"]);
+        let ids: Vec<String> = list[0]
+            .strip_prefix('m')
+            .unwrap_or_else(|| panic!("case {i}: {list:?}"))
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        let mut packets = Vec::new();
+        for id in ids.iter().take(16) {
+            packets.extend([
+                format!("qThreadExtraInfo,{id}"),
+                format!("Hg{id}"),
+                "g".into(),
+                "pf".into(),
+                format!("m{:x},40", BASE + 0x4000 + rng.below(0x800)),
+            ]);
+        }
+        packets.push("?".into());
+        let asked: Vec<&str> = packets.iter().map(String::as_str).collect();
+        let out = r.ask(&asked);
+        assert_eq!(out.len(), asked.len(), "case {i}: {out:?}");
+        let stop = out.last().unwrap();
+        assert!(
+            ids.iter().any(|id| stop.contains(&format!("thread:{id};"))),
+            "case {i}: {stop} names a listed thread {ids:?}"
+        );
+    });
+}
