@@ -341,6 +341,7 @@ fn lldb_board(board: &str) {
             "thread backtrace all",
             "process plugin packet monitor tasks",
             "thread select 3",
+            "bt",
             "register read pc",
             "detach",
         ],
@@ -395,6 +396,22 @@ fn lldb_board(board: &str) {
         );
     }
     assert_eq!(traces.len(), tasks.len(), "a backtrace per task:\n{text}");
+    // `thread select 3` then `bt`: that task's own chain.
+    let selected = &tasks[&ids[&3]];
+    let bt: Vec<&str> = text
+        .split("(lldb) bt\n")
+        .nth(1)
+        .and_then(|rest| rest.split("(lldb) ").next())
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.trim_start().trim_start_matches('*').trim_start())
+        .filter(|l| l.starts_with("frame #"))
+        .collect();
+    assert_eq!(
+        bt,
+        traces[&3].iter().map(String::as_str).collect::<Vec<_>>(),
+        "{board}: bt in thread 3 ({selected}):\n{text}"
+    );
     assert!(
         text.contains("pc = 0x"),
         "register read in another thread: {text}"
