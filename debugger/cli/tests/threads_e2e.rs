@@ -536,3 +536,24 @@ for b in t.leaks(before, t.heap()) {
         );
     }
 }
+
+/// `--no-threads`: the core is the one thread, as for a firmware without an RTOS.
+#[test]
+fn no_threads_serves_the_core_alone() {
+    let elf = memlife_testkit::firmware::elf("rtos", "mps2-an385-healthy");
+    let q = qemu("mps2-an385", &elf);
+    let served = serve::start(&elf, &["--gdb", &q.addr().to_string(), "--no-threads"]);
+    let out = gdb_batch(
+        &elf,
+        &served.addr,
+        &["break mem_alloc", "continue", "info threads", "detach"],
+    );
+    let text = stdout(&out);
+    let threads: Vec<&str> = text.lines().filter(|l| l.contains("Thread 1.")).collect();
+    assert_eq!(threads.len(), 1, "{text}\n{}", stderr(&out));
+    assert!(
+        threads[0].contains("Thread 1.1 ") && !threads[0].contains("Name:"),
+        "{text}"
+    );
+    assert!(!served.log().contains("FreeRTOS"), "{}", served.log());
+}
