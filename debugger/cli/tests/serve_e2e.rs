@@ -925,7 +925,8 @@ fn monitor_audit_stops_on_interrupt_and_at_its_deadline() {
     s.write_all(b"+$c#63").unwrap();
     std::thread::sleep(Duration::from_millis(500));
     s.write_all(&[0x03]).unwrap();
-    let stop = read_until(&mut s, &["$S", "$T"], Duration::from_secs(10));
+    // The whole signal number, not just the packet's first byte (a read may end between).
+    let stop = read_until(&mut s, &["$S02", "$T02"], Duration::from_secs(10));
     assert!(stop.contains("$T02") || stop.contains("$S02"), "{stop}");
     s.write_all(b"+$D#44").unwrap();
     read_until(&mut s, &["$OK"], Duration::from_secs(10));
