@@ -34,6 +34,8 @@
 #define SCENARIO_NAME "hwm"
 #elif defined(SCENARIO_ASSERT)
 #define SCENARIO_NAME "assert"
+#elif defined(SCENARIO_NO_ML)
+#define SCENARIO_NAME "no-ml"
 #else
 #error "define one SCENARIO_xxx"
 #endif
@@ -62,7 +64,10 @@
  * SCEN_STACK_HWM        healthy, plus a task that stores every task's
  *                       uxTaskGetStackHighWaterMark in g_stack_hwm (the test build).
  * SCEN_ASSERT           the Logger's configASSERT on its line count fails at its third
- *                       line: vAssertCalled(__FILE__, __LINE__) parks the firmware. */
+ *                       line: vAssertCalled(__FILE__, __LINE__) parks the firmware.
+ * SCEN_NO_ML            the tasks without the inference task, and a trace hook on every task
+ *                       switch: an RTOS firmware with no ML lifecycle, as FreeRTOS's demos are
+ *                       (what `memlife init` must say it cannot find). */
 #define SCEN_COMPRESSED_MODEL 0
 #define SCEN_NHWC_CONV_B      0
 #define SCEN_BRANCH_BUFFERS   0
@@ -76,6 +81,7 @@
 #define SCEN_STACK_DEEP       0
 #define SCEN_STACK_HWM        0
 #define SCEN_ASSERT           0
+#define SCEN_NO_ML            0
 #if defined(SCENARIO_LOAD_PEAK)
 #undef SCEN_COMPRESSED_MODEL
 #define SCEN_COMPRESSED_MODEL 1
@@ -115,6 +121,9 @@
 #elif defined(SCENARIO_ASSERT)
 #undef SCEN_ASSERT
 #define SCEN_ASSERT 1
+#elif defined(SCENARIO_NO_ML)
+#undef SCEN_NO_ML
+#define SCEN_NO_ML 1
 #endif
 #define SCEN_DEFERRED_DECODE (SCEN_BRANCH_BUFFERS || SCEN_BAD_SHARE_HINT)
 

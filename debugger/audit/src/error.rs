@@ -72,6 +72,9 @@ pub enum AuditError {
     /// The RTOS kernel's tasks could not be read.
     #[error(transparent)]
     Tasks(#[from] memlife_rtos::RtosError),
+    /// The script engine kept the target: memlife's bug, never the script's doing.
+    #[error("internal error: the script engine did not give the target back")]
+    TargetNotReturned,
 }
 
 fn cycles_text(n: u64) -> String {

@@ -9,7 +9,7 @@ use memlife_rtos::{Now, RtosError, Running, TaskBlock};
 
 use super::fake::{self, FREERTOS_LIKE, Firmware, RAM, STACK, Step};
 use super::{IN_BUILD_GRAPH, MAIN_A, MAIN_B, phase, ptr};
-use crate::config::{AuditConfig, PeakMethod};
+use crate::config::{AuditConfig, PeakMethod, Scope};
 use crate::observers::TaskObserver;
 use crate::observers::tasks::Kernel;
 use crate::report::EngineRecord;
@@ -64,9 +64,17 @@ fn switch_to(fw: &mut Firmware, n: u32, tick: u32) {
     });
 }
 
-fn observer(config: &str) -> Box<TaskObserver> {
-    let config = AuditConfig::parse(config).unwrap();
+fn observer(config: AuditConfig) -> Box<TaskObserver> {
     Box::new(TaskObserver::new(Some(Box::new(FakeKernel)), &config))
+}
+
+/// `load` standing for model_load, limited to `scope`.
+fn load_limited_to(task: Option<&str>, caller: Option<&str>) -> AuditConfig {
+    let scope = Scope {
+        task: task.map(Into::into),
+        caller: caller.map(Into::into),
+    };
+    AuditConfig::default().with_scoped_role("load", "model_load", scope)
 }
 
 #[test]
@@ -85,7 +93,7 @@ fn every_event_carries_its_task_and_tick_and_each_task_its_totals() {
     switch_to(&mut fw, 1, 103);
     fw.ret(MAIN_A, STACK, 0);
     let (mut dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
-    dbg.add_observer(observer("")).unwrap();
+    dbg.add_observer(observer(AuditConfig::default())).unwrap();
     let rec = phase(&mut dbg, "load").unwrap();
     assert_eq!((rec.allocs, rec.frees), (3, 1), "unscoped: every task's");
     let record = EngineRecord::from(&dbg);
@@ -158,10 +166,8 @@ fn a_role_limited_to_a_task_counts_its_calls_and_only_its_allocations_inside() {
     switch_to(&mut fw, 2, 22);
     fw.ret(MAIN_B, STACK - 0x100, 0);
     let (mut dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
-    dbg.add_observer(observer(
-        "[phases]\nload = { function = \"model_load\", task = \"T2\" }",
-    ))
-    .unwrap();
+    dbg.add_observer(observer(load_limited_to(Some("T2"), None)))
+        .unwrap();
     let rec = phase(&mut dbg, "load").unwrap();
     assert_eq!(
         (rec.call, dbg.calls("model_load")),
@@ -201,10 +207,8 @@ fn a_role_limited_to_a_caller_counts_only_the_calls_from_there() {
     fw.malloc(STACK - 0x60, IN_BUILD_GRAPH, ptr(1), 16);
     fw.ret(IN_BUILD_GRAPH, STACK - 0x40, 0);
     let (mut dbg, _) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Trace);
-    dbg.add_observer(observer(&format!(
-        "[phases]\nload = {{ function = \"model_load\", caller = \"{from_a}\" }}"
-    )))
-    .unwrap();
+    dbg.add_observer(observer(load_limited_to(None, Some(&from_a))))
+        .unwrap();
     let rec = phase(&mut dbg, "load").unwrap();
     assert_eq!((rec.call, rec.allocs), (1, 1), "the call from {from_a}");
 }

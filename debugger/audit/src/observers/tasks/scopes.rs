@@ -98,18 +98,23 @@ pub fn callers(symbols: &Symbols, lr: u64) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::panic)]
     use super::*;
 
-    fn config(text: &str) -> AuditConfig {
-        AuditConfig::parse(text).unwrap_or_else(|e| panic!("{e}"))
+    fn scope(task: Option<&str>, caller: Option<&str>) -> Scope {
+        Scope {
+            task: task.map(Into::into),
+            caller: caller.map(Into::into),
+        }
     }
 
     #[test]
     fn a_scoped_role_counts_its_tasks_calls_and_their_allocations_only() {
-        let mut s = Scopes::of(&config(
-            "[phases]\nrun = { function = \"inference_run\", task = \"Infer\" }\nrelease = { function = \"model_release\", caller = \"infer_cycle\" }\nload = \"model_load\"",
-        ));
+        let mut s = Scopes::of(
+            &AuditConfig::default()
+                .with_scoped_role("run", "inference_run", scope(Some("Infer"), None))
+                .with_scoped_role("release", "model_release", scope(None, Some("infer_cycle")))
+                .with_scoped_role("load", "model_load", Scope::default()),
+        );
         assert!(s.needs_tasks());
         assert!(s.admit_entry("model_load", "Logger", &[]), "not scoped");
         assert!(!s.admit_entry("inference_run", "Logger", &[]));
