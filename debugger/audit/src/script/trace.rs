@@ -11,7 +11,6 @@
 
 use std::collections::BTreeSet;
 
-use memlife_heap::HeapState;
 use rhai::{Array, Dynamic, Engine, Map, NativeCallContext};
 
 use super::convert::{insert_site, int, opt_int, opt_string};
@@ -39,7 +38,7 @@ pub(crate) fn register(engine: &mut Engine) {
          t: &mut TargetHandle,
          before: HeapHandle,
          after: HeapHandle|
-         -> RhaiResult<Array> { t.try_with(&ctx, |d| leaks(d, &before.0, &after.0)) },
+         -> RhaiResult<Array> { t.try_with(&ctx, |d| leaks(d, &before, &after)) },
     );
     engine.register_fn(
         "deferred",
@@ -120,10 +119,16 @@ fn register_buffers(engine: &mut Engine) {
 /// allocations inside it that sit where `before` had free memory.
 ///
 /// On an RTOS firmware each leak names the task that allocated it (`task`), and a block that
-/// holds the TCB or the stack of a task the kernel lists now is never one; when the
-/// lifecycle's roles are limited to a task or a caller, only that scope's blocks count.
-fn leaks(d: &mut Debugger, before: &HeapState, after: &HeapState) -> Result<Array, AuditError> {
-    let listed = d.listed_task_blocks(after)?;
+/// holds the TCB or the stack of a task the kernel listed at `after`'s stop (now, for a walk
+/// not told apart by task) is never one; when the lifecycle's roles are limited to a task or a
+/// caller, only that scope's blocks count.
+fn leaks(d: &mut Debugger, before: &HeapHandle, after: &HeapHandle) -> Result<Array, AuditError> {
+    // A task alive at `after` may be gone by now, its blocks freed: the listing of that stop.
+    let listed = match &after.1 {
+        Some(by) => by.listed.clone(),
+        None => d.listed_task_blocks(&after.0)?,
+    };
+    let (before, after) = (&*before.0, &*after.0);
     let used_before: Vec<(u64, u64)> = before
         .blocks
         .iter()

@@ -10,7 +10,7 @@
 //! the task that allocated it, so the owners of the last releases are kept until their block
 //! is handed out again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use memlife_heap::HeapState;
 use memlife_rtos::TaskBlock;
@@ -160,6 +160,8 @@ pub struct ByTask {
     /// The blocks that hold a listed task's TCB or stack (whoever allocated them): not leaks
     /// while the task is listed.
     pub task_blocks: Held,
+    /// Those blocks' addresses, as listed at the walk's stop (a later stop may list others).
+    pub listed: BTreeSet<u64>,
 }
 
 impl ByTask {
@@ -203,6 +205,7 @@ pub fn by_task(heap: &HeapState, book: Option<&TaskBook>, blocks: &[TaskBlock]) 
         let listed = task_block.get(&b.addr).filter(|t| t.block.size == b.size);
         if listed.is_some() {
             out.task_blocks.add(b.size);
+            out.listed.insert(b.addr);
         }
         let task = match (book.and_then(|k| k.holder(b.addr, b.size)), listed) {
             (Some(o), _) => o.task.clone(),
