@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use memlife_report::AuditReport;
-use memlife_report::model::{BreakpointUse, MapBlock, Verdict};
+use memlife_report::model::{BreakpointUse, HeapMap, MapBlock, Verdict};
 use memlife_report::views::composition::component_of;
 use memlife_report::views::{SpanNames, Views};
 
@@ -451,6 +451,29 @@ fn layers(h: &mut String, views: &Views<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The palette name of a task's colour (`task Logger`), apart from the components' names.
+fn task_colour_name(task: &str) -> String {
+    format!("task {task}")
+}
+
+/// The tasks the map's used blocks belong to, by palette name, in address order; empty when
+/// the firmware has none.
+fn map_tasks(map: &HeapMap) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in map
+        .blocks
+        .iter()
+        .filter(|b| !b.free)
+        .filter_map(|b| b.task.as_deref())
+    {
+        let name = task_colour_name(t);
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 fn heap_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
     h.push_str("<section id=\"heap-map\">\n<h2>Heap map after release</h2>\n");
     let Some(map) = &report.heap_map else {
@@ -467,11 +490,24 @@ fn heap_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
         heapmap::LEAKED,
         heapmap::UNCLAIMED
     );
-    h.push_str(&heap_map_svg_with(map, &mut |b: &MapBlock| {
-        let name = component_of(b.site.as_ref()?, &report.components);
-        let colour = palette.colour(&name);
-        Some((name, colour))
-    }));
+    let tasks = map_tasks(map);
+    if tasks.is_empty() {
+        h.push_str(&heap_map_svg_with(map, &mut |b: &MapBlock| {
+            let name = component_of(b.site.as_ref()?, &report.components);
+            let colour = palette.colour(&name);
+            Some((name, colour))
+        }));
+    } else {
+        // An RTOS firmware: who holds the heap says more than what the blocks are for.
+        h.push_str(&heap_map_svg_with(map, &mut |b: &MapBlock| {
+            let name = task_colour_name(b.task.as_deref()?);
+            let colour = palette.colour(&name);
+            Some((name, colour))
+        }));
+        h.push_str("<p class=\"note\">used blocks in the colour of their task (the one that allocated them, else the one whose TCB or stack they hold): ");
+        legend(h, palette, tasks.iter().map(|t| (t.as_str(), None)));
+        h.push_str("</p>\n");
+    }
     let ratio = map
         .summary
         .largest_free_ratio

@@ -499,3 +499,32 @@ fn the_peak_is_a_stacked_bar_and_the_heap_at_it_is_coloured_by_component() {
     }
     assert_ne!(fill_of(weights), fill_of(file));
 }
+
+#[test]
+fn an_rtos_heap_map_colours_used_blocks_by_their_task() {
+    use memlife_report::model::HeapMap;
+    let s = state(&[
+        (0x1000, 0x100, false),
+        (0x1100, 0x80, false),
+        (0x1180, 0x80, false),
+        (0x1200, 0xe00, true),
+    ]);
+    let mut map = HeapMap::new("model_release#3".into(), &s, None, |_| None);
+    for (b, task) in map.blocks.iter_mut().zip(["Infer", "Logger", "Infer"]) {
+        b.task = Some(task.into());
+    }
+    let mut r = report(vec![], vec![], "m");
+    r.heap_map = Some(map.clone());
+    let page = memlife_render::render_html(&r).unwrap();
+    assert_eq!(page.matches("data-component=\"task Infer\"").count(), 2);
+    assert_eq!(page.matches("data-component=\"task Logger\"").count(), 1);
+    assert!(page.contains("in the colour of their task"), "the legend");
+    // Without tasks the map stays coloured by component (here: none, the plain used colour).
+    for b in &mut map.blocks {
+        b.task = None;
+    }
+    r.heap_map = Some(map);
+    let page = memlife_render::render_html(&r).unwrap();
+    assert!(!page.contains("data-component=\"task "));
+    assert!(!page.contains("in the colour of their task"));
+}
