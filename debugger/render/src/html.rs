@@ -162,6 +162,10 @@ fn curve(h: &mut String, report: &AuditReport, views: &Views<'_>) -> Result<()> 
     }
     h.push_str("</p>\n");
     h.push_str(&charts::curve::svg(report, views)?);
+    if let Some(svg) = charts::ticks::svg(report, views)? {
+        h.push_str("<h3>The same against the firmware's clock</h3>\n<p class=\"note\">used heap at each allocator event, its x the firmware's tick count (<code>xTickCount</code>) the event carries; phases as bands over the ticks they took</p>\n");
+        h.push_str(&svg);
+    }
     if let Some(p) = &views.peak {
         let _ = writeln!(
             h,

@@ -528,3 +528,20 @@ fn an_rtos_heap_map_colours_used_blocks_by_their_task() {
     assert!(!page.contains("data-component=\"task "));
     assert!(!page.contains("in the colour of their task"));
 }
+
+#[test]
+fn events_with_ticks_get_a_water_level_against_the_firmwares_clock() {
+    let plain: Vec<TraceEvent> = (1..6).map(|s| event(s, 100 * s)).collect();
+    let page = memlife_render::render_html(&report(vec![], plain.clone(), "m")).unwrap();
+    assert!(!page.contains("against the firmware's clock"));
+    let svgs = page.matches("<svg").count();
+    let ticked: Vec<TraceEvent> = plain
+        .into_iter()
+        .zip([3, 3, 4, 8, 8])
+        .map(|(e, t)| TraceEvent { tick: Some(t), ..e })
+        .collect();
+    let page = memlife_render::render_html(&report(vec![], ticked, "m")).unwrap();
+    assert!(page.contains("against the firmware's clock"));
+    assert!(page.contains("firmware ticks (xTickCount)"));
+    assert_eq!(page.matches("<svg").count(), svgs + 1);
+}
