@@ -317,6 +317,8 @@ mod tests {
             }
         );
         assert_eq!(by.owners[&0x140], "Logger");
+        // The listing of the walk's stop, kept with it: a later stop may list other tasks.
+        assert_eq!(by.listed.iter().copied().collect::<Vec<_>>(), [0x208]);
         // A release traced at the allocator's entry and not finished when the walk was taken:
         // the block is still its allocator's.
         let mut walking = heap.clone();
