@@ -1,6 +1,7 @@
 //! One module per subcommand, plus what they share: loading the ELF, choosing the walker, and
 //! walking a halted target.
 
+pub mod arena;
 mod audit;
 pub mod diff;
 mod heap;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Probes => probes::run(),
         Command::Init(args) => init::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Arena(args) => arena::run(args),
     }
 }
 
