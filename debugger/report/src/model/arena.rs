@@ -58,6 +58,8 @@ pub struct ModelArena {
     pub spare: Option<i64>,
     /// `AllocateTensors` failed in that build.
     pub failed: bool,
+    /// What failed, in words ([`ArenaBuild::failure`]).
+    pub failure: Option<String>,
     /// Persistent (tail) bytes at the end of that build.
     pub persistent_bytes: u64,
     /// The planned activations and scratch buffers (head bytes), or what the plan asked for

@@ -534,6 +534,23 @@ impl Observer for ArenaObserver {
     }
 }
 
+/// The arenas live in a halted target whose heap was walked as `heap`, when the ELF has TFLM
+/// (`memlife heap`'s `arenas`, `monitor heap`, a script's `h.arenas`): looked for in the heap's
+/// blocks in use and the image's statics, at this stop, without breakpoints.
+pub fn in_heap(
+    mem: &mut dyn memlife_core::Memory,
+    symbols: &Symbols,
+    heap: &memlife_heap::HeapState,
+) -> Result<Option<Vec<memlife_tflm::Arena>>, memlife_tflm::TflmError> {
+    let used: Vec<(u64, u64)> = heap
+        .blocks
+        .iter()
+        .filter(|b| !b.free && !b.unclaimed)
+        .map(|b| (b.addr, b.size))
+        .collect();
+    memlife_tflm::heap_arenas(mem, symbols, &used, Some((heap.heap_start, heap.heap_size)))
+}
+
 /// The arena observer's records in a debugger, when it has one and it saw a build.
 pub fn record(debugger: &Debugger) -> Option<ArenaRecord> {
     debugger

@@ -62,6 +62,7 @@ fn model(b: &Build, builds: u64) -> ModelArena {
         exact: r.exact,
         spare,
         failed: r.status == BuildStatus::Failed,
+        failure: r.failure.clone(),
         persistent_bytes: r.persistent_bytes,
         head_bytes: r.head_bytes,
         temp_peak: r.peaks.iter().map(|p| p.bytes).max().unwrap_or(0),
