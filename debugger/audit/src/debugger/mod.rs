@@ -58,7 +58,7 @@ pub use crate::observers::{AllocSite, FailChoice, Injected, LiveAlloc};
 pub use crate::session::BreakpointUse;
 pub use arena_run::ArenaEnd;
 pub use cycle_run::{Cycle, CycleRun, PhaseCall};
-pub use facade::{Debugger, Settings};
+pub use facade::{Debugger, Refused, Settings};
 pub use failure_run::{FailureEnd, FailureRun, FailureWait};
 pub use goal::{Goal, Outcome};
 pub use phase_run::PhaseRun;
