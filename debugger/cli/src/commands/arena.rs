@@ -10,7 +10,9 @@ use std::rc::Rc;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use memlife_audit::debugger::ArenaEnd;
+use memlife_audit::config::EngineSettings;
+use memlife_audit::debugger::{ArenaEnd, Refused};
+use memlife_audit::history::DEFAULT_KEEP_CYCLES;
 use memlife_audit::model::{ArenaBuild, ArenaRecord, ModelArena};
 use memlife_audit::{AuditConfig, Debugger, PeakMethod};
 
@@ -59,23 +61,30 @@ pub fn run(args: ArenaArgs) -> Result<ExitCode> {
     let walker = {
         let target = session.target()?;
         ensure_halted(target)?;
-        super::walker(&symbols, &args.heap, Some(target))?
+        super::walker(
+            &symbols,
+            args.heap.allocator,
+            &args.heap.walker_options(),
+            Some(target),
+        )?
     };
     let timeout = memlife_core::limits::timeout_secs(args.timeout).map_err(anyhow::Error::msg)?;
-    let target = session.lend()?;
-    let mut debugger = match Debugger::new(
-        target,
-        symbols,
-        walker,
-        AuditConfig::default(),
-        PeakMethod::Sample,
+    let env = super::environment::read()?;
+    let settings = EngineSettings {
+        config: AuditConfig::default(),
+        method: PeakMethod::Sample,
         timeout,
-    ) {
+        keep_cycles: Some(DEFAULT_KEEP_CYCLES),
+        link: super::environment::link(args.heap.walk, &env),
+        tuning: env.tuning,
+    };
+    let target = session.lend()?;
+    let mut debugger = match Debugger::new(target, symbols, walker, settings) {
         Ok(d) => d,
-        Err((e, target)) => {
+        Err(Refused { error, target }) => {
             session.give_back(target);
             session.close()?;
-            return Err(e.into());
+            return Err(error.into());
         }
     };
     let observed = debugger.observe_arenas(args.builds);
