@@ -88,6 +88,9 @@ struct GdbBuild {
     untraced: u64,
     /// The plan: AllocationInfo bytes below the tail, planner bytes above the head, the peak.
     plan: (u64, u64, u64),
+    /// After AllocateTensors: `buffer_head_`, `buffer_tail_`, head, tail, `arena_used_bytes`,
+    /// free gap.
+    allocated: Option<[u64; 6]>,
 }
 
 /// `node -1  [OP]  N x  S B -> D  caller[  (planning, temporary)]`.
@@ -165,6 +168,19 @@ fn tflmwalk(elf: &Path, cycles: u32) -> Vec<GdbBuild> {
                 );
             } else if line.contains("B untraced") {
                 b.untraced = number_after(line, "= ");
+            } else if let Some(rest) = line.trim().strip_prefix("AllocateTensors ok: ") {
+                let hex = |key: &str| {
+                    let at = rest.find(key).unwrap() + key.len();
+                    u64::from_str_radix(rest[at..].split_whitespace().next().unwrap(), 16).unwrap()
+                };
+                b.allocated = Some([
+                    hex("buffer_head_ 0x"),
+                    hex("buffer_tail_ 0x"),
+                    number_after(rest, "head "),
+                    number_after(rest, "tail "),
+                    number_after(rest, "arena_used_bytes "),
+                    number_after(rest, "free gap "),
+                ]);
             } else if line.contains("plan (first GetMaximumMemorySize)") {
                 b.plan = (
                     number_after(line, "AllocationInfo "),
@@ -329,6 +345,26 @@ fn healthy_steps_per_operator_and_category_equal_tflmwalks_reading() {
             ),
             g.plan,
             "{name}: the plan's temporary peak"
+        );
+
+        // The arena when AllocateTensors returned, as gdb read it there.
+        let allocated = b["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["at"] == "allocated")
+            .unwrap_or_else(|| panic!("{name}: no figures at allocated: {b}"));
+        assert_eq!(
+            Some([
+                u(&b["buffer_head"]),
+                u(&b["buffer_tail"]),
+                u(&allocated["head_bytes"]),
+                u(&allocated["persistent_bytes"]),
+                u(&allocated["arena_used_bytes"]),
+                u(&allocated["free_bytes"]),
+            ]),
+            g.allocated,
+            "{name}: the arena after AllocateTensors"
         );
 
         // firmware/README.md's figures: tail, head, temporary peak, smallest arena.
