@@ -599,3 +599,79 @@ fn monitor_heap_shows_the_arenas() {
     assert!(text.contains("arena_used_bytes() = 1472"), "{text}");
     assert!(text.contains("FULLY_CONNECTED"), "{text}");
 }
+
+/// In an audit that observes cycles, each build's arena figures at the lifecycle's boundaries
+/// (BuildInterpreter's return to ReleaseModel's entry: nothing moves the cursors between)
+/// equal gdb's reading when AllocateTensors returned, and each build knows its phase and cycle.
+#[test]
+fn arena_figures_at_each_phase_equal_gdbs_reading() {
+    let elf = elf("tflm", "healthy");
+    let gdb = tflmwalk(&elf, 3);
+    let dir = tempdir("arena-phases");
+    let cfg = write_test_config(
+        &dir,
+        &elf,
+        "[phases]\nload = \"app::LoadModel\"\nbuild = \"app::BuildInterpreter\"\n\
+         run = \"app::RunInference\"\nrelease = \"app::ReleaseModel\"\n",
+    );
+    let script = dir.join("cycles.rhai");
+    std::fs::write(&script, "let t = target();\nt.cycles(3);\n").unwrap();
+    let report = dir.join("r.json");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--json",
+        report.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let v: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let builds = v["arenas"]["builds"].as_array().unwrap();
+    assert_eq!(builds.len(), 3, "{}", v["arenas"]);
+    for (i, (b, g)) in builds.iter().zip(&gdb).enumerate() {
+        let name = &g.model;
+        assert!(b["model"].as_str().unwrap().contains(name.as_str()), "{b}");
+        assert_eq!(u(&b["cycle"]), i as u64 + 1, "{name}");
+        assert!(
+            b["phase"]
+                .as_str()
+                .unwrap()
+                .starts_with("app::BuildInterpreter"),
+            "{name}: {}",
+            b["phase"]
+        );
+        let [_, _, head, tail, used, gap] = g.allocated.unwrap();
+        let at_phases: Vec<String> = b["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["when"] != "")
+            .map(|f| {
+                let same = (
+                    u(&f["head_bytes"]),
+                    u(&f["persistent_bytes"]),
+                    u(&f["arena_used_bytes"]),
+                    u(&f["free_bytes"]),
+                ) == (head, tail, used, gap);
+                assert!(same, "{name}: {f} against gdb's {:?}", g.allocated);
+                format!(
+                    "{} {}",
+                    f["at"].as_str().unwrap().split('(').next().unwrap(),
+                    f["when"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            at_phases,
+            [
+                "app::BuildInterpreter return",
+                "app::RunInference entry",
+                "app::RunInference return",
+                "app::ReleaseModel entry"
+            ],
+            "{name}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
