@@ -45,6 +45,7 @@ impl From<&Debugger> for EngineRecord {
                 .map(InjectedFailure::from)
                 .collect(),
             tasks: Vec::new(),
+            arenas: crate::observers::arena::record(debugger),
         };
         with_tasks(&mut record, debugger);
         record

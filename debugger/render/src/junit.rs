@@ -136,6 +136,7 @@ mod tests {
             deferred_unlisted: 0,
             injected: Vec::new(),
             tasks: Vec::new(),
+            arenas: None,
             error,
             exit_code,
         }

@@ -127,6 +127,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         deferred_unlisted: 0,
         injected: Vec::new(),
         tasks: Vec::new(),
+        arenas: None,
         error: None,
         exit_code: 1,
     }

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use memlife_core::output::{WriteError, write_atomic};
 
 use crate::model::{
-    CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure, PeakMethod,
-    PhaseRecord, RunFacts, ScriptError, TaskRecord, Totals, TraceEvent, Verdict, summarize,
+    ArenaRecord, CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure,
+    PeakMethod, PhaseRecord, RunFacts, ScriptError, TaskRecord, Totals, TraceEvent, Verdict,
+    summarize,
 };
 
 /// Everything an audit recorded.
@@ -65,6 +66,9 @@ pub struct AuditReport {
     /// its least stack margin. Absent without an RTOS.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<TaskRecord>,
+    /// TensorFlow Lite Micro's arenas observed while they were built (firmware with TFLM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arenas: Option<ArenaRecord>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -152,6 +156,8 @@ pub struct EngineRecord {
     pub injected: Vec<InjectedFailure>,
     /// An RTOS firmware's tasks.
     pub tasks: Vec<TaskRecord>,
+    /// TFLM's arenas, when the firmware has TFLM.
+    pub arenas: Option<ArenaRecord>,
 }
 
 /// What the script recorded.
@@ -204,6 +210,7 @@ impl AuditReport {
             deferred_unlisted: engine.deferred_unlisted,
             injected: engine.injected,
             tasks: engine.tasks,
+            arenas: engine.arenas,
             error: script.error,
             exit_code,
         }

@@ -16,6 +16,7 @@ use super::progress::{ProgressFn, Reporter};
 use crate::config::{AuditConfig, EngineSettings, PeakMethod};
 use crate::error::AuditError;
 use crate::events::{AuditSession, Observer, ObserverId, Open, Role};
+use crate::observers::arena::ArenaObserver;
 use crate::observers::trace::Sites;
 use crate::observers::{
     AllocationTrace, Asserts, Faults, Injection, Lifecycle, Spans, TaskObserver, Watermark,
@@ -160,7 +161,8 @@ impl Debugger {
     }
 
     /// The observers this firmware calls for: the task observer on an RTOS firmware (or for a
-    /// role limited to a caller), the assert handlers' breakpoints when it has any.
+    /// role limited to a caller), the assert handlers' breakpoints when it has any, and
+    /// TensorFlow Lite Micro's builds when the ELF has a TFLM the arena observer follows.
     fn add_firmware_observers(&mut self) -> Result<(), AuditError> {
         let symbols = self.session.symbols_rc();
         let config = &self.settings.config;
@@ -171,6 +173,9 @@ impl Debugger {
         }
         if let Some(asserts) = asserts {
             self.add_observer(Box::new(asserts))?;
+        }
+        if let Some(arena) = ArenaObserver::for_elf(symbols) {
+            self.add_observer(Box::new(arena))?;
         }
         Ok(())
     }

@@ -19,7 +19,10 @@
 //! - `tasks`: [`TaskObserver`]: on an RTOS firmware, each event's task and tick count, each
 //!   task's heap and stack margin, roles limited to a task or a caller.
 //! - `asserts`: [`Asserts`]: the firmware's assert handlers, which end an audit at once.
+//! - [`arena`]: [`arena::ArenaObserver`] on a TFLM firmware: its arenas watched while each
+//!   interpreter is built.
 
+pub mod arena;
 pub mod asserts;
 pub mod cycles;
 pub mod faults;

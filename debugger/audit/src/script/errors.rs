@@ -174,7 +174,7 @@ fn failure_map(r: &FailureRun) -> Map {
     m.insert("during".into(), during);
     let heap = |h: &Option<Rc<HeapState>>| {
         h.as_ref().map_or(Dynamic::UNIT, |h| {
-            Dynamic::from(HeapHandle::of(Rc::clone(h)))
+            Dynamic::from(HeapHandle::from(Rc::clone(h)))
         })
     };
     m.insert("before".into(), heap(&r.before));

@@ -24,12 +24,15 @@
 //!   - `target`: run control and reads (`t.run_to`, `t.reset`, `t.on_break`, `t.var`);
 //!   - `tasks`: an RTOS firmware's tasks (`t.has_tasks()`, `t.stack_margins()`,
 //!     `t.task_totals()`);
-//!   - `outputs`: `check`, `warn`, `skip`, `dump`, `budget`, `kib`.
+//!   - `outputs`: `check`, `warn`, `skip`, `dump`, `budget`, `kib`;
+//!   - `arena`: TensorFlow Lite Micro's builds (`t.observe_arenas()`, `t.arena_models()`,
+//!     `t.arena_builds()`, `t.arena_steps()`, `t.arena_peaks()`).
 //! - `convert`: conversions the areas share.
 //!
 //! To add a function: register it in the `register` of its area's module, next to the
 //! conversions of what it returns, with a unit test there.
 
+mod arena;
 mod convert;
 mod cycles;
 mod errors;

@@ -40,6 +40,7 @@ fn engine(print: Rc<dyn Fn(&str)>, budgets: &BTreeMap<String, f64>) -> Engine {
     super::target::register(&mut engine);
     super::tasks::register(&mut engine);
     super::outputs::register(&mut engine, budgets);
+    super::arena::register(&mut engine);
     engine
 }
 

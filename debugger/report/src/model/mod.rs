@@ -14,7 +14,9 @@
 //! - [`deferred`]: late frees.
 //! - [`run`]: facts about the run, breakpoint use, injected allocation failures.
 //! - [`tasks`]: an RTOS firmware's tasks: their allocations and stack margins.
+//! - [`arena`]: TensorFlow Lite Micro's arenas observed while they were built.
 
+pub mod arena;
 pub mod checks;
 pub mod deferred;
 pub mod folded;
@@ -24,6 +26,10 @@ pub mod run;
 pub mod tasks;
 pub mod trace;
 
+pub use arena::{
+    ArenaBuild, ArenaFigures, ArenaRecord, ArenaStep, BuildStatus, CategoryTotal, ModelArena,
+    OperatorTotal, TempPeak,
+};
 pub use checks::{CheckResult, CheckSummary, ScriptError, Verdict, summarize};
 pub use deferred::{DeferredBlock, MAX_LISTED};
 pub use folded::{CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, MAX_SERIES, Totals};
