@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use memlife_core::output::{WriteError, write_atomic};
 
 use crate::model::{
-    CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure, PeakMethod,
-    PhaseRecord, RunFacts, ScriptError, Totals, TraceEvent, Verdict, summarize,
+    CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure, ModelCycles,
+    PeakMethod, PhaseRecord, RunFacts, ScriptError, Totals, TraceEvent, Verdict, summarize,
 };
 
 /// Everything an audit recorded.
@@ -61,6 +61,14 @@ pub struct AuditReport {
     pub deferred_unlisted: u64,
     /// Allocations memlife made fail (`t.fail_alloc`), with what the phase returned.
     pub injected: Vec<InjectedFailure>,
+    /// Allocations made to fail past those listed in `injected` (a script that fails
+    /// allocations in a loop).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub injected_unlisted: u64,
+    /// The observed cycles by model, where the firmware alternates between models (at least
+    /// two seen): what each model's cycles lost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelCycles>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -146,6 +154,10 @@ pub struct EngineRecord {
     pub deferred_unlisted: u64,
     /// Allocations made to fail.
     pub injected: Vec<InjectedFailure>,
+    /// Allocations made to fail past those listed.
+    pub injected_unlisted: u64,
+    /// The observed cycles by model (at least two models).
+    pub models: Vec<ModelCycles>,
 }
 
 /// What the script recorded.
@@ -197,6 +209,8 @@ impl AuditReport {
             deferred: engine.deferred,
             deferred_unlisted: engine.deferred_unlisted,
             injected: engine.injected,
+            injected_unlisted: engine.injected_unlisted,
+            models: engine.models,
             error: script.error,
             exit_code,
         }

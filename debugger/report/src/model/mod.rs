@@ -12,12 +12,14 @@
 //! - [`checks`]: check results, their summaries by name, the script's error.
 //! - [`folded`]: what a long run keeps of its folded cycles.
 //! - [`deferred`]: late frees.
+//! - [`models`]: cycles by model, where the firmware alternates between models.
 //! - [`run`]: facts about the run, breakpoint use, injected allocation failures.
 
 pub mod checks;
 pub mod deferred;
 pub mod folded;
 pub mod heap;
+pub mod models;
 pub mod phase;
 pub mod run;
 pub mod trace;
@@ -29,6 +31,7 @@ pub use folded::{
     Totals,
 };
 pub use heap::{HeapMap, HeapSummary, MapBlock};
+pub use models::ModelCycles;
 pub use phase::{Damage, Part, PeakMethod, PeakSite, PhaseRecord, SpanRecord};
 pub use run::{BreakpointUse, InjectedFailure, RunFacts};
 pub use trace::{EventKind, Site, TraceEvent};
