@@ -16,6 +16,7 @@
 //! graph_build = "op_init"
 //! [lifecycle]
 //! cycle_starts = "load"           # the role whose every call begins a cycle (t.cycles)
+//! # model = "load:1"              # what tells alternating models apart (default "auto")
 //! [budgets]                       # numbers scripts read with budget("build_step")
 //! build_step = 4096
 //! [trace]
@@ -93,6 +94,20 @@ pub struct LifecycleConfig {
     /// The role whose every call begins a cycle; `None`: the first of load, build, run, switch,
     /// release the firmware has, else the first role of `[phases]`.
     pub cycle_starts: Option<String>,
+    /// What tells the models apart where the firmware alternates between them: `auto` (the
+    /// default), `none`, or a role's argument, `load` or `load:1` (see
+    /// [`crate::observers::models`]).
+    pub model: Option<String>,
+}
+
+impl LifecycleConfig {
+    /// How cycles are keyed by model.
+    pub fn model_key(&self) -> Result<crate::observers::ModelKey, String> {
+        self.model.as_deref().map_or(
+            Ok(crate::observers::ModelKey::Auto),
+            crate::observers::ModelKey::parse,
+        )
+    }
 }
 
 /// The firmware's tensor table (`[tensors]`): a global array of structs, one per tensor, and
@@ -273,7 +288,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
         "trace",
         Some(&["method", "skip", "backtrace", "keep_cycles"]),
     ),
-    ("lifecycle", Some(&["cycle_starts"])),
+    ("lifecycle", Some(&["cycle_starts", "model"])),
     (
         "tensors",
         Some(&["table", "count", "name", "addr", "size", "first", "last"]),
@@ -528,6 +543,14 @@ impl AuditConfig {
                 nearest(start, roles.iter().copied())
             ));
         }
+        if let crate::observers::ModelKey::Arg { role, .. } = self.lifecycle.model_key()?
+            && !roles.contains(&role.as_str())
+        {
+            return Err(format!(
+                "[lifecycle] model: `{role}` is not a role (load, build, run, switch, release or one in [phases]){}",
+                nearest(&role, roles.iter().copied())
+            ));
+        }
         Ok(())
     }
 
@@ -701,6 +724,21 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("cycle_starts: `lod` is not a role"), "{e}");
         assert!(e.ends_with("did you mean `load`?"), "{e}");
+        let e = cfg(&format!("{base}[lifecycle]\nmodel = \"laod:1\""))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(
+            e.contains("model: `laod` is not a role") && e.ends_with("did you mean `load`?"),
+            "{e}"
+        );
+        let e = cfg(&format!("{base}[lifecycle]\nmodel = \"load:7\""))
+            .check_functions(&funcs, &known)
+            .unwrap_err();
+        assert!(e.contains("0 to 3"), "{e}");
+        for ok in ["auto", "none", "load", "run:2"] {
+            let c = cfg(&format!("{base}[lifecycle]\nmodel = \"{ok}\""));
+            assert_eq!(c.check_functions(&funcs, &known), Ok(()), "{ok}");
+        }
         let ok = cfg(&format!(
             "{base}[lifecycle]\ncycle_starts = \"run\"\n[labels.run]\narg = 0\nnames = \"layer_names\"\n[labels.layer_forward]\nstring = true"
         ));

@@ -40,9 +40,11 @@ impl From<&Debugger> for EngineRecord {
             deferred_unlisted,
             injected: debugger
                 .injected()
-                .iter()
+                .into_iter()
                 .map(InjectedFailure::from)
                 .collect(),
+            injected_unlisted: debugger.injected_unlisted(),
+            models: debugger.models(),
         }
     }
 }

@@ -30,7 +30,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-
 use super::roles::{Arm, EntryRole, ReturnRole, ReturnWatch};
 
 /// What the target allows and where the audit is.

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub(crate) mod fake;
+pub(crate) mod lifecycle_ends;
 mod observers;
 
 use fake::{BLOCKS, FREERTOS_LIKE, Firmware, HEAP_SIZE, MIN, NO_EXITS, RAM, STACK};
