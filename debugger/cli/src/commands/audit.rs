@@ -129,22 +129,37 @@ pub fn run(args: AuditArgs, verbose: u8) -> Result<ExitCode> {
     for failure in outputs.write(&AuditReport::unfinished(&run), false) {
         eprintln!("memlife audit: {failure}; the audit runs on and writes the other outputs");
     }
-    let (report, mut session) = match audit(&args, &script, &given, &cfg, &elf, &targets, &mut run)
-    {
-        Ok(done) => done,
-        Err(e) => {
-            // No results: the outputs say why rather than "not finished".
-            let report = AuditReport::without_results(&run, format!("{e:#}"));
-            for failure in outputs.write(&report, false) {
-                eprintln!("error: {failure}");
+    let (mut report, mut session) =
+        match audit(&args, &script, &given, &cfg, &elf, &targets, &mut run) {
+            Ok(done) => done,
+            Err(e) => {
+                // No results: the outputs say why rather than "not finished".
+                let report = AuditReport::without_results(&run, format!("{e:#}"));
+                for failure in outputs.write(&report, false) {
+                    eprintln!("error: {failure}");
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-    };
+        };
+    let skipped = skipped(&report);
+    if args.fail_on_skip && skipped > 0 {
+        // A check not run fails the audit, in the exit code and in every output.
+        report.exit_code = report.exit_code.max(1);
+    }
     // Reports first: whatever happens to the target afterwards, they are on disk.
     let failures = outputs.write(&report, true);
     let close = session.take().map_or(Ok(()), Session::close);
     print_summary(&report, &script)?;
+    if skipped > 0 {
+        println!(
+            "not every check ran: {skipped} skipped{}",
+            if args.fail_on_skip {
+                " (--fail-on-skip: exit 1)"
+            } else {
+                ", so this is a pass of the checks that ran only (--fail-on-skip makes a skip fail the audit)"
+            }
+        );
+    }
     for failure in &failures {
         eprintln!("error: {failure}");
     }
@@ -241,6 +256,9 @@ fn audit(
         }
     };
     debugger.set_keep_cycles(keep);
+    if let Some(restart) = session.restart() {
+        debugger.set_restart(restart);
+    }
     let progress = crate::progress::Progress::new(std::io::stderr().is_terminal());
     debugger.set_observer(progress.observer());
     let printer = progress.printer();
@@ -269,6 +287,15 @@ fn against_baseline(
     println!();
     super::diff::print_table(&diff)?;
     Ok(diff.exit_code())
+}
+
+/// Checks the report says were not run.
+fn skipped(report: &AuditReport) -> usize {
+    report
+        .checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Skip)
+        .count()
 }
 
 fn script_error(script: &Path, e: &ScriptError) -> String {

@@ -147,6 +147,9 @@ pub fn command(
     if args.leave == crate::cli::Leave::Halted {
         flag(&mut a, "--leave", &"halted");
     }
+    if args.fail_on_skip {
+        a.push("--fail-on-skip".into());
+    }
     // SIGTERM when this run dies, even by SIGKILL: the child then stops its own QEMU. (Its
     // worker thread spawns it and waits for it, so the thread outlives the child otherwise.)
     let mut cmd = memlife_rsp::dies_with_parent(exe, "TERM");
