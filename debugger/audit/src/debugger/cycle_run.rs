@@ -14,10 +14,10 @@
 //! return. A cycle asked for after that, or an exit before the cycle's first call or inside a
 //! phase, is [`AuditError::ExitedAfterCycles`].
 //!
-//! A cycle still incomplete at a role call made more than `--timeout` after it began is
-//! [`AuditError::CycleIncomplete`], naming the role calls seen (`super::cycle_watch`): each
-//! wait has its own timeout, and a start role the firmware calls once would otherwise keep the
-//! audit going until its deadline.
+//! A cycle still incomplete at a role call made more than `--timeout` after it began, with more
+//! role calls than a cycle makes, is [`AuditError::CycleIncomplete`], naming the role calls
+//! seen (`super::cycle_watch`): each wait has its own timeout, and a start role the firmware
+//! calls once would otherwise keep the audit going until its deadline.
 
 use std::rc::Rc;
 
@@ -226,7 +226,7 @@ impl Debugger {
             index: self.lifecycle.cycles.done() + 1,
             calls: Vec::new(),
             end: None,
-            watch: CycleWatch::new(self.session.timeout()),
+            watch: CycleWatch::new(self.session.timeout(), self.lifecycle.cycles.most_calls()),
             model_role,
             model: None,
         })
@@ -330,6 +330,7 @@ impl Debugger {
             .first()
             .map_or_else(|| Rc::clone(&after), |c| Rc::clone(&c.before));
         self.completed(run.index);
+        self.lifecycle.cycles.made_calls(run.calls.len() as u64);
         self.model_cycle_done(run.index, run.model.clone(), &run.calls, after.total_free);
         Some(Cycle {
             index: run.index,

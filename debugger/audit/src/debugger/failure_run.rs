@@ -148,7 +148,7 @@ impl Debugger {
             calls: Vec::new(),
             end: None,
             after: None,
-            watch: CycleWatch::new(self.session.timeout()),
+            watch: CycleWatch::new(self.session.timeout(), self.lifecycle.cycles.most_calls()),
         })
     }
 

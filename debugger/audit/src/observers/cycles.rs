@@ -33,6 +33,9 @@ pub struct Cycles {
     start: Option<CycleStart>,
     /// How the firmware stopped running its lifecycle, once it did (until a reset).
     stopped: Option<Stopped>,
+    /// The most role calls a completed cycle made (the bound on a cycle that never completes
+    /// allows a multiple of it).
+    most_calls: u64,
     /// Which cycles are kept in full, and what the folded ones said.
     history: History,
 }
@@ -101,6 +104,16 @@ impl Cycles {
     ) {
         self.done = index;
         self.history.cycle_done(index, events, records);
+    }
+
+    /// A completed cycle made `calls` role calls.
+    pub fn made_calls(&mut self, calls: u64) {
+        self.most_calls = self.most_calls.max(calls);
+    }
+
+    /// The most role calls a completed cycle made.
+    pub fn most_calls(&self) -> u64 {
+        self.most_calls
     }
 
     /// Keeps `keep` observed cycles in full at each end of the run (`None`: every cycle).
