@@ -81,4 +81,11 @@ void vAssertCalled(const char *pcFile, unsigned long ulLine);
         if ((x) == 0) vAssertCalled(__FILE__, __LINE__);                                           \
     } while (0)
 
+/* The no-ml build calls a trace hook at every task switch, as firmware with a trace recorder
+ * does (named as such recorders name theirs; rtos/app.c counts the switches). */
+#if defined(SCENARIO_NO_ML)
+void xTraceTaskSwitch(void);
+#define traceTASK_SWITCHED_IN() xTraceTaskSwitch()
+#endif
+
 #endif

@@ -17,6 +17,7 @@ const char *volatile g_assert_file;
 volatile uint32_t g_assert_line;
 volatile uint32_t g_assert_continue;
 
+/* Written straight to the port: a critical section's exit would turn interrupts back on. */
 static void write_assert_line(const char *file, uint32_t line)
 {
     line_t l;
@@ -24,7 +25,7 @@ static void write_assert_line(const char *file, uint32_t line)
     line_dec(&l, line);
     line_str(&l, ", file ");
     line_str(&l, file);
-    line_send(&l);
+    board_serial_write(line_end(&l));
 }
 
 /* What configASSERT calls (FreeRTOSConfig.h): interrupts off, the place on the serial port,
@@ -52,16 +53,27 @@ __attribute__((noinline, used)) void vAssertCalled(const char *pcFile, unsigned 
 }
 
 /* configCHECK_FOR_STACK_OVERFLOW 2: the kernel found the task's last 16 stack bytes changed
- * (or its saved stack pointer below the stack) when switching it out. */
+ * (or its saved stack pointer below the stack) when switching it out. Runs inside the context
+ * switch (PendSV), so no critical section here. */
 void vApplicationStackOverflowHook(TaskHandle_t xTask, char *pcTaskName)
 {
     (void)xTask;
     line_t l;
     line_start(&l, "stack overflow in task ");
     line_str(&l, pcTaskName);
-    line_send(&l);
+    board_serial_write(line_end(&l));
     vAssertCalled(__FILE__, __LINE__);
 }
+
+#if SCEN_NO_ML
+/* Task switches so far: the no-ml build's trace hook (FreeRTOSConfig.h) counts them. */
+volatile uint32_t g_task_switches;
+
+void xTraceTaskSwitch(void)
+{
+    g_task_switches++;
+}
+#endif
 
 void line_start(line_t *l, const char *who)
 {
@@ -71,7 +83,7 @@ void line_start(line_t *l, const char *who)
 
 void line_str(line_t *l, const char *s)
 {
-    /* Two bytes stay free for line_send's "\r\n". */
+    /* Two bytes stay free for line_end's "\r\n". */
     while (*s != '\0' && l->len + 3u < sizeof(l->text)) {
         l->text[l->len++] = *s++;
     }
@@ -101,16 +113,22 @@ void line_signed(line_t *l, int32_t v)
     }
 }
 
-void line_send(line_t *l)
+const char *line_end(line_t *l)
 {
     l->text[l->len++] = '\r';
     l->text[l->len++] = '\n';
     l->text[l->len] = '\0';
-    /* A critical section keeps the line whole; before the scheduler runs (and with interrupts
-     * already off in vAssertCalled) there is nothing to keep out. */
+    return l->text;
+}
+
+void line_send(line_t *l)
+{
+    /* A critical section keeps the line whole; before the scheduler runs there is nothing to
+     * keep out. */
     const int guard = xTaskGetSchedulerState() == taskSCHEDULER_RUNNING;
+    const char *text = line_end(l);
     if (guard) taskENTER_CRITICAL();
-    board_serial_write(l->text);
+    board_serial_write(text);
     if (guard) taskEXIT_CRITICAL();
 }
 
@@ -136,7 +154,9 @@ int main(void)
 
     mem_init();
     timing_start();
-    infer_start();
+    if (!SCEN_NO_ML) {
+        infer_start();
+    }
     queue_start();
     churn_start();
     if (SCEN_STACK_HWM) {

@@ -55,7 +55,11 @@ void line_start(line_t *l, const char *who);
 void line_str(line_t *l, const char *s);
 void line_dec(line_t *l, uint32_t v);
 void line_signed(line_t *l, int32_t v);
-void line_send(line_t *l); /* appends "\r\n" and writes the line */
+/* Appends "\r\n"; returns the text. */
+const char *line_end(line_t *l);
+/* line_end, then writes the line inside a critical section: for tasks only (not for interrupt
+ * handlers, kernel hooks, or with interrupts already disabled: board_serial_write(line_end())). */
+void line_send(line_t *l);
 
 /* Create a task from the heap; a failure is fatal (fw_fail). */
 TaskHandle_t app_create_task(TaskFunction_t fn, const char *name, uint32_t stack_words,

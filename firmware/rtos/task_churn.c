@@ -4,8 +4,9 @@
  * by another: the kernel frees its TCB and stack at once) and creates a new Worker and a new
  * Sleeper. A Worker allocates a scratch buffer, works on it, frees it and deletes itself: it
  * then waits on xTasksWaitingTermination, TCB and stack still allocated, until the idle task
- * runs and frees them (only when Infer and every other task block). Names carry a running
- * number ("Worker17", "Sleeper17") so that a task list tells them apart.
+ * runs and frees them (only when Infer and every other task block); while SPAWN_TASK_LIMIT tasks
+ * exist the Spawner creates none. Names carry a running number ("Worker17", "Sleeper17") so
+ * that a task list tells them apart.
  *
  * The Logger formats a status line into a heap buffer every LOG_PERIOD_MS and prints one in
  * LOG_PRINT_EVERY. task-leak's bug: the buffer is never freed, one block per loop. */
@@ -16,6 +17,9 @@
 
 #define SPAWN_PERIOD_MS    40
 #define WORKER_SCRATCH_MIN 64u
+/* No new tasks while this many exist: self-deleted Workers wait for the idle task, which runs
+ * only in Infer's pauses, and would otherwise pile up (60 seen in one long lifecycle). */
+#define SPAWN_TASK_LIMIT   24u
 #define LOG_PERIOD_MS      500
 #define LOG_PRINT_EVERY    10u
 
@@ -79,6 +83,10 @@ static void spawner_task(void *arg)
         if (sleeper != NULL) {
             vTaskDelete(sleeper);
             count_deletion();
+            sleeper = NULL;
+        }
+        if (uxTaskGetNumberOfTasks() >= SPAWN_TASK_LIMIT) {
+            continue; /* let the idle task catch up */
         }
         numbered_name(name, "Worker", n);
         (void)app_create_task(worker_task, name, WORKER_STACK_WORDS, PRIO_WORKER,

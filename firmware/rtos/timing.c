@@ -135,7 +135,7 @@ static void check_task(void *arg)
 
         g_check_hw_drift = (int32_t)ticks - (int32_t)hw_ticks;
         g_check_soft_drift = (int32_t)ticks - (int32_t)(soft * SOFT_TIMER_TICKS);
-        g_check_drift_ppm = (float)g_check_hw_drift * 1.0e6f / (float)hw_ticks;
+        g_check_drift_ppm = hw_ticks != 0u ? (float)g_check_hw_drift * 1.0e6f / (float)hw_ticks : 0.0f;
         const int pass =
             within(g_check_hw_drift, g_check_tolerance) && within(g_check_soft_drift, SOFT_TOLERANCE);
         if (!pass || g_check_rounds % PRINT_EVERY_ROUNDS == 0u) {

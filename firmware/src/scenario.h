@@ -32,6 +32,8 @@
 #define SCENARIO_NAME "stack-deep"
 #elif defined(SCENARIO_HWM)
 #define SCENARIO_NAME "hwm"
+#elif defined(SCENARIO_NO_ML)
+#define SCENARIO_NAME "no-ml"
 #else
 #error "define one SCENARIO_xxx"
 #endif
@@ -58,7 +60,10 @@
  * SCEN_STACK_DEEP       conv_b stages its weights on the inference task's stack, whose size
  *                       leaves a few words to spare at that layer.
  * SCEN_STACK_HWM        healthy, plus a task that stores every task's
- *                       uxTaskGetStackHighWaterMark in g_stack_hwm (the test build). */
+ *                       uxTaskGetStackHighWaterMark in g_stack_hwm (the test build).
+ * SCEN_NO_ML            the tasks without the inference task, and a trace hook on every task
+ *                       switch: an RTOS firmware with no ML lifecycle, as FreeRTOS's demos are
+ *                       (what `memlife init` must say it cannot find). */
 #define SCEN_COMPRESSED_MODEL 0
 #define SCEN_NHWC_CONV_B      0
 #define SCEN_BRANCH_BUFFERS   0
@@ -71,6 +76,7 @@
 #define SCEN_TASK_LEAK        0
 #define SCEN_STACK_DEEP       0
 #define SCEN_STACK_HWM        0
+#define SCEN_NO_ML            0
 #if defined(SCENARIO_LOAD_PEAK)
 #undef SCEN_COMPRESSED_MODEL
 #define SCEN_COMPRESSED_MODEL 1
@@ -107,6 +113,9 @@
 #elif defined(SCENARIO_HWM)
 #undef SCEN_STACK_HWM
 #define SCEN_STACK_HWM 1
+#elif defined(SCENARIO_NO_ML)
+#undef SCEN_NO_ML
+#define SCEN_NO_ML 1
 #endif
 #define SCEN_DEFERRED_DECODE (SCEN_BRANCH_BUFFERS || SCEN_BAD_SHARE_HINT)
 

@@ -111,3 +111,11 @@ $(eval $(call TFLM_SCENARIO_RULES,$(TFLM_ARENA_NAME),-DTFLM_ARENA_BYTES=$(ARENA_
     -DTFLM_ARENA_MODEL='"$(MODEL)"'))
 tflm-arena: $(OUT)/tflm-$(TFLM_ARENA_NAME).elf
 endif
+
+# names: healthy with the application's lifecycle functions named as no lifecycle vocabulary
+# would name them (-D renames them in every file that uses them): `memlife init` must find
+# them by the TFLM functions they call, not by their names. Read by the init tests only.
+TFLM_NAMES_DEFS := -DLoadModel=ReadModelImage -DBuildInterpreter=MakeInterpreter \
+    -DRunInference=Classify -DReleaseModel=DropSession -DHandleBuildFailure=OnBadArena
+$(eval $(call TFLM_SCENARIO_RULES,names,$(TFLM_NAMES_DEFS)))
+tflm: $(OUT)/tflm-names.elf

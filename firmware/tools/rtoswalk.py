@@ -4,14 +4,19 @@
 #
 #   (gdb) source tools/rtoswalk.py
 #   (gdb) rtos-trace              attribute every heap block to the task that allocated it:
-#                                 breakpoints on pvPortMalloc's returns and on vPortFree that
-#                                 record and continue (install before `continue`, from reset)
+#                                 breakpoints on pvPortMalloc's entry, on the line inside it
+#                                 where the block is taken (scheduler suspended: the running
+#                                 task cannot change there) and on vPortFree, each recording
+#                                 and continuing (install before `continue`, from reset)
 #   (gdb) rtos-tasks [json]       every task: name, TCB, state (the list it is on), priority,
 #                                 stack bounds, saved pc/sp/lr (decoded from the saved frame;
 #                                 the running task's from the core), frame kind, high-water
 #                                 mark (0xa5 bytes and words), its TCB and stack heap blocks
 #   (gdb) rtos-heap [json]        the heap_4 walk, and per allocating task the live blocks and
 #                                 bytes (rtos-trace's records, checked against the walk)
+#   (gdb) rtos-break-when LOC EXPR  stop at LOC only when EXPR holds (evaluated by this
+#                                 script: gdb's own conditions misbehaved here together with
+#                                 rtos-trace's auto-continuing breakpoints)
 #   (gdb) rtos-layers             one inference_run: the Infer stack's high-water mark after
 #                                 each layer's op_invoke, and the layer where it fell most
 #
@@ -20,7 +25,6 @@
 # bytes); ARM_CM4F r4-r11, EXC_RETURN, then the basic frame (0x44) or, EXC_RETURN bit 4 clear,
 # s16-s31, the hardware frame, s0-s15, FPSCR and a reserved word (0xCC).
 import json
-import re
 
 import gdb
 
@@ -28,7 +32,8 @@ STACK_FILL = 0xA5
 MSB = 0x80000000
 HEAP_HEADER = 8
 
-# name -> {"allocs": {payload address: (size requested, task label)}}; filled by rtos-trace.
+# live: payload address -> (size requested, task label); pending: task label -> size asked
+# (between pvPortMalloc's entry and the line where it takes the block). Filled by rtos-trace.
 TRACE = {"live": {}, "pending": {}, "allocs": 0, "frees": 0}
 
 
@@ -52,9 +57,14 @@ def has(expr):
         return False
 
 
+_CM4F = {}
+
+
 def is_cm4f():
     # The Cortex-M4F port has a function of its own that the Cortex-M3 port lacks.
-    return has("vPortEnableVFP")
+    if "yes" not in _CM4F:
+        _CM4F["yes"] = has("vPortEnableVFP")
+    return _CM4F["yes"]
 
 
 def tcb_type():
@@ -135,11 +145,9 @@ def task_states():
 
 def saved_frame(top):
     """Decode the frame PendSV (or the port's task start) left at pxTopOfStack."""
-    words = [u32(top + 4 * i) for i in range(0x33)] if is_cm4f() else \
-        [u32(top + 4 * i) for i in range(0x10)]
-    regs = {"r%d" % (4 + i): words[i] for i in range(8)}
+    regs = {"r%d" % (4 + i): u32(top + 4 * i) for i in range(8)}
     if is_cm4f():
-        exc_return = words[8]
+        exc_return = u32(top + 0x20)
         extended = (exc_return & 0x10) == 0
         hw = 0x64 if extended else 0x24
         size = 0xCC if extended else 0x44
@@ -291,29 +299,25 @@ class RtosTasks(gdb.Command):
 # Allocation trace (which task allocated each live block)
 
 
-RETURN_INSN = re.compile(r"\b(pop|ldmia|ldm)(\.w)?\s+(sp!,\s*)?\{[^}]*\bpc\}|\bbx\s+lr\b")
-
-
-def return_addresses(function):
-    """Addresses of the instructions that leave `function` (pop/ldmia {.., pc} or bx lr)."""
-    out = gdb.execute("disassemble %s" % function, to_string=True)
-    addrs = []
-    for line in out.splitlines():
-        parts = line.replace("=>", " ").split(None, 1)
-        if len(parts) == 2 and parts[0].startswith("0x") and RETURN_INSN.search(parts[1]):
-            addrs.append(int(parts[0], 16))
-    return addrs
-
-
 class MallocEntry(gdb.Breakpoint):
     def stop(self):
         TRACE["pending"][current_label()] = int(val("$r0"))
         return False
 
 
-class MallocReturn(gdb.Breakpoint):
+def allocation_line():
+    """heap4.c's line where pvPortMalloc has taken a block (pvReturn set, still suspended)."""
+    symtab = gdb.lookup_global_symbol("pvPortMalloc").symtab
+    with open(symtab.fullname()) as f:
+        for number, text in enumerate(f, 1):
+            if "xNumberOfSuccessfulAllocations++;" in text:
+                return "%s:%d" % (symtab.filename, number)
+    raise gdb.GdbError("no allocation line in %s" % symtab.filename)
+
+
+class MallocTaken(gdb.Breakpoint):
     def stop(self):
-        p = int(val("$r0"))
+        p = int(val("pvReturn"))
         who = current_label()
         requested = TRACE["pending"].pop(who, None)
         if p != 0:
@@ -338,12 +342,10 @@ class RtosTrace(gdb.Command):
         super().__init__("rtos-trace", gdb.COMMAND_RUNNING)
 
     def invoke(self, arg, from_tty):
-        MallocEntry("pvPortMalloc", internal=True)
-        for a in return_addresses("pvPortMalloc"):
-            MallocReturn("*0x%x" % a, internal=True)
-        FreeEntry("vPortFree", internal=True)
-        print("rtos-trace: pvPortMalloc (%d returns) and vPortFree traced" %
-              len(return_addresses("pvPortMalloc")))
+        MallocEntry("*pvPortMalloc", internal=True)
+        MallocTaken(allocation_line(), internal=True)
+        FreeEntry("*vPortFree", internal=True)
+        print("rtos-trace: pvPortMalloc and vPortFree traced")
 
 
 def heap_by_task():
@@ -392,9 +394,33 @@ class RtosHeap(gdb.Command):
             print("  %-10s %3d blocks %6d B (requested %6d B)" % (
                 name, t["blocks"], t["bytes"], t["requested"]))
         if unknown:
-            print("  untraced: %d blocks (allocated before rtos-trace)" % len(unknown))
+            sizes = {b[0] + HEAP_HEADER: b[1] for b in used}
+            print("  untraced: %d blocks (allocated before rtos-trace): %s" % (
+                len(unknown), ", ".join("0x%08x/%d" % (p, sizes[p]) for p in sorted(unknown))))
         if stale:
             print("  WARNING: %d traced blocks not in the walk" % len(stale))
+
+
+class StopWhen(gdb.Breakpoint):
+    def __init__(self, location, expr):
+        super().__init__(location)
+        self.expr = expr
+
+    def stop(self):
+        return int(val(self.expr)) != 0
+
+
+class RtosBreakWhen(gdb.Command):
+    """rtos-break-when LOCATION EXPR: a breakpoint that stops only when EXPR is non-zero."""
+
+    def __init__(self):
+        super().__init__("rtos-break-when", gdb.COMMAND_BREAKPOINTS)
+
+    def invoke(self, arg, from_tty):
+        location, _, expr = arg.strip().partition(" ")
+        if not expr:
+            raise gdb.GdbError("usage: rtos-break-when LOCATION EXPR")
+        StopWhen(location, expr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,3 +471,4 @@ RtosTasks()
 RtosTrace()
 RtosHeap()
 RtosLayers()
+RtosBreakWhen()

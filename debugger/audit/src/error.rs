@@ -92,6 +92,9 @@ pub enum AuditError {
     /// The heap could not be read.
     #[error(transparent)]
     Heap(#[from] HeapError),
+    /// The script engine kept the target: memlife's bug, never the script's doing.
+    #[error("internal error: the script engine did not give the target back")]
+    TargetNotReturned,
 }
 
 fn cycles_text(n: u64) -> String {

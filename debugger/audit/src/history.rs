@@ -16,8 +16,7 @@ use crate::model::{PhaseRecord, TraceEvent};
 
 // What a fold leaves behind is part of the report: its records live in memlife-report.
 pub use memlife_report::model::{
-    AllCycles, CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, KeepCycles, MAX_SERIES,
-    Totals,
+    CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, MAX_SERIES, Totals,
 };
 
 /// The retention of one audit: which cycles are kept, and what the folded ones said.

@@ -14,7 +14,9 @@
 //! phase or span boundary), never through each other's fields.
 //!
 //! # Layout
-//! - [`config`]: `memlife.toml`, the settings file.
+//! - [`config`]: the engine's settings ([`EngineSettings`]), resolved before it runs (memlife-plan
+//!   reads `memlife.toml` and the flags into them).
+//! - [`runner`]: one audit start to end, as `memlife audit` and `monitor audit` both run it.
 //! - [`session`]: the target session: the target, symbols, heap walker, breakpoints and their
 //!   budget, host-side resume, run control, fault decoding. Knows nothing of phases or traces.
 //! - [`events`]: the engine's vocabulary: what each breakpoint is for ([`events::Role`]), the
@@ -50,11 +52,12 @@ pub mod history;
 pub mod model;
 pub mod observers;
 pub mod report;
+pub mod runner;
 pub mod script;
 pub mod session;
 mod unwind;
 
-pub use config::{AuditConfig, PeakMethod};
+pub use config::{AuditConfig, EngineSettings, EngineTuning, PeakMethod};
 pub use debugger::Debugger;
 pub use error::AuditError;
 pub use report::AuditReport;

@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use memlife_audit::PeakMethod;
+use memlife_heap::{AllocatorKind, Poisoning, WalkStrategy};
 
 use crate::probe_choice::ProbeChoice;
 
@@ -60,9 +62,13 @@ pub struct InitArgs {
     /// Firmware ELF with DWARF.
     #[arg(long, value_name = "FILE")]
     pub elf: PathBuf,
-    /// Where to write it (default: standard output).
+    /// Where to write it (default: standard output). Written atomically, never through a
+    /// symbolic link; a file that exists is replaced only with --force.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace the --output file if it exists.
+    #[arg(long, requires = "output")]
+    pub force: bool,
 }
 
 /// `memlife serve`.
@@ -95,7 +101,7 @@ pub struct ServeArgs {
     /// How `monitor heap` walks read the arena: bulk, sparse or auto (default), as for
     /// `memlife heap --walk`.
     #[arg(long, value_name = "STRATEGY", value_parser = parse_walk)]
-    pub walk: Option<memlife_heap::WalkStrategy>,
+    pub walk: Option<WalkStrategy>,
     /// The most dumps one `monitor dump-on` writes before it ends by itself (it also ends when
     /// its gdb client leaves).
     #[arg(long, value_name = "N", default_value_t = memlife_server::options::DEFAULT_MAX_DUMPS,
@@ -106,6 +112,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = memlife_server::options::DEFAULT_AUDIT_DEADLINE.as_secs_f64(),
           value_parser = memlife_core::limits::parse_timeout)]
     pub audit_deadline: f64,
+    /// Serve the core as one thread even when the ELF has FreeRTOS (by default every task is a
+    /// gdb thread: `info threads`, `thread N`, `bt` in any task).
+    #[arg(long)]
+    pub no_threads: bool,
 }
 
 /// `memlife audit`.
@@ -145,7 +155,7 @@ pub struct AuditArgs {
     /// Peak method: trace (breakpoints on malloc/free: exact, with allocation sites), sample
     /// (phase and span boundaries only) or watermark (the allocator's low-water mark; writes
     /// target RAM and restores it).
-    #[arg(long, value_name = "METHOD", value_enum)]
+    #[arg(long, value_name = "METHOD", value_parser = method_parser())]
     pub method: Option<PeakMethod>,
     /// A phase alias for scripts (repeatable), over memlife.toml's [phases]: `load=my_load_fn`.
     #[arg(long = "phase", value_name = "ALIAS=FUNCTION", value_parser = parse_pair)]
@@ -177,8 +187,8 @@ pub struct AuditArgs {
     /// Observed cycles kept in full at each end of a long run (default 10, or `keep_cycles` in
     /// memlife.toml's [trace]); the cycles between are folded into exact totals, per-function
     /// figures and a per-cycle series, so memory and outputs stay bounded. `all` keeps every one.
-    #[arg(long, value_name = "N|all", value_parser = memlife_audit::history::KeepCycles::parse)]
-    pub keep_cycles: Option<memlife_audit::history::KeepCycles>,
+    #[arg(long, value_name = "N|all", value_parser = memlife_plan::KeepCycles::parse)]
+    pub keep_cycles: Option<memlife_plan::KeepCycles>,
     /// Seconds to wait for any one breakpoint (more than 0, at most a week).
     #[arg(long, value_name = "SECONDS", value_parser = memlife_core::limits::parse_timeout)]
     pub timeout: Option<f64>,
@@ -284,28 +294,6 @@ pub struct ProbeArgs {
     pub connect_under_reset: bool,
 }
 
-impl TargetArgs {
-    /// True when any target is named.
-    pub fn is_given(&self) -> bool {
-        self.gdb.is_some() || self.qemu.is_some() || self.snapshot.is_some() || self.chip.is_some()
-    }
-
-    /// The target as the flags name it, before memlife is connected to it.
-    pub fn describe(&self) -> String {
-        if let Some(addr) = &self.gdb {
-            format!("gdb-remote {addr}")
-        } else if let Some(machine) = &self.qemu {
-            format!("qemu-system-arm -M {machine}")
-        } else if let Some(chip) = &self.chip {
-            format!("probe-rs {chip}")
-        } else if let Some(path) = &self.snapshot {
-            format!("snapshot {}", path.display())
-        } else {
-            "no target".to_string()
-        }
-    }
-}
-
 /// Where to stop before looking.
 #[derive(Debug, Args)]
 pub struct StopArgs {
@@ -331,12 +319,12 @@ pub struct StopArgs {
 pub struct HeapOptions {
     /// Force the allocator instead of detecting it: heap4, heap5, nano, dlmalloc, tlsf (ESP-IDF),
     /// llff and rlsf (Rust embedded-alloc's LlffHeap and TlsfHeap).
-    #[arg(long, value_name = "NAME")]
-    pub allocator: Option<String>,
+    #[arg(long, value_name = "NAME", value_parser = parse_allocator)]
+    pub allocator: Option<AllocatorKind>,
     /// ESP-IDF heap poisoning built into the firmware (none, light, comprehensive), when DWARF
     /// does not show it (`poisoning` in memlife.toml).
-    #[arg(long, value_name = "MODE")]
-    pub poisoning: Option<String>,
+    #[arg(long, value_name = "MODE", value_parser = parse_poisoning)]
+    pub poisoning: Option<Poisoning>,
     /// heap_5 region (repeatable), when the firmware's HeapRegion_t table is not in DWARF.
     #[arg(long, value_name = "START:LEN", value_parser = parse_region)]
     pub heap_region: Vec<(u64, u64)>,
@@ -350,11 +338,49 @@ pub struct HeapOptions {
     /// chunks) or auto (the link's round-trip time and bandwidth decide; `walk` in
     /// memlife.toml, `MEMLIFE_LINK_MODEL=RTT_US:BYTES_PER_S` models a link). Default: auto.
     #[arg(long, value_name = "STRATEGY", value_parser = parse_walk)]
-    pub walk: Option<memlife_heap::WalkStrategy>,
+    pub walk: Option<WalkStrategy>,
 }
 
-fn parse_walk(s: &str) -> Result<memlife_heap::WalkStrategy, String> {
+impl HeapOptions {
+    /// What the walker needs that the symbols cannot say.
+    pub fn walker_options(&self) -> memlife_heap::WalkerOptions {
+        memlife_heap::WalkerOptions {
+            heap_regions: self.heap_region.clone(),
+            heap_break: self.heap_break,
+            heap_limit: self.heap_limit,
+            poisoning: self.poisoning,
+        }
+    }
+}
+
+fn parse_walk(s: &str) -> Result<WalkStrategy, String> {
     s.parse()
+}
+
+fn parse_allocator(s: &str) -> Result<AllocatorKind, String> {
+    s.parse()
+}
+
+fn parse_poisoning(s: &str) -> Result<Poisoning, String> {
+    s.parse()
+}
+
+/// `--method`: one of [`PeakMethod::ALL`]'s names, each with its help, listed in the help and
+/// in the error.
+fn method_parser() -> impl TypedValueParser<Value = PeakMethod> {
+    let help = |method| match method {
+        PeakMethod::Trace => {
+            "Breakpoints on malloc/free: every event, exact curve, allocation sites"
+        }
+        PeakMethod::Sample => "Snapshots at phase and span boundaries only",
+        PeakMethod::Watermark => {
+            "The allocator's low-water mark, reset at phase entry (writes target RAM; restored)"
+        }
+    };
+    PossibleValuesParser::new(
+        PeakMethod::ALL.map(|(method, name)| PossibleValue::new(name).help(help(method))),
+    )
+    .try_map(|name| name.parse::<PeakMethod>())
 }
 
 /// `memlife heap`.

@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use memlife_audit::AuditReport;
-
-use crate::cli::AuditArgs;
+use memlife_plan::Outputs;
 
 /// One requested output.
 #[derive(Debug, Clone)]
@@ -53,13 +52,13 @@ impl std::fmt::Display for OutputFailure {
 }
 
 impl AuditOutputs {
-    /// The outputs the flags ask for.
-    pub fn from_args(args: &AuditArgs) -> Self {
+    /// The outputs the plan asks for.
+    pub fn new(outputs: &Outputs) -> Self {
         AuditOutputs {
-            json: args.json.clone(),
-            junit: args.junit.clone(),
-            report: args.report.clone(),
-            trace: args.trace.clone(),
+            json: outputs.json.clone(),
+            junit: outputs.junit.clone(),
+            report: outputs.report.clone(),
+            trace: outputs.trace.clone(),
         }
     }
 

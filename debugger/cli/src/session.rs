@@ -173,7 +173,15 @@ impl Session {
         }
     }
 
-    /// Lends the target out (to the audit engine), to be given back with [`Session::give_back`].
+    /// The target's place in the session, for the audit engine to hold it during a run and put
+    /// it back (`memlife_audit::runner::run`).
+    pub fn target_slot(&mut self) -> Result<&mut Box<dyn Target>> {
+        self.target
+            .as_mut()
+            .context("the target is in use by the audit engine")
+    }
+
+    /// Lends the target out (to the GDB server), to be given back with [`Session::give_back`].
     pub fn lend(&mut self) -> Result<Box<dyn Target>> {
         self.target.take().context("the target is already lent out")
     }

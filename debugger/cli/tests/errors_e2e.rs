@@ -477,6 +477,45 @@ fn without_setpriv_memlife_says_qemu_may_outlive_a_sigkill() {
     assert!(err.contains("setpriv") && err.contains("SIGKILL"), "{err}");
 }
 
+/// Without QEMU on PATH memlife says it is not installed, whether setpriv is there (and fails to
+/// run it) or not.
+#[test]
+fn without_qemu_memlife_says_it_is_not_installed() {
+    let dir = tempdir("no-qemu");
+    let setpriv = std::process::Command::new("sh")
+        .args(["-c", "command -v setpriv"])
+        .output()
+        .unwrap();
+    let setpriv = String::from_utf8(setpriv.stdout).unwrap();
+    let with_setpriv = dir.join("with-setpriv");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&with_setpriv).unwrap();
+    std::fs::create_dir_all(&empty).unwrap();
+    if !setpriv.trim().is_empty() {
+        std::os::unix::fs::symlink(setpriv.trim(), with_setpriv.join("setpriv")).unwrap();
+    }
+    let elf = elf("heap4", "healthy");
+    for path in [&with_setpriv, &empty] {
+        let mut cmd = memlife();
+        cmd.env("PATH", path).args([
+            "heap",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--qemu",
+            "netduinoplus2",
+        ]);
+        let out = run_with_timeout(cmd, Duration::from_secs(60));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("qemu-system-arm is not installed"),
+            "{}: {err}",
+            path.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--deadline` bounds the whole command, however patient `--timeout` is.
 #[test]
 fn the_whole_command_deadline_ends_a_long_wait() {

@@ -500,16 +500,22 @@ fn a_bad_walk_strategy_or_link_model_is_refused() {
         "{}",
         stderr(&out)
     );
-    let mut cmd = memlife();
-    cmd.args(["heap", "--elf", elf_s, "--qemu", "netduinoplus2"])
-        .env("MEMLIFE_LINK_MODEL", "1ms:fast");
-    let out = run_with_timeout(cmd, std::time::Duration::from_secs(60));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("MEMLIFE_LINK_MODEL=`1ms:fast`: expected RTT_US:BYTES_PER_S"),
-        "{}",
-        stderr(&out)
-    );
+    // Not a model, and a round trip of no time (issue 30's red team found `0:500000`
+    // accepted although the message asks for two positive numbers).
+    for model in ["1ms:fast", "0:500000"] {
+        let mut cmd = memlife();
+        cmd.args(["heap", "--elf", elf_s, "--qemu", "netduinoplus2"])
+            .env("MEMLIFE_LINK_MODEL", model);
+        let out = run_with_timeout(cmd, std::time::Duration::from_secs(60));
+        assert_eq!(out.status.code(), Some(2), "{model}");
+        assert!(
+            stderr(&out).contains(&format!(
+                "MEMLIFE_LINK_MODEL=`{model}`: expected RTT_US:BYTES_PER_S, two positive numbers"
+            )),
+            "{}",
+            stderr(&out)
+        );
+    }
 }
 
 /// Issue 30 item 1: C++ constructors and destructors are named as in the source. GCC emits the

@@ -2,7 +2,8 @@
 //! link someone else planted.
 //!
 //! Every file memlife writes goes through [`write_atomic`] or, for paths a script names under an
-//! output directory, [`write_under`]. What they guarantee:
+//! output directory, [`write_under`]; [`write_atomic_new`] is [`write_atomic`] for a file that
+//! must not exist yet (`memlife init -o` without `--force`). What they guarantee:
 //!
 //! - **Atomic.** The bytes go to a temporary file in the destination's own directory, which is
 //!   then renamed over the destination: a reader sees the old file or the new one, never half of
@@ -13,6 +14,11 @@
 //!   symbolic link planted at that name makes the creation fail (and another name is tried), it
 //!   is never opened, followed or overwritten.
 //! - **Nothing left behind.** A failed write removes its temporary file.
+//! - **Never replace, when asked** ([`write_atomic_new`]): the finished temporary file is
+//!   hard-linked under the final name, which fails if anything is there (a file, a directory, a
+//!   symbolic link, even a dangling one), so a file created by someone else meanwhile is not
+//!   overwritten either; the temporary name is then removed. Where the file system has no hard
+//!   links, the name is checked and the file renamed, which leaves a short window.
 //! - **No way out of an output directory** ([`write_under`]): the relative path may not be
 //!   absolute or contain `..`, the output directory itself is opened with `O_NOFOLLOW`, and
 //!   every directory below it relative to the one before with `O_NOFOLLOW`, so a symbolic link
@@ -58,6 +64,18 @@ const TEMP_ATTEMPTS: u32 = 16;
 /// Writes `bytes` to `path` atomically (see the module docs). Missing parent directories are
 /// created.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_placed(path, bytes, Place::Replace)
+}
+
+/// Writes `bytes` to `path` atomically, as [`write_atomic`] does, only if nothing is at `path`:
+/// fails with [`std::io::ErrorKind::AlreadyExists`] (and leaves what is there untouched) when a
+/// file, directory or symbolic link has that name, also one created during the write.
+pub fn write_atomic_new(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_placed(path, bytes, Place::New)
+}
+
+/// `path` split into its directory (created when missing) and file name, then written there.
+fn write_placed(path: &Path, bytes: &[u8], place: Place) -> Result<(), WriteError> {
     let name = path.file_name().ok_or_else(|| {
         WriteError::new(
             path,
@@ -69,8 +87,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, e))?;
-    imp::write_in(dir, Base::Followed, &[], Path::new(name), bytes)
+    imp::write_in(dir, Base::Followed, &[], Path::new(name), bytes, place)
         .map_err(|e| WriteError::new(path, e))
+}
+
+/// How the finished temporary file takes the final name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Renamed over whatever is there.
+    Replace,
+    /// Only if the name is free.
+    New,
+}
+
+fn already_exists() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "a file is already there".to_string(),
+    )
 }
 
 /// How the first directory of a write is opened.
@@ -108,8 +142,15 @@ pub fn write_under(root: &Path, rel: &Path, bytes: &[u8]) -> Result<PathBuf, Wri
         return Err(WriteError::new(&target, invalid("the path is empty")));
     };
     std::fs::create_dir_all(root).map_err(|e| WriteError::new(&target, e))?;
-    imp::write_in(root, Base::NoLink, dirs, Path::new(name), bytes)
-        .map_err(|e| WriteError::new(&target, e))?;
+    imp::write_in(
+        root,
+        Base::NoLink,
+        dirs,
+        Path::new(name),
+        bytes,
+        Place::Replace,
+    )
+    .map_err(|e| WriteError::new(&target, e))?;
     Ok(target)
 }
 
@@ -178,7 +219,7 @@ mod imp {
     use rustix::fs::{AtFlags, Mode, OFlags};
     use rustix::io::Errno;
 
-    use super::{Base, create_exclusive, symlink_refused, temp_name};
+    use super::{Base, Place, already_exists, create_exclusive, symlink_refused, temp_name};
 
     /// Opens `base` (following a link there only with [`Base::Followed`]), then each of `dirs`
     /// below it without following links, creating what is missing, and writes `name` there.
@@ -188,6 +229,7 @@ mod imp {
         dirs: &[&std::ffi::OsStr],
         name: &Path,
         bytes: &[u8],
+        place: Place,
     ) -> std::io::Result<()> {
         let mut dir_flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
         if how == Base::NoLink {
@@ -203,7 +245,7 @@ mod imp {
             walked.push(part);
             dir = open_child_dir(&dir, part, &walked)?;
         }
-        write_file(&dir, name, bytes, || temp_name(name))
+        write_file(&dir, name, bytes, || temp_name(name), place)
     }
 
     fn open_child_dir(
@@ -236,6 +278,7 @@ mod imp {
         name: &Path,
         bytes: &[u8],
         temp_names: impl FnMut() -> PathBuf,
+        place: Place,
     ) -> std::io::Result<()> {
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -244,12 +287,36 @@ mod imp {
         })?;
         let written = std::fs::File::from(fd)
             .write_all(bytes)
-            .and_then(|()| rustix::fs::renameat(dir, &tmp, dir, name).map_err(Into::into));
-        if written.is_err() {
-            // Our own file (created exclusively above): remove it, whatever went wrong.
+            .and_then(|()| match place {
+                Place::Replace => rustix::fs::renameat(dir, &tmp, dir, name).map_err(Into::into),
+                Place::New => link_new(dir, &tmp, name),
+            });
+        if written.is_err() || place == Place::New {
+            // Our own file (created exclusively above): remove it, whatever went wrong; after
+            // a link it is the second name of the file just placed.
             let _ = rustix::fs::unlinkat(dir.as_fd(), &tmp, AtFlags::empty());
         }
         written
+    }
+
+    /// Gives the file at `tmp` the name `name` too, only if `name` is free.
+    fn link_new(dir: &OwnedFd, tmp: &Path, name: &Path) -> std::io::Result<()> {
+        match rustix::fs::linkat(dir, tmp, dir, name, AtFlags::empty()) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) => Err(already_exists()),
+            // No hard links here (FAT, some network file systems): check, then rename.
+            // (NOTSUP and OPNOTSUPP are one value on Linux, two elsewhere.)
+            Err(e) if [Errno::PERM, Errno::NOTSUP, Errno::OPNOTSUPP, Errno::MLINK].contains(&e) => {
+                match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(_) => Err(already_exists()),
+                    Err(Errno::NOENT) => {
+                        rustix::fs::renameat(dir, tmp, dir, name).map_err(Into::into)
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
@@ -257,7 +324,7 @@ mod imp {
 mod imp {
     use std::path::Path;
 
-    use super::{Base, create_exclusive, symlink_refused, temp_name};
+    use super::{Base, Place, already_exists, create_exclusive, symlink_refused, temp_name};
 
     pub(super) fn write_in(
         base: &Path,
@@ -265,6 +332,7 @@ mod imp {
         dirs: &[&std::ffi::OsStr],
         name: &Path,
         bytes: &[u8],
+        place: Place,
     ) -> std::io::Result<()> {
         if how == Base::NoLink && std::fs::symlink_metadata(base)?.file_type().is_symlink() {
             return Err(symlink_refused(base));
@@ -288,8 +356,13 @@ mod imp {
                     .open(tmp)
             },
         )?;
-        let written = std::io::Write::write_all(&mut file, bytes)
-            .and_then(|()| std::fs::rename(&tmp, dir.join(name)));
+        let target = dir.join(name);
+        let written = std::io::Write::write_all(&mut file, bytes).and_then(|()| {
+            if place == Place::New && std::fs::symlink_metadata(&target).is_ok() {
+                return Err(already_exists());
+            }
+            std::fs::rename(&tmp, &target)
+        });
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -366,9 +439,13 @@ mod tests {
         std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("dangling")).unwrap();
         let fd: OwnedFd = std::fs::File::open(&dir).unwrap().into();
         let mut offered = vec!["fresh", "dangling", "taken"];
-        imp::write_file(&fd, Path::new("out"), b"data", || {
-            PathBuf::from(offered.pop().unwrap())
-        })
+        imp::write_file(
+            &fd,
+            Path::new("out"),
+            b"data",
+            || PathBuf::from(offered.pop().unwrap()),
+            Place::Replace,
+        )
         .unwrap();
         assert!(offered.is_empty(), "both planted names were skipped");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
@@ -378,6 +455,46 @@ mod tests {
         );
         assert_eq!(std::fs::read(dir.join("out")).unwrap(), b"data");
         assert_eq!(names(&dir), ["dangling", "out", "taken", "victim"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_new_file_is_written_once_and_never_replaces_anything() {
+        let dir = scratch("new");
+        let path = dir.join("memlife.toml");
+        write_atomic_new(&path, b"first").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        let err = write_atomic_new(&path, b"second").unwrap_err();
+        assert_eq!(err.source.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        // A directory there is not replaced either, and nothing is left behind.
+        std::fs::create_dir(dir.join("d")).unwrap();
+        let err = write_atomic_new(&dir.join("d"), b"x").unwrap_err();
+        assert_eq!(err.source.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(names(&dir), ["d", "memlife.toml"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_file_does_not_go_through_or_over_a_link() {
+        let dir = scratch("new-link");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("link")).unwrap();
+        std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("dangling")).unwrap();
+        for name in ["link", "dangling"] {
+            let err = write_atomic_new(&dir.join(name), b"x").unwrap_err();
+            assert_eq!(
+                err.source.kind(),
+                std::io::ErrorKind::AlreadyExists,
+                "{name}"
+            );
+            assert!(dir.join(name).is_symlink(), "{name} still the link");
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!dir.join("nowhere").exists());
+        assert_eq!(names(&dir), ["dangling", "link", "victim"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -33,6 +33,27 @@ pub enum AllocatorKind {
 }
 
 impl AllocatorKind {
+    /// The name reports, `memlife heap` and `memlife symbols` give it (`freertos-heap4`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            AllocatorKind::Heap4 => "freertos-heap4",
+            AllocatorKind::Heap5 => "freertos-heap5",
+            AllocatorKind::Nano => "newlib-nano",
+            AllocatorKind::Dlmalloc => "newlib-dlmalloc",
+            AllocatorKind::EspIdfTlsf => "esp-idf-tlsf",
+            AllocatorKind::RustLlff => "embedded-alloc-llff",
+            AllocatorKind::RustTlsf => "embedded-alloc-tlsf",
+        }
+    }
+
+    /// The short name `--allocator` takes (`heap4`), as [`AllocatorKind::ALL`] lists it.
+    pub fn flag_name(self) -> &'static str {
+        AllocatorKind::ALL
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("", |(_, n)| n)
+    }
+
     /// Every kind, with the names `--allocator` accepts.
     pub const ALL: [(AllocatorKind, &'static str); 7] = [
         (AllocatorKind::Heap4, "heap4"),
@@ -71,6 +92,13 @@ impl FromStr for AllocatorKind {
                 let names: Vec<&str> = AllocatorKind::ALL.iter().map(|(_, n)| *n).collect();
                 format!("unknown allocator `{s}` (known: {})", names.join(", "))
             })
+    }
+}
+
+impl std::fmt::Display for AllocatorKind {
+    /// The short name, which [`FromStr`] reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.flag_name())
     }
 }
 
@@ -240,6 +268,11 @@ mod tests {
             ("embedded-alloc-tlsf", AllocatorKind::RustTlsf),
         ] {
             assert_eq!(text.parse::<AllocatorKind>(), Ok(kind), "{text}");
+        }
+        // Each short name reads back, and each kind has its own reported name.
+        for (kind, _) in AllocatorKind::ALL {
+            assert_eq!(kind.to_string().parse::<AllocatorKind>(), Ok(kind));
+            assert_eq!(kind.name().parse::<AllocatorKind>(), Ok(kind), "{kind}");
         }
         let err = "umm".parse::<AllocatorKind>().unwrap_err();
         assert!(

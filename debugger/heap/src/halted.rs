@@ -9,7 +9,7 @@
 use memlife_core::{LinkStats, Memory, Register, Target};
 use memlife_dwarf::Symbols;
 
-use crate::link_model::{self, CountingMemory, ReadPlan};
+use crate::link_model::{CountingMemory, LinkState, ReadPlan};
 use crate::{HeapError, HeapState, HeapWalker, WalkContext};
 
 /// A walk of a halted target and what it cost on the link.
@@ -60,29 +60,22 @@ pub fn walk_at(
 /// A target whose pc cannot be read (an offline snapshot without registers) is walked without
 /// busy detection from the pc; the allocator's own locks still count.
 ///
-/// The arena is read with the process's walk strategy ([`link_model::set_walk_strategy`]) and
-/// the link's model (`MEMLIFE_LINK_MODEL`, or measured at the first `auto` walk).
+/// The arena is read as `link` says (the strategy asked for and the link's model); a model this
+/// walk measured is kept in `link` for the next walks.
 pub fn walk_halted(
     walker: &dyn HeapWalker,
     symbols: &Symbols,
     target: &mut dyn Target,
+    link: &mut LinkState,
 ) -> Result<HaltedWalk, HeapError> {
     let pc = target.read_register(Register::ProgramCounter).ok();
     let before = target.link_stats();
     // Offline memory (a snapshot) costs nothing to read whole: no strategy to choose.
-    let strategy = if target.control().is_some() {
-        link_model::walk_strategy()
-    } else {
-        link_model::WalkStrategy::Bulk
-    };
-    let plan = ReadPlan {
-        strategy,
-        model: link_model::known_model(),
-        max_read: before.max_read,
-    };
+    let plan: ReadPlan = link.read_plan(target.control().is_some(), before.max_read);
     let started = std::time::Instant::now();
     let mut counted = CountingMemory::new(target.as_memory(), before.max_read);
     let state = walk_at(walker, symbols, &mut counted, pc, plan)?;
+    link.learn(&state.read);
     let walk_us = u64::try_from(started.elapsed().as_micros()).ok();
     let round_trips = counted.round_trips;
     let after = target.link_stats();

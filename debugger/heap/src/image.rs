@@ -141,13 +141,10 @@ impl<'m> MemImage<'m> {
         }
         let mut reader = SparseReader::new(mem, merged, ranges, budget, plan.max_read)?;
         if auto {
+            // A model measured here goes back in the report, for the caller to keep.
             let m = match model {
                 Some(m) => m,
-                None => {
-                    let m = reader.measure(MEASURE_BYTES)?;
-                    link_model::remember(m);
-                    m
-                }
+                None => reader.measure(MEASURE_BYTES)?,
             };
             model = Some(m);
             let bulk_cost = m.cost_us(bulk_trips, total);

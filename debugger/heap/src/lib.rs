@@ -18,7 +18,8 @@
 //! - [`firmware_view`]: what the firmware's own heap API would return, computed from a walk.
 //! - [`image`]: [`image::MemImage`], the memory a walker parses: a few address ranges read
 //!   whole (bulk) or on demand ([`sparse`], small chunks cached across the walk).
-//! - [`link_model`]: `--walk bulk|sparse|auto` and the link's cost model that decides `auto`.
+//! - [`link_model`]: `--walk bulk|sparse|auto`, the link's cost model that decides `auto`, and
+//!   the [`LinkState`] a caller keeps between the walks of one target.
 //! - [`halted`]: [`walk_halted`], the walk of a halted core with busy detection from its pc.
 //! - [`mod@detect`]: choosing the walker from the symbols, or from `--allocator`.
 //! - [`render`]: a heap state as the text table, block list, summary line and JSON every
@@ -45,9 +46,7 @@ pub use detect::{AllocatorKind, WalkerOptions, detect};
 pub use error::HeapError;
 pub use firmware_view::{FirmwareView, parse_caps};
 pub use halted::{HaltedWalk, allocator_function_at, walk_at, walk_halted};
-pub use link_model::{
-    LinkModel, ReadPlan, ReadReport, WalkStrategy, model_from_env, set_walk_strategy, walk_strategy,
-};
+pub use link_model::{LinkModel, LinkState, ReadPlan, ReadReport, WalkStrategy};
 pub use state::{Anomaly, AnomalyKind, Block, HeapRegion, HeapState, HeapStatus};
 pub use walkers::tlsf::Poisoning;
 
@@ -64,8 +63,13 @@ pub struct WalkContext {
 
 /// One allocator's walker, with every symbol already resolved.
 pub trait HeapWalker: std::fmt::Debug + Send {
-    /// Allocator name as reported (`freertos-heap4`, `newlib-nano`...).
-    fn name(&self) -> &'static str;
+    /// Which allocator this walker reads.
+    fn kind(&self) -> AllocatorKind;
+
+    /// Allocator name as reported (`freertos-heap4`, `newlib-nano`...): the kind's.
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
 
     /// Reads the allocator's state from memory.
     fn walk(&self, mem: &mut dyn Memory, ctx: WalkContext) -> Result<HeapState, HeapError>;

@@ -8,12 +8,13 @@
 //! bulk read as its budget and reads the rest in bulk once the budget is spent, so it never
 //! costs much more than twice the cheaper strategy (and costs the sparse price when that wins).
 //!
-//! The model comes from `MEMLIFE_LINK_MODEL=RTT_US:BYTES_PER_S` when set (a benchmark models a
-//! slow probe with it), otherwise it is measured at the first `auto` walk of the process (two
-//! timed reads that the walk needs anyway) and kept for the walks after it.
+//! The model is given by the caller (the command line reads it from `MEMLIFE_LINK_MODEL`: a
+//! benchmark models a slow probe with it), or measured at the first `auto` walk (two timed reads
+//! that the walk needs anyway). A [`LinkState`], owned by whoever walks one target again and
+//! again (a command, a server session, an audit), keeps the strategy and the model between
+//! walks; nothing here is global to the process.
 
 use std::str::FromStr;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use memlife_core::{Memory, ReadStrategy, Result};
@@ -24,9 +25,6 @@ pub const PIPELINE_DEPTH: u64 = 64;
 
 /// Bytes per packet assumed when the link does not say.
 const DEFAULT_MAX_READ: u64 = 2048;
-
-/// The environment variable that overrides the measured model.
-pub const LINK_MODEL_ENV: &str = "MEMLIFE_LINK_MODEL";
 
 /// What a walk was asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,17 +74,19 @@ pub struct LinkModel {
 impl FromStr for LinkModel {
     type Err = String;
     /// `RTT_US:BYTES_PER_S`, both positive numbers (`1000:500000` is a 1 ms, 500 KB/s probe).
+    /// The error quotes the text; the caller says where it came from.
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let bad = || {
             format!(
-                "{LINK_MODEL_ENV}=`{s}`: expected RTT_US:BYTES_PER_S, two positive numbers \
+                "`{s}`: expected RTT_US:BYTES_PER_S, two positive numbers \
                  (e.g. 1000:500000 for a 1 ms round trip at 500 KB/s)"
             )
         };
         let (rtt, bw) = s.split_once(':').ok_or_else(bad)?;
         let rtt: f64 = rtt.trim().parse().map_err(|_| bad())?;
         let bw: f64 = bw.trim().parse().map_err(|_| bad())?;
-        if !(rtt.is_finite() && bw.is_finite() && rtt >= 0.0 && bw > 0.0) {
+        // A round trip of no time at all is no link: the model's costs would all be bandwidth.
+        if !(rtt.is_finite() && bw.is_finite() && rtt > 0.0 && bw > 0.0) {
             return Err(bad());
         }
         Ok(LinkModel {
@@ -171,48 +171,50 @@ impl PartialEq for ReadReport {
 }
 impl Eq for ReadReport {}
 
-/// The strategy commands use for live walks (set once from `--walk` or memlife.toml).
-static STRATEGY: Mutex<WalkStrategy> = Mutex::new(WalkStrategy::Auto);
-/// The model measured at the first `auto` walk, for the walks after it.
-static MEASURED: Mutex<Option<LinkModel>> = Mutex::new(None);
+/// How the live walks of one target read the arena: the strategy asked for, and the link's
+/// model once known (given by the caller, or measured at the first `auto` walk and kept for the
+/// walks after it). The caller owns it for as long as it talks to the target and hands it to
+/// every [`crate::walk_halted`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkState {
+    /// What live walks were asked to do (`--walk`).
+    pub strategy: WalkStrategy,
+    /// The link's cost: given, or measured by an earlier `auto` walk.
+    pub model: Option<LinkModel>,
+}
 
-/// Sets the strategy of every later live walk ([`crate::walk_halted`]).
-pub fn set_walk_strategy(strategy: WalkStrategy) {
-    if let Ok(mut s) = STRATEGY.lock() {
-        *s = strategy;
+impl Default for LinkState {
+    /// `auto`, with the model still to measure: what a command does unless told otherwise.
+    fn default() -> Self {
+        LinkState::new(WalkStrategy::Auto, None)
     }
 }
 
-/// The strategy live walks use.
-pub fn walk_strategy() -> WalkStrategy {
-    STRATEGY.lock().map_or(WalkStrategy::Auto, |s| *s)
-}
+impl LinkState {
+    /// Walks read as `strategy` says, with `model` as the link's cost when given.
+    pub fn new(strategy: WalkStrategy, model: Option<LinkModel>) -> Self {
+        LinkState { strategy, model }
+    }
 
-/// The model from [`LINK_MODEL_ENV`], when set and not empty; an error naming the variable when it is set to
-/// something that is not a model.
-pub fn model_from_env() -> std::result::Result<Option<LinkModel>, String> {
-    match std::env::var(LINK_MODEL_ENV) {
-        Ok(v) if v.trim().is_empty() => Ok(None),
-        Ok(v) => v.parse().map(Some),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => {
-            Err(format!("{LINK_MODEL_ENV} is not valid UTF-8"))
+    /// The read plan of the next walk of a link whose packets hold `max_read` bytes; `live` is
+    /// false for offline memory (a snapshot), which costs nothing to read whole.
+    pub fn read_plan(&self, live: bool, max_read: u64) -> ReadPlan {
+        ReadPlan {
+            strategy: if live {
+                self.strategy
+            } else {
+                WalkStrategy::Bulk
+            },
+            model: self.model,
+            max_read,
         }
     }
-}
 
-/// The model for the next live walk: the environment's, else the one measured earlier.
-pub(crate) fn known_model() -> Option<LinkModel> {
-    model_from_env()
-        .ok()
-        .flatten()
-        .or_else(|| MEASURED.lock().ok().and_then(|m| *m))
-}
-
-/// Keeps a measured model for the walks after this one.
-pub(crate) fn remember(model: LinkModel) {
-    if let Ok(mut m) = MEASURED.lock() {
-        *m = Some(model);
+    /// Keeps the model a walk measured, for the walks after it; a model already known stays.
+    pub fn learn(&mut self, report: &ReadReport) {
+        if self.model.is_none() {
+            self.model = report.model;
+        }
     }
 }
 
@@ -263,6 +265,12 @@ mod tests {
             let e = bad.parse::<LinkModel>().unwrap_err();
             assert!(e.contains("RTT_US:BYTES_PER_S"), "{bad}: {e}");
         }
+        // "Two positive numbers": a round trip of no time is refused too (issue 30's red team
+        // found `0:500000` accepted).
+        for zero in ["0:500000", "0.0:1", "-0:1"] {
+            let e = zero.parse::<LinkModel>().unwrap_err();
+            assert!(e.contains("two positive numbers"), "{zero}: {e}");
+        }
         assert_eq!("auto".parse::<WalkStrategy>().unwrap(), WalkStrategy::Auto);
         assert!(
             "fast"
@@ -270,6 +278,38 @@ mod tests {
                 .unwrap_err()
                 .contains("bulk, sparse or auto")
         );
+    }
+
+    #[test]
+    fn a_link_state_keeps_the_first_model_it_learns_and_offline_reads_whole() {
+        let mut link = LinkState::default();
+        assert_eq!(link.strategy, WalkStrategy::Auto);
+        let measured = LinkModel {
+            rtt_us: 300.0,
+            bytes_per_s: 1e6,
+        };
+        let plan = link.read_plan(true, 2048);
+        assert_eq!(
+            (plan.strategy, plan.model, plan.max_read),
+            (WalkStrategy::Auto, None, 2048)
+        );
+        link.learn(&ReadReport {
+            strategy: Some(ReadStrategy::Sparse),
+            model: Some(measured),
+        });
+        assert_eq!(link.read_plan(true, 2048).model, Some(measured));
+        // A later walk's model (the same one, handed back) does not replace it; a given one
+        // is never replaced.
+        let mut given = LinkState::new(WalkStrategy::Sparse, Some(measured));
+        given.learn(&ReadReport {
+            strategy: None,
+            model: Some(LinkModel {
+                rtt_us: 1.0,
+                bytes_per_s: 1.0,
+            }),
+        });
+        assert_eq!(given.model, Some(measured));
+        assert_eq!(given.read_plan(false, 0).strategy, WalkStrategy::Bulk);
     }
 
     #[test]

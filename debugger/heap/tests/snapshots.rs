@@ -8,8 +8,8 @@ use memlife_core::Memory;
 use memlife_core::Snapshot;
 use memlife_dwarf::Symbols;
 use memlife_heap::{
-    AnomalyKind, HeapError, HeapState, HeapStatus, HeapWalker, LinkModel, ReadPlan, WalkContext,
-    WalkStrategy, WalkerOptions, detect,
+    AnomalyKind, HeapError, HeapState, HeapStatus, HeapWalker, LinkModel, LinkState, ReadPlan,
+    WalkContext, WalkStrategy, WalkerOptions, detect,
 };
 
 /// A way to damage a snapshot.
@@ -408,7 +408,9 @@ fn a_core_halted_inside_the_allocator_makes_the_walk_busy() {
     };
     // Two instructions into pvPortMalloc: busy, and the reason names the function.
     set_pc(&mut snap, (malloc & !1) + 4);
-    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    let walked =
+        memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap, &mut LinkState::default())
+            .unwrap();
     assert_eq!(walked.state.status, HeapStatus::Busy);
     assert_eq!(
         walked.state.busy_reason.as_deref(),
@@ -417,11 +419,15 @@ fn a_core_halted_inside_the_allocator_makes_the_walk_busy() {
     // Halted in the application (a phase function): the same memory is a healthy heap.
     let (phase, _) = symbols.function("model_release").unwrap();
     set_pc(&mut snap, phase & !1);
-    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    let walked =
+        memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap, &mut LinkState::default())
+            .unwrap();
     assert_eq!(walked.state.status, HeapStatus::Ok);
     // Without a pc (a snapshot without registers) nothing says busy either.
     snap.registers.clear();
-    let walked = memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap).unwrap();
+    let walked =
+        memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap, &mut LinkState::default())
+            .unwrap();
     assert_eq!(walked.state.status, HeapStatus::Ok);
     assert_eq!(
         memlife_heap::allocator_function_at(w.as_ref(), &symbols, (malloc & !1) + 4),

@@ -257,6 +257,22 @@ impl AuditReport {
         }
     }
 
+    /// Checks that were not run (their verdict is [`Verdict::Skip`]).
+    pub fn skipped(&self) -> usize {
+        self.checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Skip)
+            .count()
+    }
+
+    /// A skipped check fails the audit as a failed one does (`--fail-on-skip`): the exit code
+    /// is at least 1 when a check was skipped; an error's 2 stays.
+    pub fn fail_on_skip(&mut self) {
+        if self.skipped() > 0 {
+            self.exit_code = self.exit_code.max(1);
+        }
+    }
+
     /// Writes the JSON report atomically.
     pub fn write_json(&self, path: &Path) -> Result<(), WriteError> {
         let json = serde_json::to_vec_pretty(self).map_err(|e| WriteError {

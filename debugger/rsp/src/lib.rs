@@ -39,6 +39,8 @@
 //! - `client`: [`GdbRemote`]: handshake, memory, registers, breakpoints, run control.
 //! - `target`: the `memlife-core` trait implementations on [`GdbRemote`].
 //! - `qemu`: [`QemuProcess`], QEMU started halted on a free port, killed on drop.
+//! - `spawn`: [`spawn_dying_with_parent`], a child the kernel signals when its starting thread
+//!   ends (QEMU, a wide run's memlife children).
 
 #![warn(missing_docs)]
 
@@ -48,10 +50,12 @@ pub mod packet;
 mod packets;
 mod qemu;
 mod semihosting_dir;
+mod spawn;
 mod target;
 mod tdesc;
 
 pub use client::{ConnectOptions, Features, GdbRemote, Server};
-pub use qemu::{QemuProcess, dies_with_parent};
+pub use qemu::QemuProcess;
 pub use semihosting_dir::{DEFAULT_MAX_WRITE, SemihostingDir};
+pub use spawn::{Spawned, spawn_dying_with_parent};
 pub use tdesc::{RegisterInfo, RegisterLayout};

@@ -1,22 +1,25 @@
 //! Starting `qemu-system-arm` halted with its gdbstub on a free loopback port.
 //!
-//! The port is found by binding 127.0.0.1:0 and releasing it, so another process can take it in
-//! between; when QEMU then fails to bind, the start is retried on a new port. [`QemuProcess`]
-//! kills and reaps QEMU when dropped, so a failing test or an error path never leaves one behind.
-//! Where util-linux's `setpriv` is installed (every Debian system), QEMU is also started with a
-//! parent-death signal, so it dies with memlife even when memlife itself is killed (`kill -9`,
-//! a crashed CI runner) and no destructor runs. Without `setpriv` memlife says so when it starts
-//! QEMU: then a SIGKILL of memlife leaves QEMU running.
+//! The port is found by binding 127.0.0.1:0 and releasing it, so another process (or another
+//! thread of this one, starting its own QEMU) can take it in between; when QEMU then fails to
+//! bind, the start is retried on a new port. Which QEMU listens is read from the kernel (the
+//! listening socket must be one of the child's own), so two starts never mistake each other's
+//! port. [`QemuProcess`] kills and reaps QEMU when dropped, so a failing test or an error path
+//! never leaves one behind. QEMU is started through [`crate::spawn`], so it also dies with
+//! memlife when memlife itself is killed (`kill -9`, a crashed CI runner) and no destructor
+//! runs; where `setpriv` is missing memlife says so: then a SIGKILL of memlife leaves QEMU
+//! running.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memlife_core::{Result, TargetError};
 
+use crate::spawn::{PROGRAM_NOT_FOUND, spawn_dying_with_parent};
 use crate::{ConnectOptions, GdbRemote};
 
 /// The emulator binary.
@@ -34,24 +37,8 @@ pub struct QemuProcess {
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
-/// Ports handed out by this process, so parallel tests never pick the same one.
-static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-
+/// A loopback port free now (QEMU binds it a moment later; see the module docs).
 fn free_port() -> Result<u16> {
-    for _ in 0..16 {
-        let port = os_free_port()?;
-        if let Ok(mut given) = GIVEN.lock() {
-            if given.contains(&port) {
-                continue;
-            }
-            given.push(port);
-        }
-        return Ok(port);
-    }
-    os_free_port()
-}
-
-fn os_free_port() -> Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0")
         .map_err(|e| TargetError::transport("finding a free loopback port", e))?;
     let port = listener
@@ -68,50 +55,6 @@ fn qemu_missing(e: std::io::Error) -> TargetError {
         ),
         e,
     )
-}
-
-/// The first executable called `name` on `PATH`.
-fn find_in_path(name: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-}
-
-/// The command that starts QEMU: through `setpriv --pdeathsig KILL` when it exists, so that the
-/// kernel kills QEMU when the thread that started it (memlife's main thread, or a test's) ends,
-/// however it ends. QEMU is looked up first so that a missing QEMU keeps its own message instead
-/// of surfacing as setpriv's exit status.
-fn qemu_command() -> Result<Command> {
-    let qemu = find_in_path(QEMU_BINARY).ok_or_else(|| {
-        qemu_missing(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "not found on PATH",
-        ))
-    })?;
-    if find_in_path("setpriv").is_none() {
-        // Without it (and without `unsafe`, which memlife forbids) there is no way to set
-        // the parent-death signal: say so rather than promise it.
-        tracing::warn!(
-            "setpriv (util-linux) is not on PATH: QEMU ends with memlife on errors, Ctrl-C \
-             and SIGTERM, but not if memlife itself is killed with SIGKILL"
-        );
-    }
-    Ok(dies_with_parent(&qemu, "KILL"))
-}
-
-/// A command for `program` that the kernel sends `signal` (`KILL`, `TERM`) when the thread
-/// that started it ends, however it ends: through util-linux's `setpriv --pdeathsig` where it
-/// is on `PATH` (it execs `program`, so the child's pid is the program's), else `program` alone.
-pub fn dies_with_parent(program: &Path, signal: &str) -> Command {
-    match find_in_path("setpriv") {
-        Some(setpriv) => {
-            let mut cmd = Command::new(setpriv);
-            cmd.args(["--pdeathsig", signal, "--"]).arg(program);
-            cmd
-        }
-        None => Command::new(program),
-    }
 }
 
 enum Attempt {
@@ -150,27 +93,38 @@ impl QemuProcess {
     fn try_start(machine: &str, elf: &Path, extra_args: &[&str]) -> Result<Attempt> {
         let port = free_port()?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let mut cmd = qemu_command()?;
-        // Single-threaded TCG: the emulated microcontrollers have one core, and with no vCPU
-        // thread to hand over to, every breakpoint stop is about 15% cheaper.
-        cmd.args(["-M", machine, "-accel", "tcg,thread=single", "-S", "-gdb"])
-            .arg(format!("tcp:127.0.0.1:{port}"))
-            .args(["-display", "none", "-monitor", "none", "-serial", "null"])
-            // Semihosting goes to the debugger (File-I/O requests memlife answers), never to the
-            // host: a firmware cannot open, write or delete the user's files.
-            .args(["-semihosting-config", "enable=on,target=gdb", "-kernel"])
-            .arg(elf)
-            .args(extra_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| {
+        let spawned = spawn_dying_with_parent(Path::new(QEMU_BINARY), "KILL", |cmd| {
+            // Single-threaded TCG: the emulated microcontrollers have one core, and with no
+            // vCPU thread to hand over to, every breakpoint stop is about 15% cheaper.
+            cmd.args(["-M", machine, "-accel", "tcg,thread=single", "-S", "-gdb"])
+                .arg(format!("tcp:127.0.0.1:{port}"))
+                .args(["-display", "none", "-monitor", "none", "-serial", "null"])
+                // Semihosting goes to the debugger (File-I/O requests memlife answers), never
+                // to the host: a firmware cannot open, write or delete the user's files.
+                .args(["-semihosting-config", "enable=on,target=gdb", "-kernel"])
+                .arg(elf)
+                .args(extra_args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            Ok(())
+        })
+        .map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 qemu_missing(e)
             } else {
                 TargetError::transport(format!("starting {QEMU_BINARY}"), e)
             }
         })?;
+        if !spawned.dies_with_parent {
+            // Without it (and without `unsafe`, which memlife forbids) there is no way to set
+            // the parent-death signal: say so rather than promise it.
+            tracing::warn!(
+                "setpriv (util-linux) is not on PATH: QEMU ends with memlife on errors, Ctrl-C \
+                 and SIGTERM, but not if memlife itself is killed with SIGKILL"
+            );
+        }
+        let mut child = spawned.child;
         // Drain stderr on a thread so QEMU never blocks on a full pipe.
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(mut pipe) = child.stderr.take() {
@@ -200,6 +154,13 @@ impl QemuProcess {
                     // Let the drain thread catch the last words.
                     std::thread::sleep(Duration::from_millis(50));
                     let msg = q.stderr_text();
+                    if status.code() == Some(PROGRAM_NOT_FOUND) {
+                        // setpriv ran, QEMU is not there.
+                        return Err(qemu_missing(std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            msg.trim().to_string(),
+                        )));
+                    }
                     if msg.contains("ddress already in use") || msg.contains("Failed to bind") {
                         return Ok(Attempt::PortTaken(msg));
                     }

@@ -3,7 +3,7 @@
 
 use memlife_core::Target;
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker, render};
+use memlife_heap::{HeapState, HeapWalker, LinkState, render};
 
 use crate::error::{Context, Result};
 
@@ -18,13 +18,15 @@ pub struct RenderedHeap {
     pub text: String,
 }
 
-/// Walks the heap and renders it with the context of where the target stands.
+/// Walks the heap as `link` says and renders it with the context of where the target stands.
 pub fn walk_rendered(
     target: &mut dyn Target,
     symbols: &Symbols,
     walker: &dyn HeapWalker,
+    link: &mut LinkState,
 ) -> Result<RenderedHeap> {
-    let walked = memlife_heap::walk_halted(walker, symbols, target).context("walking the heap")?;
+    let walked =
+        memlife_heap::walk_halted(walker, symbols, target, link).context("walking the heap")?;
     let ctx = render::Context::of(target, symbols, walked.link);
     let json = render::json(&walked.state, Some(&ctx));
     let text = render::text(&walked.state, &ctx);

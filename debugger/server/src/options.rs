@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use memlife_audit::EngineTuning;
 use memlife_core::Target;
+use memlife_heap::LinkState;
 
 use crate::client::WatchStops;
 use crate::error::Result;
@@ -23,7 +25,8 @@ pub const DEFAULT_MAX_DUMPS: u32 = 100;
 pub const DEFAULT_AUDIT_DEADLINE: Duration = Duration::from_secs(600);
 
 /// How a server runs. `ServeOptions::default()` is a server in the working directory that
-/// prints nothing, cannot restart an ended backend, and has the default limits.
+/// prints nothing, cannot restart an ended backend, has the default limits, and serves a
+/// FreeRTOS firmware's tasks as threads.
 pub struct ServeOptions {
     /// The firmware ELF's path, for the facts of `monitor report`.
     pub firmware: Option<PathBuf>,
@@ -39,6 +42,14 @@ pub struct ServeOptions {
     pub audit_deadline: Duration,
     /// Who hears of clients, dumps and the firmware's end (see [`crate::event`]).
     pub events: Option<EventSink>,
+    /// How heap walks (`monitor heap`, dumps, `monitor audit`) read the target: `--walk`, and
+    /// the link's model when given (else measured at the first `auto` walk and kept).
+    pub link: LinkState,
+    /// How `monitor audit` uses the target's debug hardware.
+    pub tuning: EngineTuning,
+    /// Serve a FreeRTOS firmware's tasks as gdb threads (on unless set; without a kernel the
+    /// core is the one thread either way).
+    pub threads: bool,
 }
 
 impl Default for ServeOptions {
@@ -51,6 +62,9 @@ impl Default for ServeOptions {
             max_dumps: DEFAULT_MAX_DUMPS,
             audit_deadline: DEFAULT_AUDIT_DEADLINE,
             events: None,
+            link: LinkState::default(),
+            tuning: EngineTuning::default(),
+            threads: true,
         }
     }
 }
@@ -65,6 +79,9 @@ impl std::fmt::Debug for ServeOptions {
             .field("max_dumps", &self.max_dumps)
             .field("audit_deadline", &self.audit_deadline)
             .field("events", &self.events.is_some())
+            .field("link", &self.link)
+            .field("tuning", &self.tuning)
+            .field("threads", &self.threads)
             .finish()
     }
 }

@@ -6,15 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::time::Duration;
 
 use memlife_core::Target;
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapState, HeapWalker};
+use memlife_heap::{HeapState, HeapWalker, LinkState};
 
 use super::extensions::Extensions;
 use super::progress::{ProgressFn, Reporter};
-use crate::config::{AuditConfig, PeakMethod};
+use crate::config::{AuditConfig, EngineSettings, PeakMethod};
 use crate::error::AuditError;
 use crate::events::{AuditSession, Observer, ObserverId, Open, Role};
 use crate::observers::trace::Sites;
@@ -68,6 +67,24 @@ impl std::fmt::Debug for Debugger {
     }
 }
 
+/// The engine declined a target ([`Debugger::new`]): why, and the target, handed back so the
+/// caller can still leave it as the user asked.
+pub struct Refused {
+    /// Why.
+    pub error: AuditError,
+    /// The target, breakpoints removed.
+    pub target: Box<dyn Target>,
+}
+
+impl std::fmt::Debug for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Refused")
+            .field("error", &self.error)
+            .field("target", &self.target.describe())
+            .finish()
+    }
+}
+
 /// Linker symbols that hold the initial stack pointer, in order of preference.
 const STACK_TOP_SYMBOLS: [&str; 5] = [
     "_estack",
@@ -79,38 +96,41 @@ const STACK_TOP_SYMBOLS: [&str; 5] = [
 
 impl Debugger {
     /// Takes over a halted live target. Tracing breakpoints are set now when the method is trace.
-    /// On failure the target is handed back with the error, so the caller can still leave it as
-    /// the user asked.
+    /// On failure the target is handed back with the error ([`Refused`]).
     pub fn new(
         target: Box<dyn Target>,
         symbols: Rc<Symbols>,
         walker: Box<dyn HeapWalker>,
-        config: AuditConfig,
-        method: PeakMethod,
-        timeout: Duration,
-    ) -> Result<Debugger, (AuditError, Box<dyn Target>)> {
+        settings: EngineSettings,
+    ) -> Result<Debugger, Refused> {
+        let EngineSettings {
+            config,
+            method,
+            timeout,
+            keep_cycles,
+            link,
+            tuning,
+        } = settings;
         let mut skip: Vec<String> = config.trace.skip.clone();
         skip.extend(walker.entry_points().iter().map(|e| e.function.to_string()));
         let stack_top = STACK_TOP_SYMBOLS
             .iter()
             .find_map(|n| symbols.elf_symbol(n).map(|s| s.address));
         let options = SessionOptions {
-            // Host-side resume decodes Thumb; `MEMLIFE_NO_EMULATION` turns it off for
-            // comparisons.
-            emulate: std::env::var_os("MEMLIFE_NO_EMULATION").is_none()
-                && symbols.machine() == memlife_dwarf::Machine::Arm,
-            vector_catch: std::env::var_os("MEMLIFE_NO_VECTOR_CATCH").is_none(),
+            // Host-side resume decodes Thumb.
+            emulate: tuning.host_resume && symbols.machine() == memlife_dwarf::Machine::Arm,
+            vector_catch: tuning.vector_catch,
+            link,
         };
         let sites = Sites::new(skip, stack_top, config.trace.backtrace);
-        let model_key = match config.lifecycle.model_key() {
-            Ok(key) => key,
-            Err(e) => return Err((AuditError::Config(e), target)),
-        };
+        let model_key = config.lifecycle.model.clone();
+        let mut lifecycle = Lifecycle::default();
+        lifecycle.cycles.set_keep(keep_cycles);
         let mut dbg = Debugger {
             session: Session::new(target, symbols, walker, timeout, options),
             settings: Settings { config, method },
             reporter: Reporter::default(),
-            lifecycle: Lifecycle::default(),
+            lifecycle,
             spans: Spans::default(),
             trace: AllocationTrace::new(sites),
             watermark: Watermark::default(),
@@ -121,7 +141,10 @@ impl Debugger {
         };
         match dbg.prepare(options) {
             Ok(()) => Ok(dbg),
-            Err(e) => Err((e, dbg.into_target())),
+            Err(error) => Err(Refused {
+                error,
+                target: dbg.into_target(),
+            }),
         }
     }
 
@@ -231,6 +254,12 @@ impl Debugger {
     /// Walks the heap now (the target must be halted).
     pub fn walk(&mut self) -> Result<HeapState, AuditError> {
         self.session.walk()
+    }
+
+    /// How walks read the target, with the link's model once measured (for the caller's next
+    /// walks).
+    pub fn link(&self) -> LinkState {
+        self.session.link()
     }
 
     /// Heap size as first walked.

@@ -59,7 +59,7 @@ pub(crate) mod tests;
 pub use crate::observers::{AllocSite, FailChoice, Injected, LiveAlloc, Stopped};
 pub use crate::session::BreakpointUse;
 pub use cycle_run::{Cycle, CycleRun, PhaseCall};
-pub use facade::{Debugger, Settings};
+pub use facade::{Debugger, Refused, Settings};
 pub use failure_run::{FailureEnd, FailureRun, FailureWait};
 pub use goal::{Goal, Outcome};
 pub use phase_run::PhaseRun;

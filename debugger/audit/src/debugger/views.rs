@@ -31,12 +31,6 @@ impl Debugger {
         self.trace.tags(seq)
     }
 
-    /// Keeps `keep` observed cycles in full at each end of the run and folds the cycles between
-    /// (`None`: keeps every cycle). See `crate::history`.
-    pub fn set_keep_cycles(&mut self, keep: Option<u64>) {
-        self.lifecycle.cycles.set_keep(keep);
-    }
-
     /// The cycles folded out of the middle of the run, once any were.
     pub fn folded(&self) -> Option<&Folded> {
         self.lifecycle.cycles.folded()

@@ -98,6 +98,14 @@ impl ModelKey {
     }
 }
 
+impl std::str::FromStr for ModelKey {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ModelKey, String> {
+        ModelKey::parse(text)
+    }
+}
+
 /// How a model is named and told apart from memory: the firmware's read-only data, and the
 /// target's memory for the rest.
 pub trait ModelMemory {

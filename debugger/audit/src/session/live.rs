@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use memlife_core::{Memory, Target};
 use memlife_dwarf::Symbols;
-use memlife_heap::{BlockRef, HeapState, HeapWalker};
+use memlife_heap::{BlockRef, HeapState, HeapWalker, LinkState};
 
 use super::breakpoints::BreakpointSet;
 use super::budget::{BreakpointUse, Budget};
@@ -27,6 +27,8 @@ pub struct SessionOptions {
     /// Ask the target to halt on faults by vector catch (fault handlers then need no
     /// breakpoint).
     pub vector_catch: bool,
+    /// How heap walks read the target, with the link's model when known.
+    pub link: LinkState,
 }
 
 /// One live target, held for an audit.
@@ -34,6 +36,8 @@ pub struct Session<E, R> {
     pub(super) target: Box<dyn Target>,
     pub(super) symbols: Rc<Symbols>,
     walker: Box<dyn HeapWalker>,
+    /// How walks read the target; a model the first `auto` walk measures is kept here.
+    link: LinkState,
     pub(super) timeout: Duration,
     pub(super) bps: BreakpointSet<E, R>,
     pub(super) resume: HostResume,
@@ -75,6 +79,7 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
             target,
             symbols,
             walker,
+            link: options.link,
             timeout,
             bps: BreakpointSet::default(),
             resume: HostResume::new(options.emulate),
@@ -183,9 +188,19 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
 
     /// Walks the heap now (the target must be halted).
     pub fn walk(&mut self) -> Result<HeapState, AuditError> {
-        let walked =
-            memlife_heap::walk_halted(self.walker.as_ref(), &self.symbols, self.target.as_mut())?;
+        let walked = memlife_heap::walk_halted(
+            self.walker.as_ref(),
+            &self.symbols,
+            self.target.as_mut(),
+            &mut self.link,
+        )?;
         Ok(walked.state)
+    }
+
+    /// How walks read the target, with the link's model once measured (for the caller's next
+    /// walks).
+    pub fn link(&self) -> LinkState {
+        self.link
     }
 
     /// The first walk of the audit, which gives the heap's size.

@@ -25,7 +25,8 @@ pub struct HostResume {
 }
 
 impl HostResume {
-    /// On unless disabled (`MEMLIFE_NO_EMULATION`, or a core that is not Thumb).
+    /// On unless disabled ([`crate::config::EngineTuning::host_resume`], or a core that is not
+    /// Thumb).
     pub fn new(enabled: bool) -> Self {
         HostResume {
             enabled,

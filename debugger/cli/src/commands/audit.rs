@@ -2,84 +2,95 @@
 //! JUnit, exit 0 / 1 / 2.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use memlife_audit::model::Verdict;
-use memlife_audit::report::{RunContext, now_rfc3339};
-use memlife_audit::{AuditConfig, AuditReport, Debugger, PeakMethod, ScriptError};
+use memlife_audit::report::RunContext;
+use memlife_audit::runner::{self, Audit, Subject};
+use memlife_audit::{AuditReport, ScriptError};
+use memlife_plan::{AuditFlags, AuditPlan, HeapFlags, Outputs, TargetFlags, TargetPlan};
 
-use crate::cli::{AuditArgs, ProbeArgs, TargetArgs};
+use crate::cli::{AuditArgs, Leave, ProbeArgs, TargetArgs};
 use crate::outputs::AuditOutputs;
+use crate::probe_choice::ProbeChoice;
 use crate::runto::ensure_halted;
 use crate::session::Session;
 
-/// Seconds to wait for one breakpoint unless told otherwise.
-const DEFAULT_TIMEOUT: f64 = 30.0;
-
-fn load_config(args: &AuditArgs) -> Result<AuditConfig> {
-    let path = match args.config.as_slice() {
-        [] => Some(PathBuf::from("memlife.toml")).filter(|p| p.is_file()),
+/// The flags of one audit, as the plan takes them.
+fn flags(args: &AuditArgs) -> Result<AuditFlags> {
+    let config = match args.config.as_slice() {
+        [] => None,
         [one] => Some(one.clone()),
         _ => bail!("internal error: several --config files reached a single audit"),
     };
-    let mut cfg = match path {
-        Some(p) => AuditConfig::load(&p)?,
-        None => AuditConfig::default(),
-    };
-    // Flags win over the file.
-    cfg.phases.extend(args.phases.iter().cloned());
-    cfg.spans.extend(args.spans.iter().cloned());
-    cfg.budgets.extend(args.budgets.iter().cloned());
-    for warning in cfg.upgrade_budgets() {
-        eprintln!("warning: {warning}");
-    }
-    Ok(cfg)
+    let t = &args.target;
+    let h = &args.heap;
+    Ok(AuditFlags {
+        script: args.script.clone(),
+        config,
+        elf: args.elf.clone(),
+        target: TargetFlags {
+            gdb: t.gdb.clone(),
+            qemu: t.qemu.clone(),
+            snapshot: t.snapshot.clone(),
+            chip: t.chip.clone(),
+            probe: t.probe.probe.as_ref().map(ProbeChoice::to_string),
+            speed: t.probe.speed,
+            connect_under_reset: t.probe.connect_under_reset,
+            deadline: t.deadline,
+            semihosting_dir: t.semihosting_dir.clone(),
+        },
+        heap: HeapFlags {
+            allocator: h.allocator,
+            poisoning: h.poisoning,
+            heap_regions: h.heap_region.clone(),
+            heap_break: h.heap_break,
+            heap_limit: h.heap_limit,
+            walk: h.walk,
+        },
+        method: args.method,
+        phases: args.phases.clone(),
+        spans: args.spans.clone(),
+        budgets: args.budgets.clone(),
+        keep_cycles: args.keep_cycles,
+        timeout: args.timeout,
+        outputs: Outputs {
+            json: args.json.clone(),
+            junit: args.junit.clone(),
+            report: args.report.clone(),
+            trace: args.trace.clone(),
+            out_dir: args.out.clone(),
+        },
+        baseline: args.baseline.clone(),
+        fail_on_skip: args.fail_on_skip,
+    })
 }
 
-/// Flags win over memlife.toml.
-fn target_args(args: &AuditArgs, cfg: &AuditConfig) -> Result<TargetArgs> {
-    let t = &args.target;
-    let c = &cfg.target;
-    if t.is_given() {
-        return Ok(TargetArgs {
-            reset: c.reset.clone(),
-            semihosting_dir: t
-                .semihosting_dir
-                .clone()
-                .or_else(|| c.semihosting_dir.clone()),
-            ..t.clone()
-        });
-    }
-    let probe = c
+/// The plan's target as a session opens it, its probe read by the probe backend.
+fn target_args(target: &TargetPlan) -> Result<TargetArgs> {
+    let probe = target
         .probe
-        .as_deref()
-        .map(crate::probe_choice::ProbeChoice::parse)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("memlife.toml [target] probe: {e}"))?;
-    if c.chip.is_none() && (probe.is_some() || c.speed.is_some() || c.connect_under_reset) {
-        bail!("memlife.toml [target]: probe, speed and connect_under_reset need chip = \"NAME\"");
-    }
+        .as_ref()
+        .map(|p| ProbeChoice::parse(&p.text).map_err(|e| anyhow::anyhow!("{}: {e}", p.origin())))
+        .transpose()?;
     Ok(TargetArgs {
-        gdb: c.gdb.clone(),
-        qemu: c.qemu.clone(),
-        snapshot: None,
-        chip: c.chip.clone(),
+        gdb: target.gdb.clone(),
+        qemu: target.qemu.clone(),
+        snapshot: target.snapshot.clone(),
+        chip: target.chip.clone(),
         probe: ProbeArgs {
             probe,
-            speed: c.speed,
-            connect_under_reset: c.connect_under_reset,
+            speed: target.speed,
+            connect_under_reset: target.connect_under_reset,
         },
-        reset: c.reset.clone(),
-        deadline: t.deadline,
+        reset: target.reset.clone(),
+        deadline: target.deadline,
         no_default_deadline: false,
-        semihosting_dir: t
-            .semihosting_dir
-            .clone()
-            .or_else(|| c.semihosting_dir.clone()),
+        semihosting_dir: target.semihosting_dir.clone(),
     })
 }
 
@@ -88,84 +99,53 @@ pub fn run(args: AuditArgs, verbose: u8) -> Result<ExitCode> {
         return crate::wide::run(&args, verbose, targets);
     }
     let started = Instant::now();
-    let script = args
-        .script
-        .clone()
-        .context("no script given: memlife audit SCRIPT (e.g. scripts/lifecycle.rhai)")?;
-    // What the user wrote is checked against the ELF; the bundled firmware's names fill in
-    // what it does not say.
-    let given = load_config(&args)?;
-    let cfg = given.clone().with_lifecycle_defaults();
-    let outputs = AuditOutputs::from_args(&args);
+    let env = super::environment::read()?;
+    let plan = AuditPlan::resolve(flags(&args)?, &env)?;
+    for warning in &plan.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let outputs = AuditOutputs::new(&plan.outputs);
     outputs.check_kinds()?;
     // A baseline that cannot be read is a usage error, found before the target runs.
-    let baseline = args
+    let baseline = plan
         .baseline
         .as_deref()
         .map(super::diff::read_run)
         .transpose()?;
-    let elf = args
-        .elf
-        .clone()
-        .or_else(|| cfg.elf.clone())
-        .context("no firmware given: use --elf FILE or `elf = ...` in memlife.toml")?;
-    let targets = target_args(&args, &cfg)?;
-    let method = args
-        .method
-        .or(cfg.trace.method)
-        .unwrap_or(PeakMethod::Trace);
-    let mut run = RunContext {
-        date: now_rfc3339(),
-        started,
-        elf: elf.display().to_string(),
-        target: targets.describe(),
-        board: targets.qemu.clone().or_else(|| targets.chip.clone()),
-        script: script.display().to_string(),
-        method,
-        phase_aliases: cfg.phases.clone(),
+    let targets = target_args(&plan.target)?;
+    let subject = Subject {
+        elf: plan.elf.display().to_string(),
+        target: plan.target.describe(),
+        board: plan.target.board(),
+        script: plan.script.display().to_string(),
     };
+    let mut run = runner::context(subject, started, &plan.engine);
     // From here until the results are written, every output says this run has not finished:
     // no earlier run's results survive an interrupted or crashed one.
     for failure in outputs.write(&AuditReport::unfinished(&run), false) {
         eprintln!("memlife audit: {failure}; the audit runs on and writes the other outputs");
     }
-    let (mut report, mut session) =
-        match audit(&args, &script, &given, &cfg, &elf, &targets, &mut run) {
-            Ok(done) => done,
-            Err(e) => {
-                // No results: the outputs say why rather than "not finished".
-                let report = AuditReport::without_results(&run, format!("{e:#}"));
-                for failure in outputs.write(&report, false) {
-                    eprintln!("error: {failure}");
-                }
-                return Err(e);
+    let (report, mut session) = match audit(&plan, &targets, args.leave, &mut run) {
+        Ok(done) => done,
+        Err(e) => {
+            // No results: the outputs say why rather than "not finished".
+            let report = AuditReport::without_results(&run, format!("{e:#}"));
+            for failure in outputs.write(&report, false) {
+                eprintln!("error: {failure}");
             }
-        };
-    let skipped = skipped(&report);
-    if args.fail_on_skip && skipped > 0 {
-        // A check not run fails the audit, in the exit code and in every output.
-        report.exit_code = report.exit_code.max(1);
-    }
+            return Err(e);
+        }
+    };
     // Reports first: whatever happens to the target afterwards, they are on disk.
     let failures = outputs.write(&report, true);
     let close = session.take().map_or(Ok(()), Session::close);
-    print_summary(&report, &script)?;
-    if skipped > 0 {
-        println!(
-            "not every check ran: {skipped} skipped{}",
-            if args.fail_on_skip {
-                " (--fail-on-skip: exit 1)"
-            } else {
-                ", so this is a pass of the checks that ran only (--fail-on-skip makes a skip fail the audit)"
-            }
-        );
-    }
+    print_summary(&report, &plan.script, plan.fail_on_skip)?;
     for failure in &failures {
         eprintln!("error: {failure}");
     }
     close?;
     if let Some(e) = &report.error {
-        bail!("{}", script_error(&script, e));
+        bail!("{}", script_error(&plan.script, e));
     }
     if !failures.is_empty() {
         bail!(
@@ -174,8 +154,8 @@ pub fn run(args: AuditArgs, verbose: u8) -> Result<ExitCode> {
         );
     }
     let mut code = report.exit_code;
-    if let (Some(base), Some(path)) = (&baseline, &args.baseline) {
-        code = code.max(against_baseline(base, path, &report, &given.diff)?);
+    if let (Some(base), Some(path)) = (&baseline, &plan.baseline) {
+        code = code.max(against_baseline(base, path, &report, &plan.diff)?);
     }
     Ok(ExitCode::from(code as u8))
 }
@@ -183,94 +163,51 @@ pub fn run(args: AuditArgs, verbose: u8) -> Result<ExitCode> {
 /// Connects, runs the script and assembles the report; the session comes back open, for the
 /// reports to be written before the target is let go.
 fn audit(
-    args: &AuditArgs,
-    script: &Path,
-    given: &AuditConfig,
-    cfg: &AuditConfig,
-    elf: &Path,
+    plan: &AuditPlan,
     targets: &TargetArgs,
+    leave: Leave,
     run: &mut RunContext,
 ) -> Result<(AuditReport, Option<Session>)> {
-    let source = std::fs::read_to_string(script)
-        .with_context(|| format!("cannot read script {}", script.display()))?;
-    let symbols = Rc::new(super::load_symbols(elf)?);
-    let functions = symbols
-        .elf_symbols()
-        .iter()
-        .filter(|s| s.kind == memlife_dwarf::SymbolKind::Function)
-        .map(|s| s.name.as_str())
-        .chain(symbols.demangled_functions())
-        .collect::<Vec<_>>();
-    given
-        .check_functions(&functions, &|n| symbols.function(n).is_some())
-        .map_err(|e| anyhow::anyhow!("memlife.toml or flags: {e}"))?;
-    given
-        .check_globals(&|n| symbols.variable(n, &[]).is_some())
-        .map_err(|e| anyhow::anyhow!("memlife.toml: {e}"))?;
-    let mut session = Session::open(targets, elf, args.leave)?;
-    let mut heap_opts = args.heap.clone();
-    if heap_opts.allocator.is_none() {
-        heap_opts.allocator = cfg.allocator.clone();
-    }
-    if heap_opts.poisoning.is_none() {
-        heap_opts.poisoning = cfg.poisoning.clone();
-    }
-    if heap_opts.walk.is_none() {
-        heap_opts.walk = cfg
-            .walk
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(|e: String| anyhow::anyhow!("memlife.toml: {e}"))?;
-    }
-    let walker = {
-        let target = session.target()?;
-        ensure_halted(target)?;
-        super::walker(&symbols, &heap_opts, Some(target))?
-    };
-    let timeout =
-        memlife_core::limits::timeout_secs(args.timeout.or(cfg.timeout).unwrap_or(DEFAULT_TIMEOUT))
-            .map_err(anyhow::Error::msg)?;
-    let keep = args
-        .keep_cycles
-        .or(cfg.trace.keep_cycles)
-        .map_or(Ok(Some(memlife_audit::history::DEFAULT_KEEP_CYCLES)), |k| {
-            k.count()
-        })
-        .map_err(|e| anyhow::anyhow!("memlife.toml: [trace] {e}"))?;
-    let target = session.lend()?;
+    let source = std::fs::read_to_string(&plan.script)
+        .with_context(|| format!("cannot read script {}", plan.script.display()))?;
+    let symbols = Rc::new(super::load_symbols(&plan.elf)?);
+    plan.check_names(&symbols)?;
+    let mut session = Session::open(targets, &plan.elf, leave)?;
+    // A QEMU memlife started is started again when its firmware's exit ends it.
+    let restart = session.restart();
+    let target = session.target_slot()?;
+    ensure_halted(target.as_mut())?;
+    let walker = super::walker(
+        &symbols,
+        plan.heap.allocator,
+        &plan.heap.options,
+        Some(target.as_mut()),
+    )?;
     run.target = target.describe();
-    let mut debugger = match Debugger::new(
-        target,
-        symbols.clone(),
-        walker,
-        cfg.clone(),
-        run.method,
-        timeout,
-    ) {
-        Ok(d) => d,
-        Err((e, target)) => {
-            session.give_back(target);
-            session.close()?;
-            return Err(e.into());
-        }
-    };
-    debugger.set_keep_cycles(keep);
-    if let Some(restart) = session.restart() {
-        debugger.set_restart(restart);
-    }
     let progress = crate::progress::Progress::new(std::io::stderr().is_terminal());
-    debugger.set_observer(progress.observer());
-    let printer = progress.printer();
-    let (debugger, outcome) =
-        memlife_audit::run_script(debugger, &source, &args.out, &cfg.budgets, printer);
+    let audited = runner::run(
+        target,
+        Audit {
+            symbols,
+            walker,
+            settings: plan.engine.clone(),
+            source: &source,
+            out_dir: &plan.outputs.out_dir,
+            context: run.clone(),
+            printer: progress.printer(),
+            progress: Some(progress.observer()),
+            restart,
+            fail_on_skip: plan.fail_on_skip,
+        },
+    );
     progress.finish();
-    let Some(debugger) = debugger else {
-        bail!("internal error: the script engine did not give the target back");
-    };
-    let report = AuditReport::assemble(run, &debugger, &outcome);
-    session.give_back(debugger.into_target());
-    Ok((report, Some(session)))
+    match audited {
+        Ok(done) => Ok((done.report, Some(session))),
+        Err(e) => {
+            session.close()?;
+            Err(e.into())
+        }
+    }
 }
 
 /// `--baseline`: this run, as it is in memory, compared with the earlier report, the table
@@ -289,15 +226,6 @@ fn against_baseline(
     Ok(diff.exit_code())
 }
 
-/// Checks the report says were not run.
-fn skipped(report: &AuditReport) -> usize {
-    report
-        .checks
-        .iter()
-        .filter(|c| c.verdict == Verdict::Skip)
-        .count()
-}
-
 fn script_error(script: &Path, e: &ScriptError) -> String {
     match (e.line, e.column) {
         (Some(l), Some(c)) => format!("{}:{l}:{c}: {}", script.display(), e.message),
@@ -306,28 +234,19 @@ fn script_error(script: &Path, e: &ScriptError) -> String {
     }
 }
 
-fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
+/// The checks, one a line, then the counts; when checks were skipped, a line saying the audit
+/// did not check everything and whether that failed it (`fail_on_skip`).
+fn print_summary(report: &AuditReport, script: &Path, fail_on_skip: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let (mut pass, mut fail, mut warn, mut skipped) = (0, 0, 0, 0);
     for c in &report.checks {
-        let word = match c.verdict {
-            Verdict::Pass => {
-                pass += 1;
-                "PASS"
-            }
-            Verdict::Fail => {
-                fail += 1;
-                "FAIL"
-            }
-            Verdict::Warn => {
-                warn += 1;
-                "WARN"
-            }
-            Verdict::Skip => {
-                skipped += 1;
-                "SKIP"
-            }
-        };
+        match c.verdict {
+            Verdict::Pass => pass += 1,
+            Verdict::Fail => fail += 1,
+            Verdict::Warn => warn += 1,
+            Verdict::Skip => skipped += 1,
+        }
+        let word = c.verdict.word();
         // Names and messages may carry strings read from target RAM.
         let name = memlife_core::text::printable(&c.name);
         if c.message.is_empty() {
@@ -350,6 +269,14 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
         report.totals.events,
         report.run.seconds
     )?;
+    if skipped > 0 {
+        let consequence = if fail_on_skip {
+            " (--fail-on-skip: exit 1)"
+        } else {
+            ", so this is a pass of the checks that ran only (--fail-on-skip makes a skip fail the audit)"
+        };
+        writeln!(out, "not every check ran: {skipped} skipped{consequence}")?;
+    }
     Ok(())
 }
 
@@ -357,6 +284,8 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use clap::Parser;
+    use memlife_heap::{AllocatorKind, WalkStrategy};
+    use memlife_plan::ProbeText;
 
     use super::*;
     use crate::cli::{Cli, Command};
@@ -368,66 +297,72 @@ mod tests {
         }
     }
 
-    /// A folder of this test's own: tests run in parallel threads of one process, and one
-    /// test's clean-up must not remove another's file.
-    fn config_dir(test: &str) -> PathBuf {
-        std::env::temp_dir().join(format!("memlife-cfg-{}-{test}", std::process::id()))
-    }
-
-    fn config(test: &str, text: &str) -> AuditConfig {
-        let dir = config_dir(test);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("memlife.toml");
-        std::fs::write(&path, text).unwrap();
-        let cfg = AuditConfig::load(&path).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        cfg
-    }
-
     #[test]
-    fn the_semihosting_dir_comes_from_the_flag_or_the_file_relative_to_it() {
-        let cfg = config(
-            "semihosting",
-            "[target]\nqemu = \"netduinoplus2\"\nsemihosting_dir = \"sh\"\n",
-        );
-        let from_file = target_args(&audit_args(&["memlife", "audit", "s.rhai"]), &cfg).unwrap();
-        assert_eq!(
-            from_file.semihosting_dir,
-            Some(config_dir("semihosting").join("sh"))
-        );
-        let flagged = audit_args(&[
+    fn every_flag_reaches_the_plan() {
+        let args = audit_args(&[
             "memlife",
             "audit",
             "s.rhai",
-            "--qemu",
-            "netduinoplus2",
+            "--gdb",
+            "h:1",
             "--semihosting-dir",
             "/srv/x",
+            "--allocator",
+            "nano",
+            "--walk",
+            "sparse",
+            "--budget",
+            "cycles=2",
+            "--phase",
+            "load=my_load",
+            "--json",
+            "a.json",
+            "--out",
+            "o",
         ]);
-        let flagged = target_args(&flagged, &cfg).unwrap();
-        assert_eq!(flagged.semihosting_dir, Some(PathBuf::from("/srv/x")));
-        let none = target_args(
-            &audit_args(&["memlife", "audit", "s.rhai"]),
-            &AuditConfig::default(),
-        )
-        .unwrap();
-        assert_eq!(none.semihosting_dir, None);
+        let f = flags(&args).unwrap();
+        assert_eq!(f.script.as_deref(), Some(Path::new("s.rhai")));
+        assert_eq!(f.config, None);
+        assert_eq!(f.target.gdb.as_deref(), Some("h:1"));
+        assert_eq!(
+            f.target.semihosting_dir.as_deref(),
+            Some(Path::new("/srv/x"))
+        );
+        assert_eq!(f.heap.allocator, Some(AllocatorKind::Nano));
+        assert_eq!(f.heap.walk, Some(WalkStrategy::Sparse));
+        assert_eq!(f.budgets, [("cycles".to_string(), 2.0)]);
+        assert_eq!(f.phases, [("load".to_string(), "my_load".to_string())]);
+        assert_eq!(f.outputs.json.as_deref(), Some(Path::new("a.json")));
+        assert_eq!(f.outputs.out_dir, Path::new("o"));
+        let two = audit_args(&[
+            "memlife", "audit", "s.rhai", "--config", "a", "--config", "b",
+        ]);
+        assert!(
+            flags(&two)
+                .unwrap_err()
+                .to_string()
+                .contains("internal error")
+        );
     }
 
     #[test]
-    fn the_configured_reset_command_reaches_the_target_with_or_without_target_flags() {
-        let cfg = config(
-            "reset",
-            "[target]\ngdb = \"127.0.0.1:3333\"\nreset = \"reset init\"\n",
+    fn a_probe_from_the_file_is_read_here_and_its_error_says_where_it_came_from() {
+        let plan = |text: &str| TargetPlan {
+            chip: Some("STM32F405RGTx".into()),
+            probe: Some(ProbeText {
+                text: text.into(),
+                from_file: true,
+            }),
+            ..TargetPlan::default()
+        };
+        let args = target_args(&plan("qemu")).unwrap();
+        assert_eq!(
+            args.probe.probe,
+            Some(ProbeChoice::Qemu {
+                machine: crate::probe_choice::DEFAULT_MACHINE.into()
+            })
         );
-        let from_file = target_args(&audit_args(&["memlife", "audit", "s.rhai"]), &cfg).unwrap();
-        assert_eq!(from_file.gdb.as_deref(), Some("127.0.0.1:3333"));
-        assert_eq!(from_file.reset.as_deref(), Some("reset init"));
-        let flagged = audit_args(&["memlife", "audit", "s.rhai", "--gdb", "h:1"]);
-        let from_flags = target_args(&flagged, &cfg).unwrap();
-        assert_eq!(from_flags.gdb.as_deref(), Some("h:1"));
-        assert_eq!(from_flags.reset.as_deref(), Some("reset init"));
-        let none = target_args(&flagged, &config("reset-empty", "")).unwrap();
-        assert_eq!(none.reset, None);
+        let e = target_args(&plan("qemu:")).unwrap_err().to_string();
+        assert!(e.starts_with("memlife.toml [target] probe: "), "{e}");
     }
 }

@@ -38,12 +38,11 @@ pub struct DiffArgs {
 
 /// The budgets of `--config FILE`, else of ./memlife.toml when it exists, else the defaults.
 pub fn budgets(config: Option<&Path>) -> Result<Budgets> {
-    let path = match config {
-        Some(p) => Some(p.to_path_buf()),
-        None => Some(PathBuf::from("memlife.toml")).filter(|p| p.is_file()),
-    };
+    let path = config
+        .map(Path::to_path_buf)
+        .or_else(memlife_plan::default_config);
     Ok(match path {
-        Some(p) => memlife_audit::AuditConfig::load(&p)?.diff,
+        Some(p) => memlife_plan::ConfigFile::load(&p)?.diff,
         None => Budgets::default(),
     })
 }

@@ -11,11 +11,17 @@ use crate::session::Session;
 
 pub fn run(args: HeapArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
+    let mut walks = super::environment::link(args.heap.walk, &super::environment::read()?);
     let mut session = Session::open(&args.target, &args.elf, args.stop.leave)?;
     let target = session.target()?;
     crate::runto::stop_where_asked(target, &symbols, &args.stop)?;
-    let walker = super::walker(&symbols, &args.heap, Some(&mut *target))?;
-    let (mut state, link) = super::walk(target, &symbols, walker.as_ref())?;
+    let walker = super::walker(
+        &symbols,
+        args.heap.allocator,
+        &args.heap.walker_options(),
+        Some(&mut *target),
+    )?;
+    let (mut state, link) = super::walk(target, &symbols, walker.as_ref(), &mut walks)?;
     if let Some(memlife_heap::FirmwareView::EspIdf(view)) = &mut state.firmware_view {
         for &caps in &args.caps {
             if !view.heap_caps.iter().any(|c| c.caps == caps) {

@@ -1,8 +1,10 @@
-//! One module per subcommand, plus what they share: loading the ELF, choosing the walker, and
-//! walking a halted target.
+//! One module per subcommand, plus what they share: loading the ELF, choosing the walker,
+//! walking a halted target, and memlife's environment variables (`environment`, the one place
+//! they are read).
 
 mod audit;
 pub mod diff;
+mod environment;
 mod heap;
 mod init;
 mod probes;
@@ -17,9 +19,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use memlife_core::Target;
 use memlife_dwarf::Symbols;
-use memlife_heap::{HeapWalker, WalkerOptions};
+use memlife_heap::{AllocatorKind, HeapWalker, LinkState, WalkerOptions};
 
-use crate::cli::{Cli, Command, HeapOptions};
+use crate::cli::{Cli, Command};
 
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -48,48 +50,26 @@ pub fn load_symbols(elf: &Path) -> Result<Symbols> {
     Ok(symbols)
 }
 
-/// Builds the walker the flags and symbols call for.
+/// Builds the walker of `allocator` (detected from the symbols when `None`).
 pub fn walker(
     symbols: &Symbols,
-    opts: &HeapOptions,
+    allocator: Option<AllocatorKind>,
+    options: &WalkerOptions,
     target: Option<&mut dyn Target>,
 ) -> Result<Box<dyn HeapWalker>> {
-    set_walk(opts.walk)?;
-    let forced = opts
-        .allocator
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
-    let walker_opts = WalkerOptions {
-        heap_regions: opts.heap_region.clone(),
-        heap_break: opts.heap_break,
-        heap_limit: opts.heap_limit,
-        poisoning: opts
-            .poisoning
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(anyhow::Error::msg)?,
-    };
     let mem = target.map(|t| t.as_memory());
-    Ok(memlife_heap::detect(symbols, forced, &walker_opts, mem)?)
+    Ok(memlife_heap::detect(symbols, allocator, options, mem)?)
 }
 
-/// Sets how every later heap walk reads the arena (`--walk`, default auto), after checking
-/// `MEMLIFE_LINK_MODEL` so that a bad model is refused before anything runs.
-pub fn set_walk(walk: Option<memlife_heap::WalkStrategy>) -> Result<()> {
-    memlife_heap::model_from_env().map_err(anyhow::Error::msg)?;
-    memlife_heap::set_walk_strategy(walk.unwrap_or(memlife_heap::WalkStrategy::Auto));
-    Ok(())
-}
-
-/// Walks the heap of a halted target (busy detection from its pc) and what it cost on the link.
+/// Walks the heap of a halted target (busy detection from its pc) as `link` says, and what it
+/// cost on the link.
 pub fn walk(
     target: &mut dyn Target,
     symbols: &Symbols,
     walker: &dyn HeapWalker,
+    link: &mut LinkState,
 ) -> Result<(memlife_heap::HeapState, memlife_core::LinkStats)> {
-    let walked = memlife_heap::walk_halted(walker, symbols, target).context("walking the heap")?;
+    let walked =
+        memlife_heap::walk_halted(walker, symbols, target, link).context("walking the heap")?;
     Ok((walked.state, walked.link))
 }

@@ -24,7 +24,7 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
         crate::boards::require_cortex_m(chip)?;
     }
     let symbols = super::load_symbols(&args.elf)?;
-    super::set_walk(args.walk)?;
+    let env = super::environment::read()?;
     let (listener, bound, socket) = match args.listen.strip_prefix("unix:") {
         Some(path) => {
             let path = PathBuf::from(path);
@@ -69,6 +69,10 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
         audit_deadline: std::time::Duration::try_from_secs_f64(args.audit_deadline)
             .context("--audit-deadline")?,
         events: Some(std::sync::Arc::new(print_event)),
+        // The same walk choices as `memlife heap`, for `monitor heap` and `monitor audit` alike.
+        link: super::environment::link(args.walk, &env),
+        tuning: env.tuning,
+        threads: !args.no_threads,
     };
     let served = memlife_server::serve(&listener, target, symbols, options);
     session.give_back(served.target);

@@ -16,6 +16,7 @@ use crate::session::Session;
 
 pub fn run(args: SnapshotArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
+    let mut walks = super::environment::link(args.heap.walk, &super::environment::read()?);
     let mut session = Session::open(&args.target, &args.elf, args.stop.leave)?;
     let target = session.target()?;
     crate::runto::stop_where_asked(target, &symbols, &args.stop)?;
@@ -24,8 +25,13 @@ pub fn run(args: SnapshotArgs) -> Result<ExitCode> {
         .iter()
         .map(|(_, a, s)| (*a, *s))
         .collect();
-    let walker = super::walker(&symbols, &args.heap, Some(&mut *target))?;
-    let (state, _) = super::walk(target, &symbols, walker.as_ref())?;
+    let walker = super::walker(
+        &symbols,
+        args.heap.allocator,
+        &args.heap.walker_options(),
+        Some(&mut *target),
+    )?;
+    let (state, _) = super::walk(target, &symbols, walker.as_ref(), &mut walks)?;
     if state.regions.is_empty() {
         if state.heap_size > 0 {
             ranges.push((state.heap_start, state.heap_size));

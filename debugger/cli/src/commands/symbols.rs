@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use memlife_dwarf::Type;
+use memlife_heap::AllocatorKind;
 
 use crate::cli::SymbolsArgs;
 
@@ -25,24 +26,30 @@ type StructLayout = (String, Vec<(String, u64, u64)>);
 
 /// The structs that make up the detected allocator's heap: only its own, so that a newlib
 /// `malloc_chunk` linked into an ESP-IDF firmware is not shown as if it were the heap.
-fn heap_layouts(allocator: &str) -> &'static [&'static str] {
+fn heap_layouts(allocator: AllocatorKind) -> &'static [&'static str] {
     match allocator {
-        "freertos-heap4" | "freertos-heap5" => &["BlockLink_t"],
-        "newlib-nano" | "newlib-dlmalloc" => &["malloc_chunk"],
-        "esp-idf-tlsf" => &[
+        AllocatorKind::Heap4 | AllocatorKind::Heap5 => &["BlockLink_t"],
+        AllocatorKind::Nano | AllocatorKind::Dlmalloc => &["malloc_chunk"],
+        AllocatorKind::EspIdfTlsf => &[
             "heap_t_",
             "multi_heap_info",
             "control_t",
             "block_header_t",
             "poison_head_t",
         ],
-        _ => &[],
+        // Rust's allocators keep their state in one static of a generic type: no C struct.
+        AllocatorKind::RustLlff | AllocatorKind::RustTlsf => &[],
     }
 }
 
 pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
-    let walker = super::walker(&symbols, &args.heap, None)?;
+    let walker = super::walker(
+        &symbols,
+        args.heap.allocator,
+        &args.heap.walker_options(),
+        None,
+    )?;
     let types = symbols.types();
     let phases: Vec<(String, Option<(u64, u64)>)> = PHASE_FUNCTIONS
         .iter()
@@ -73,7 +80,7 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
         })
         .collect();
     globals.sort_by_key(|g| g.2);
-    let layouts: Vec<StructLayout> = heap_layouts(walker.name())
+    let layouts: Vec<StructLayout> = heap_layouts(walker.kind())
         .iter()
         .chain(&["tensor_info_t", "engine_t"])
         .filter_map(|name| {
@@ -149,14 +156,14 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::heap_layouts;
+    use super::{AllocatorKind, heap_layouts};
 
     #[test]
     fn only_the_detected_allocators_structs_are_its_heap() {
         // ESP-IDF links newlib too, whose malloc_chunk can be in DWARF: not the heap there.
-        assert!(!heap_layouts("esp-idf-tlsf").contains(&"malloc_chunk"));
-        assert!(heap_layouts("esp-idf-tlsf").contains(&"block_header_t"));
-        assert_eq!(heap_layouts("newlib-nano"), ["malloc_chunk"]);
-        assert_eq!(heap_layouts("freertos-heap5"), ["BlockLink_t"]);
+        assert!(!heap_layouts(AllocatorKind::EspIdfTlsf).contains(&"malloc_chunk"));
+        assert!(heap_layouts(AllocatorKind::EspIdfTlsf).contains(&"block_header_t"));
+        assert_eq!(heap_layouts(AllocatorKind::Nano), ["malloc_chunk"]);
+        assert_eq!(heap_layouts(AllocatorKind::Heap5), ["BlockLink_t"]);
     }
 }

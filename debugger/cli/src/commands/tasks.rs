@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use memlife_core::Target;
 use memlife_core::cortex_m::CoreRegisters;
 use memlife_dwarf::Symbols;
-use memlife_heap::HeapState;
+use memlife_heap::{HeapState, LinkState};
 use memlife_rtos::{FreeRtos, TaskSnapshot, render};
 
 use crate::cli::{HeapOptions, TasksArgs};
@@ -16,6 +16,7 @@ use crate::session::Session;
 
 pub fn run(args: TasksArgs) -> Result<ExitCode> {
     let symbols = super::load_symbols(&args.elf)?;
+    let mut walks = super::environment::link(args.heap.walk, &super::environment::read()?);
     let kernel = FreeRtos::from_symbols(&symbols)
         .with_context(|| format!("{}: no FreeRTOS tasks to read", args.elf.display()))?;
     let mut session = Session::open(&args.target, &args.elf, args.stop.leave)?;
@@ -25,7 +26,7 @@ pub fn run(args: TasksArgs) -> Result<ExitCode> {
     let mut snap = kernel
         .read_tasks(target.as_memory(), core.as_ref())
         .context("reading the FreeRTOS tasks")?;
-    let heap = walk_heap(target, &symbols, &args.heap);
+    let heap = walk_heap(target, &symbols, &args.heap, &mut walks);
     if let Ok(state) = &heap {
         snap.attribute_heap(state);
     }
@@ -71,9 +72,19 @@ fn core_registers(target: &mut dyn Target) -> Option<CoreRegisters> {
 
 /// The heap at the same stop, for the tasks' blocks; a firmware whose heap memlife cannot walk
 /// (static tasks only, an allocator it does not know) still gets its tasks.
-fn walk_heap(target: &mut dyn Target, symbols: &Symbols, opts: &HeapOptions) -> Result<HeapState> {
-    let walker = super::walker(symbols, opts, Some(&mut *target))?;
-    Ok(super::walk(target, symbols, walker.as_ref())?.0)
+fn walk_heap(
+    target: &mut dyn Target,
+    symbols: &Symbols,
+    opts: &HeapOptions,
+    link: &mut LinkState,
+) -> Result<HeapState> {
+    let walker = super::walker(
+        symbols,
+        opts.allocator,
+        &opts.walker_options(),
+        Some(&mut *target),
+    )?;
+    Ok(super::walk(target, symbols, walker.as_ref(), link)?.0)
 }
 
 fn heap_json(snap: &TaskSnapshot, heap: &Result<HeapState>) -> serde_json::Value {

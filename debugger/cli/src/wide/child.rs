@@ -63,6 +63,15 @@ impl Drop for Guard {
     }
 }
 
+/// A child's command line.
+#[derive(Debug, Clone)]
+pub struct ChildCommand {
+    /// The program (this memlife).
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
 /// The command line of the child that audits `target`: the shared flags of this run, then the
 /// entry's own settings, which win.
 pub fn command(
@@ -72,7 +81,7 @@ pub fn command(
     target: &Target,
     script: &Path,
     files: &Files,
-) -> Command {
+) -> ChildCommand {
     // The child audits this one target, whatever its --config lists.
     let mut a: Vec<OsString> = vec!["--one-target".into()];
     flag(&mut a, "--config", &target.config);
@@ -108,11 +117,11 @@ pub fn command(
         flag(&mut a, "--semihosting-dir", dir);
     }
     let h = &args.heap;
-    if let Some(alloc) = o.allocator.as_ref().or(h.allocator.as_ref()) {
-        flag(&mut a, "--allocator", alloc);
+    if let Some(alloc) = o.allocator.or(h.allocator) {
+        flag(&mut a, "--allocator", &alloc.to_string());
     }
-    if let Some(p) = &h.poisoning {
-        flag(&mut a, "--poisoning", p);
+    if let Some(p) = h.poisoning {
+        flag(&mut a, "--poisoning", &p.name());
     }
     for (start, len) in &h.heap_region {
         flag(&mut a, "--heap-region", &format!("{start:#x}:{len:#x}"));
@@ -130,7 +139,7 @@ pub fn command(
         flag(&mut a, "--keep-cycles", &k.to_string());
     }
     if let Some(m) = o.method.or(args.method) {
-        flag(&mut a, "--method", &format!("{m:?}").to_lowercase());
+        flag(&mut a, "--method", &m.name());
     }
     for (k, v) in &args.phases {
         flag(&mut a, "--phase", &format!("{k}={v}"));
@@ -150,20 +159,23 @@ pub fn command(
     if args.fail_on_skip {
         a.push("--fail-on-skip".into());
     }
-    // SIGTERM when this run dies, even by SIGKILL: the child then stops its own QEMU. (Its
-    // worker thread spawns it and waits for it, so the thread outlives the child otherwise.)
-    let mut cmd = memlife_rsp::dies_with_parent(exe, "TERM");
+    let mut argv: Vec<OsString> = Vec::new();
     if verbose > 0 {
-        cmd.arg(format!("-{}", "v".repeat(usize::from(verbose))));
+        argv.push(format!("-{}", "v".repeat(usize::from(verbose))).into());
     }
-    cmd.arg("audit").arg(script).args(a).args(&o.args);
-    cmd.stdin(Stdio::null());
-    cmd
+    argv.push("audit".into());
+    argv.push(script.as_os_str().to_os_string());
+    argv.extend(a);
+    argv.extend(o.args.iter().map(OsString::from));
+    ChildCommand {
+        program: exe.to_path_buf(),
+        args: argv,
+    }
 }
 
 /// Runs `cmd` to its end, its stdout and stderr into the target's files; stops it (SIGTERM, then
 /// SIGKILL after a grace period) when it runs over `limit` or the user interrupts this run.
-pub fn run(mut cmd: Command, files: &Files, limit: Option<f64>) -> Ending {
+pub fn run(cmd: ChildCommand, files: &Files, limit: Option<f64>) -> Ending {
     let started = (|| -> Result<Guard> {
         std::fs::create_dir_all(&files.dir)
             .with_context(|| format!("cannot create {}", files.dir.display()))?;
@@ -179,8 +191,17 @@ pub fn run(mut cmd: Command, files: &Files, limit: Option<f64>) -> Ending {
         }
         let out = std::fs::File::create(files.stdout())?;
         let err = std::fs::File::create(files.stderr())?;
-        cmd.stdout(out).stderr(err);
-        Ok(Guard(cmd.spawn().context("cannot start memlife")?))
+        // SIGTERM when this run dies, even by SIGKILL: the child then stops its own QEMU. (Its
+        // worker thread spawns it and waits for it, so the thread outlives the child otherwise.)
+        let spawned = memlife_rsp::spawn_dying_with_parent(&cmd.program, "TERM", |c| {
+            c.args(&cmd.args)
+                .stdin(Stdio::null())
+                .stdout(out.try_clone()?)
+                .stderr(err.try_clone()?);
+            Ok(())
+        })
+        .context("cannot start memlife")?;
+        Ok(Guard(spawned.child))
     })();
     let mut child = match started {
         Ok(c) => c,
@@ -250,8 +271,10 @@ mod tests {
         let files = Files { dir: dir.clone() };
         std::fs::write(files.junit(), "<testsuite/>").unwrap();
         std::fs::write(files.json(), "{}").unwrap();
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "exit 2"]);
+        let cmd = ChildCommand {
+            program: "sh".into(),
+            args: vec!["-c".into(), "exit 2".into()],
+        };
         let ending = run(cmd, &files, None);
         let stale = (files.junit().exists(), files.json().exists());
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,50 +1,15 @@
-//! The list a wide run audits: the `[[matrix]]` entries of one memlife.toml, or one target per
-//! `--config` file; then the part of it this machine runs (`--shard I/N`).
-//!
-//! Paths in a matrix entry are relative to the matrix file, as every path in memlife.toml is.
+//! The list a wide run audits: the `[[matrix]]` entries of one memlife.toml (read and checked
+//! by `memlife_plan::matrix`), or one target per `--config` file; then the part of it this
+//! machine runs (`--shard I/N`). Each target's name is its output folder's, checked here.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-use memlife_audit::{AuditConfig, PeakMethod};
-use serde::Deserialize;
+use anyhow::{Result, bail};
+use memlife_audit::PeakMethod;
+use memlife_heap::AllocatorKind;
+use memlife_plan::matrix::{MatrixEntry, expected_by};
 
-/// What a target's audit is expected to say (`--expect`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Expected {
-    /// Exit 0: every check passed.
-    Pass,
-    /// Exit 1: a check failed.
-    Fail,
-}
-
-/// One `[[matrix]]` entry as written.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    name: String,
-    elf: Option<PathBuf>,
-    script: Option<PathBuf>,
-    config: Option<PathBuf>,
-    expect: Option<Expected>,
-    qemu: Option<String>,
-    method: Option<PeakMethod>,
-    timeout: Option<f64>,
-    allocator: Option<String>,
-    #[serde(default)]
-    budgets: BTreeMap<String, f64>,
-    #[serde(default)]
-    args: Vec<String>,
-}
-
-/// Only the matrix of a memlife.toml; the rest is the audit's (checked by each child).
-#[derive(Debug, Deserialize)]
-struct MatrixFile {
-    #[serde(default)]
-    matrix: Vec<Entry>,
-}
+pub use memlife_plan::matrix::Expected;
 
 /// One target of the run.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +34,7 @@ pub struct Overrides {
     pub qemu: Option<String>,
     pub method: Option<PeakMethod>,
     pub timeout: Option<f64>,
-    pub allocator: Option<String>,
+    pub allocator: Option<AllocatorKind>,
     pub budgets: Vec<(String, f64)>,
     /// Further `memlife audit` flags, verbatim.
     pub args: Vec<String>,
@@ -113,48 +78,32 @@ impl std::fmt::Display for Shard {
 
 /// The matrix entries of `path`, or none when it has no `[[matrix]]`.
 pub fn matrix(path: &Path) -> Result<Vec<Target>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let file: MatrixFile = toml::from_str(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: {}",
-            path.display(),
-            e.to_string().trim().replace('\n', " ")
-        )
-    })?;
-    // Checked here, before anything runs, naming the entry (a child would only name its flag).
-    for e in &file.matrix {
-        if let Some(t) = e.timeout {
-            memlife_core::limits::timeout_secs(t)
-                .map_err(|m| anyhow::anyhow!("{}: [[matrix]] `{}`: {m}", path.display(), e.name))?;
-        }
-    }
-    let dir = path.parent().unwrap_or(Path::new(""));
-    let near = |p: PathBuf| if p.is_relative() { dir.join(p) } else { p };
-    let targets = file
-        .matrix
+    let targets = memlife_plan::matrix::read(path)?
         .into_iter()
-        .map(|e| {
-            let config = e.config.map_or_else(|| path.to_path_buf(), near);
-            Target {
-                expect: e.expect.or_else(|| expected_by(&config)),
-                name: e.name,
-                config,
-                elf: e.elf.map(near),
-                script: e.script.map(near),
-                overrides: Overrides {
-                    qemu: e.qemu,
-                    method: e.method,
-                    timeout: e.timeout,
-                    allocator: e.allocator,
-                    budgets: e.budgets.into_iter().collect(),
-                    args: e.args,
-                },
-            }
-        })
+        .map(Target::from)
         .collect::<Vec<_>>();
     check_names(&targets, path)?;
     Ok(targets)
+}
+
+impl From<MatrixEntry> for Target {
+    fn from(e: MatrixEntry) -> Self {
+        Target {
+            name: e.name,
+            config: e.config,
+            elf: e.elf,
+            script: e.script,
+            expect: e.expect,
+            overrides: Overrides {
+                qemu: e.qemu,
+                method: e.method,
+                timeout: e.timeout,
+                allocator: e.allocator,
+                budgets: e.budgets,
+                args: e.args,
+            },
+        }
+    }
 }
 
 /// One target per file, named after its folder (`examples/healthy/memlife.toml` is `healthy`)
@@ -198,16 +147,6 @@ pub fn from_configs(paths: &[PathBuf]) -> Result<Vec<Target>> {
         });
     }
     Ok(targets)
-}
-
-/// `[expect] exit` of a config (0 pass, 1 fail). A file that cannot be read says nothing here:
-/// its own audit reports why.
-fn expected_by(config: &Path) -> Option<Expected> {
-    match AuditConfig::load(config).ok()?.expect?.exit {
-        0 => Some(Expected::Pass),
-        1 => Some(Expected::Fail),
-        _ => None,
-    }
 }
 
 /// Names of the run's own files in OUT, which no target's folder may take.

@@ -28,10 +28,7 @@ pub fn targets(args: &AuditArgs) -> Result<Option<Vec<Target>>> {
     let wide_flags =
         args.jobs.is_some() || args.shard.is_some() || args.target_timeout.is_some() || args.expect;
     let configs = if args.config.is_empty() {
-        Some(PathBuf::from("memlife.toml"))
-            .filter(|p| p.is_file())
-            .into_iter()
-            .collect()
+        memlife_plan::default_config().into_iter().collect()
     } else {
         args.config.clone()
     };
@@ -316,22 +313,14 @@ mod tests {
             Path::new("s.rhai"),
             &files,
         );
-        let mut rest: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_os_string()).collect();
-        if Path::new(cmd.get_program()).ends_with("setpriv") {
-            // `setpriv --pdeathsig TERM -- memlife ARGS...`
-            assert_eq!(rest[..3], ["--pdeathsig", "TERM", "--"]);
-            assert_eq!(rest[3], "memlife");
-            rest.drain(..4);
-        }
-        let argv: Vec<std::ffi::OsString> = std::iter::once("memlife".into()).chain(rest).collect();
+        assert_eq!(cmd.program, Path::new("memlife"));
+        let argv: Vec<std::ffi::OsString> =
+            std::iter::once("memlife".into()).chain(cmd.args).collect();
         let child = audit_args(&argv);
         let _ = std::fs::remove_dir_all(&dir);
         assert!(targets(&child).unwrap().is_none());
         // The run's flags reach the child.
-        assert_eq!(
-            child.keep_cycles,
-            Some(memlife_audit::history::KeepCycles::Count(3))
-        );
+        assert_eq!(child.keep_cycles, Some(memlife_plan::KeepCycles::Count(3)));
         assert_eq!(child.heap.walk, Some(memlife_heap::WalkStrategy::Sparse));
     }
 

@@ -13,8 +13,11 @@
 //! # Layout
 //! - [`regs`]: [`CoreRegisters`], the 16 core registers and xPSR of a halted core.
 //! - [`thumb`]: executing one Thumb instruction on the host, and finding return instructions.
+//! - [`decode`]: reading a function's calls, branches and literal loads without running it,
+//!   for call graphs.
 //! - [`exception`]: `EXC_RETURN` values and the exception frame the core stacks on entry.
 
+pub mod decode;
 pub mod exception;
 pub mod regs;
 pub mod thumb;

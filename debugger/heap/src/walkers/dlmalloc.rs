@@ -14,8 +14,11 @@ use crate::firmware_view::{FirmwareView, Mallinfo, NewlibView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{
-    BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext, WalkerOptions,
+    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext,
+    WalkerOptions,
 };
+
+const NAME: &str = AllocatorKind::Dlmalloc.name();
 
 const ENTRY_POINTS: &[EntryPoint] = &[
     EntryPoint::malloc("_malloc_r", 1),
@@ -45,8 +48,8 @@ pub struct DlmallocWalker {
 impl DlmallocWalker {
     /// Resolves `__malloc_av_` and `__malloc_sbrk_base`.
     pub fn from_symbols(symbols: &Symbols, opts: &WalkerOptions) -> Result<Self, HeapError> {
-        let (av, _) = require_static(symbols, "newlib-dlmalloc", "__malloc_av_", &[])?;
-        let (sbrk_base, _) = require_static(symbols, "newlib-dlmalloc", "__malloc_sbrk_base", &[])?;
+        let (av, _) = require_static(symbols, NAME, "__malloc_av_", &[])?;
+        let (sbrk_base, _) = require_static(symbols, NAME, "__malloc_sbrk_base", &[])?;
         let resolved = resolved_statics(
             symbols,
             [
@@ -59,18 +62,8 @@ impl DlmallocWalker {
         Ok(DlmallocWalker {
             av,
             sbrk_base,
-            max_sbrked: optional_static(
-                symbols,
-                "newlib-dlmalloc",
-                "__malloc_max_sbrked_mem",
-                &[],
-            )?,
-            current_mallinfo: optional_static(
-                symbols,
-                "newlib-dlmalloc",
-                "__malloc_current_mallinfo",
-                &[],
-            )?,
+            max_sbrked: optional_static(symbols, NAME, "__malloc_max_sbrked_mem", &[])?,
+            current_mallinfo: optional_static(symbols, NAME, "__malloc_current_mallinfo", &[])?,
             heap_limit: opts.heap_limit,
             resolved,
         })
@@ -122,8 +115,8 @@ impl DlmallocWalker {
 }
 
 impl HeapWalker for DlmallocWalker {
-    fn name(&self) -> &'static str {
-        "newlib-dlmalloc"
+    fn kind(&self) -> AllocatorKind {
+        AllocatorKind::Dlmalloc
     }
 
     fn entry_points(&self) -> &'static [EntryPoint] {

@@ -15,11 +15,12 @@ use crate::firmware_view::{FirmwareView, Mallinfo, NewlibView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{
-    BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext, WalkerOptions,
+    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext,
+    WalkerOptions,
 };
 
 /// The allocator's name, as reported.
-const NAME: &str = "newlib-nano";
+const NAME: &str = AllocatorKind::Nano.name();
 const ENTRY_POINTS: &[EntryPoint] = &[
     EntryPoint::malloc("_malloc_r", 1),
     EntryPoint::other_alloc("malloc"),
@@ -126,8 +127,8 @@ fn linker_symbol(symbols: &Symbols, names: &[&str]) -> Option<u64> {
 }
 
 impl HeapWalker for NanoWalker {
-    fn name(&self) -> &'static str {
-        "newlib-nano"
+    fn kind(&self) -> AllocatorKind {
+        AllocatorKind::Nano
     }
 
     fn entry_points(&self) -> &'static [EntryPoint] {

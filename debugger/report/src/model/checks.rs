@@ -43,6 +43,16 @@ impl Verdict {
             Verdict::Skip => "skip",
         }
     }
+
+    /// The word a check's line starts with (`PASS`, `FAIL`, `WARN`, `SKIP`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Warn => "WARN",
+            Verdict::Skip => "SKIP",
+        }
+    }
 }
 
 /// All checks of one name, folded. Read back, every field but `verdict` may be missing.

@@ -1,72 +1,17 @@
 //! What a long run keeps of the cycles it folds (see `memlife_audit::history`, which folds
-//! them): exact totals, per-function figures and a decimated per-cycle series, and how many
-//! cycles to keep in full at each end ([`KeepCycles`]).
+//! them): exact totals, per-function figures and a decimated per-cycle series. How many cycles
+//! are kept in full at each end is a setting (`memlife_plan::KeepCycles`).
 
 use serde::{Deserialize, Serialize};
 
 use super::{EventKind, PhaseRecord, TraceEvent};
 
-/// Cycles kept in full at each end of a run unless `--keep-cycles` says otherwise.
+/// Cycles kept in full at each end of a run unless the settings say otherwise (`--keep-cycles`,
+/// `keep_cycles` in memlife.toml's `[trace]`).
 pub const DEFAULT_KEEP_CYCLES: u64 = 10;
 
 /// At most this many buckets in the folded cycles' series (pairs merge when there are more).
 pub const MAX_SERIES: usize = 512;
-
-/// How many cycles to keep in full at each end: `--keep-cycles N|all`, `keep_cycles` in
-/// `[trace]` (a number, or `"all"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum KeepCycles {
-    /// This many at each end (at least 1).
-    Count(u64),
-    /// Every cycle.
-    Word(AllCycles),
-}
-
-/// The word `all`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AllCycles {
-    /// Every cycle.
-    All,
-}
-
-impl KeepCycles {
-    /// Cycles kept at each end; `None` for all. A count of 0 is refused: it would keep no
-    /// cycle to compare the folded ones with.
-    pub fn count(self) -> Result<Option<u64>, String> {
-        match self {
-            KeepCycles::Count(0) => {
-                Err("keep_cycles: 0 keeps no cycle; use 1 or more, or \"all\"".into())
-            }
-            KeepCycles::Count(n) => Ok(Some(n)),
-            KeepCycles::Word(AllCycles::All) => Ok(None),
-        }
-    }
-
-    /// `N` or `all`, as the command line gives it.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        if s.eq_ignore_ascii_case("all") {
-            return Ok(KeepCycles::Word(AllCycles::All));
-        }
-        let n: u64 = s
-            .parse()
-            .map_err(|_| format!("'{s}': a number of cycles, or all"))?;
-        let keep = KeepCycles::Count(n);
-        keep.count()?;
-        Ok(keep)
-    }
-}
-
-impl std::fmt::Display for KeepCycles {
-    /// As the command line takes it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            KeepCycles::Count(n) => write!(f, "{n}"),
-            KeepCycles::Word(AllCycles::All) => f.write_str("all"),
-        }
-    }
-}
 
 /// Counts over events and phase records.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]

@@ -26,10 +26,7 @@ pub mod trace;
 
 pub use checks::{CheckResult, CheckSummary, ScriptError, Verdict, summarize};
 pub use deferred::{DeferredBlock, MAX_LISTED};
-pub use folded::{
-    AllCycles, CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, KeepCycles, MAX_SERIES,
-    Totals,
-};
+pub use folded::{CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, MAX_SERIES, Totals};
 pub use heap::{HeapMap, HeapSummary, MapBlock};
 pub use models::ModelCycles;
 pub use phase::{Damage, Part, PeakMethod, PeakSite, PhaseRecord, SpanRecord};

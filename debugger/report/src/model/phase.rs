@@ -7,7 +7,6 @@ use super::{HeapSummary, Site};
 
 /// How the peak inside a phase is found (README, "Audits and the Rhai API").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum PeakMethod {
     /// Breakpoints on malloc/free: every event, exact curve, allocation sites.
@@ -19,17 +18,37 @@ pub enum PeakMethod {
     Watermark,
 }
 
+impl PeakMethod {
+    /// Every method, by the name `--method` and `[trace] method` take.
+    pub const ALL: [(PeakMethod, &'static str); 3] = [
+        (PeakMethod::Trace, "trace"),
+        (PeakMethod::Sample, "sample"),
+        (PeakMethod::Watermark, "watermark"),
+    ];
+
+    /// The method's name (`trace`).
+    pub fn name(self) -> &'static str {
+        PeakMethod::ALL
+            .iter()
+            .find(|(m, _)| *m == self)
+            .map_or("", |(_, n)| n)
+    }
+}
+
 impl std::str::FromStr for PeakMethod {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "trace" => Ok(PeakMethod::Trace),
-            "sample" => Ok(PeakMethod::Sample),
-            "watermark" => Ok(PeakMethod::Watermark),
-            _ => Err(format!(
-                "unknown peak method `{s}` (trace, sample, watermark)"
-            )),
-        }
+        PeakMethod::ALL
+            .iter()
+            .find(|(_, n)| *n == s)
+            .map(|(m, _)| *m)
+            .ok_or_else(|| format!("unknown peak method `{s}` (trace, sample, watermark)"))
+    }
+}
+
+impl std::fmt::Display for PeakMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -206,6 +225,21 @@ impl PhaseRecord {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn peak_methods_read_back_their_names() {
+        for (method, name) in PeakMethod::ALL {
+            assert_eq!(name.parse::<PeakMethod>(), Ok(method));
+            assert_eq!(method.to_string(), name);
+            assert_eq!(serde_json::to_value(method).unwrap(), name);
+        }
+        assert!(
+            "guess"
+                .parse::<PeakMethod>()
+                .unwrap_err()
+                .contains("trace, sample, watermark")
+        );
+    }
 
     #[test]
     fn a_span_read_back_with_fewer_arguments_leaves_the_rest_zero() {

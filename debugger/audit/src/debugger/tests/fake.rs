@@ -18,11 +18,13 @@ use memlife_core::{
 };
 use memlife_dwarf::Symbols;
 use memlife_heap::{
-    BlockRef, EntryPoint, HeapError, HeapState, HeapStatus, HeapWalker, LowWaterMark,
-    ResolvedSymbol, WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapState, HeapStatus, HeapWalker, LinkState,
+    LowWaterMark, ResolvedSymbol, WalkContext,
 };
 
-use crate::config::{AuditConfig, PeakMethod};
+use crate::config::{
+    AuditConfig, EngineSettings, EngineTuning, PeakMethod, SpanLabels, TensorTable,
+};
 use crate::debugger::Debugger;
 
 /// RAM of the fake target (the firmware's `_estack` is its end).
@@ -275,6 +277,10 @@ pub const NO_EXITS: &[EntryPoint] = &[
 ];
 
 impl HeapWalker for FakeWalker {
+    fn kind(&self) -> AllocatorKind {
+        AllocatorKind::Heap4
+    }
+
     fn name(&self) -> &'static str {
         "fake"
     }
@@ -484,12 +490,6 @@ impl Firmware {
     }
 }
 
-/// A fresh fake target running `fw`'s script (for a restart), with its log.
-pub fn target(fw: Firmware) -> (FakeTarget, Rc<RefCell<Log>>) {
-    let log = Rc::new(RefCell::new(Log::default()));
-    (FakeTarget::new(fw.steps, Rc::clone(&log)), log)
-}
-
 /// A debugger over `fw`'s script with the fake allocator.
 pub fn debugger(
     fw: Firmware,
@@ -506,19 +506,74 @@ pub fn debugger_with(
     method: PeakMethod,
     capacity: Option<usize>,
 ) -> (Debugger, Rc<RefCell<Log>>) {
+    let symbols = Rc::clone(&fw.symbols);
+    let (target, log) = target(fw, capacity);
+    let settings = EngineSettings {
+        config: lifecycle_config(),
+        method,
+        timeout: Duration::from_millis(50),
+        keep_cycles: Some(crate::history::DEFAULT_KEEP_CYCLES),
+        link: LinkState::default(),
+        tuning: EngineTuning::default(),
+    };
+    let dbg = Debugger::new(target, symbols, walker(entries), settings)
+        .map_err(|r| r.error)
+        .unwrap();
+    (dbg, log)
+}
+
+/// The fake target replaying `fw`'s steps, with `capacity` hardware breakpoints.
+pub fn target(fw: Firmware, capacity: Option<usize>) -> (Box<dyn Target>, Rc<RefCell<Log>>) {
     let log = Rc::new(RefCell::new(Log::default()));
     let mut target = FakeTarget::new(fw.steps, Rc::clone(&log));
     target.capacity = capacity;
-    let config = AuditConfig::default().with_lifecycle_defaults();
-    let dbg = Debugger::new(
-        Box::new(target),
-        fw.symbols,
-        Box::new(FakeWalker { entries }),
-        config,
-        method,
-        Duration::from_millis(50),
-    )
-    .map_err(|(e, _)| e)
-    .unwrap();
-    (dbg, log)
+    (Box::new(target), log)
+}
+
+/// The fake allocator with these traced entries.
+pub fn walker(entries: &'static [EntryPoint]) -> Box<dyn HeapWalker> {
+    Box::new(FakeWalker { entries })
+}
+
+/// The lifecycle of the test firmware (the bundled C engine's, whose ELF the symbols are):
+/// its phases by their function names, its spans, its tensor table and its operator names.
+pub fn lifecycle_config() -> AuditConfig {
+    let pairs = |list: &[(&str, &str)]| {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let op_names = SpanLabels {
+        arg: 1,
+        string: false,
+        names: Some("g_ops".into()),
+        field: Some("name".into()),
+    };
+    AuditConfig {
+        phases: pairs(&[
+            ("load", "model_load"),
+            ("build", "graph_build"),
+            ("run", "inference_run"),
+            ("release", "model_release"),
+            ("switch", "model_switch"),
+        ]),
+        spans: pairs(&[("graph_build", "op_init"), ("inference_run", "op_invoke")]),
+        tensors: Some(TensorTable {
+            table: "g_tensors".into(),
+            count: Some("g_tensor_count".into()),
+            name: Some("name".into()),
+            addr: "addr".into(),
+            size: "size".into(),
+            first: "producer".into(),
+            last: "last_consumer".into(),
+            bundled: true,
+        }),
+        labels: [
+            ("op_init".to_string(), op_names.clone()),
+            ("op_invoke".to_string(), op_names),
+        ]
+        .into_iter()
+        .collect(),
+        ..AuditConfig::default()
+    }
 }

@@ -29,7 +29,7 @@ struct FreshTarget(Option<Firmware>);
 impl Restart for FreshTarget {
     fn restart(&mut self) -> Result<Box<dyn memlife_core::Target>, String> {
         let fw = self.0.take().ok_or("started once already")?;
-        Ok(Box::new(fake::target(fw).0))
+        Ok(fake::target(fw, None).0)
     }
 
     fn describe(&self) -> String {

@@ -15,9 +15,11 @@ use super::{LLFF_TYPE, heap_static, layout};
 use crate::firmware_view::{EmbeddedAllocView, FirmwareView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
-use crate::{BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext};
+use crate::{
+    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext,
+};
 
-const NAME: &str = "embedded-alloc-llff";
+const NAME: &str = AllocatorKind::RustLlff.name();
 /// Never read more than this as one arena (a wild `top` must not make us read gigabytes).
 const MAX_ARENA: u64 = 16 << 20;
 
@@ -176,8 +178,8 @@ impl LlffWalker {
 }
 
 impl HeapWalker for LlffWalker {
-    fn name(&self) -> &'static str {
-        NAME
+    fn kind(&self) -> AllocatorKind {
+        AllocatorKind::RustLlff
     }
 
     fn entry_points(&self) -> &'static [EntryPoint] {

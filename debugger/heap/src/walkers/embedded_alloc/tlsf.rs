@@ -23,9 +23,11 @@ use crate::firmware_view::{EmbeddedAllocView, FirmwareView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::walkers::{align_down, align_up};
-use crate::{BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext};
+use crate::{
+    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext,
+};
 
-const NAME: &str = "embedded-alloc-tlsf";
+const NAME: &str = AllocatorKind::RustTlsf.name();
 /// Never read more than this as one pool.
 const MAX_POOL: u64 = 16 << 20;
 const SIZE_USED: u64 = 1;
@@ -194,8 +196,8 @@ impl TlsfWalker {
 }
 
 impl HeapWalker for TlsfWalker {
-    fn name(&self) -> &'static str {
-        NAME
+    fn kind(&self) -> AllocatorKind {
+        AllocatorKind::RustTlsf
     }
 
     fn entry_points(&self) -> &'static [EntryPoint] {

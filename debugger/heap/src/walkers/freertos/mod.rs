@@ -26,7 +26,8 @@ use crate::firmware_view::{FirmwareView, FreeRtosView, HeapStats};
 use crate::image::MemImage;
 use crate::state::{Block, HeapState, HeapStatus};
 use crate::{
-    BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol, WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol,
+    WalkContext,
 };
 use arena::Arena;
 use protector::Protector;
@@ -140,11 +141,15 @@ impl Counters {
 impl FreeRtosWalker {
     /// Resolves heap_4 (`ucHeap` present) from the symbols.
     pub fn heap4(symbols: &Symbols) -> Result<Self, HeapError> {
-        let (uc_heap, size) = require_static(symbols, "freertos-heap4", "ucHeap", CU)?;
+        let (uc_heap, size) = require_static(symbols, AllocatorKind::Heap4.name(), "ucHeap", CU)?;
         let size = size.ok_or_else(|| {
             HeapError::Config("ucHeap has no size in DWARF or the symbol table".into())
         })?;
-        Self::common(symbols, Variant::Heap4 { uc_heap, size }, "freertos-heap4")
+        Self::common(
+            symbols,
+            Variant::Heap4 { uc_heap, size },
+            AllocatorKind::Heap4.name(),
+        )
     }
 
     /// Resolves heap_5; regions come from `regions` if given, else from an application
@@ -160,7 +165,11 @@ impl FreeRtosWalker {
         }
         regions.sort_unstable();
         regions::check_regions(&regions)?;
-        Self::common(symbols, Variant::Heap5 { regions }, "freertos-heap5")
+        Self::common(
+            symbols,
+            Variant::Heap5 { regions },
+            AllocatorKind::Heap5.name(),
+        )
     }
 
     fn common(symbols: &Symbols, variant: Variant, name: &'static str) -> Result<Self, HeapError> {
@@ -227,10 +236,10 @@ impl FreeRtosWalker {
 }
 
 impl HeapWalker for FreeRtosWalker {
-    fn name(&self) -> &'static str {
+    fn kind(&self) -> AllocatorKind {
         match self.variant {
-            Variant::Heap4 { .. } => "freertos-heap4",
-            Variant::Heap5 { .. } => "freertos-heap5",
+            Variant::Heap4 { .. } => AllocatorKind::Heap4,
+            Variant::Heap5 { .. } => AllocatorKind::Heap5,
         }
     }
 

@@ -5,9 +5,9 @@ use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
 use super::ALIGN;
-use crate::HeapError;
 use crate::state::{AnomalyKind, HeapState};
 use crate::walkers::{align_down, align_up};
+use crate::{AllocatorKind, HeapError};
 
 /// Which of the two.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +111,7 @@ pub(super) fn find_region_table(
     mem: Option<&mut dyn Memory>,
 ) -> Result<Vec<(u64, u64)>, HeapError> {
     let missing = || HeapError::MissingSymbol {
-        allocator: "freertos-heap5",
+        allocator: AllocatorKind::Heap5.name(),
         symbol: "a HeapRegion_t[] variable".into(),
         hint: " (heap_5 keeps no region list; pass --heap-region START:LEN)".into(),
     };

@@ -28,13 +28,14 @@ use crate::firmware_view::{EspIdfHeap, EspIdfView, FirmwareView, MultiHeapInfo, 
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, HeapRegion, HeapState, HeapStatus};
 use crate::{
-    BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol, WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol,
+    WalkContext,
 };
 use layout::Layouts;
 pub use poison::Poisoning;
 use pool::{PoolSpec, walk_pool};
 
-const NAME: &str = "esp-idf-tlsf";
+const NAME: &str = AllocatorKind::EspIdfTlsf.name();
 const CU: &[&str] = &["heap_caps_init.c", "heap_caps.c"];
 /// `heap_caps_malloc(size, caps)` / `heap_caps_free(ptr)`: the public entries every ESP-IDF
 /// allocation goes through (`malloc` and `pvPortMalloc` end there too).
@@ -181,8 +182,8 @@ impl TlsfWalker {
 }
 
 impl HeapWalker for TlsfWalker {
-    fn name(&self) -> &'static str {
-        NAME
+    fn kind(&self) -> AllocatorKind {
+        AllocatorKind::EspIdfTlsf
     }
 
     fn entry_points(&self) -> &'static [EntryPoint] {

@@ -1,0 +1,249 @@
+//! The names the settings give, checked against the firmware before it runs: every function of
+//! `[phases]`, `[spans]`, `[labels]` and `[components]` must be in the ELF (by linkage or C++
+//! name), every global of `[tensors]` and `[labels]` too, and every role a role. The error names
+//! the first wrong one and the nearest valid name.
+//!
+//! Only what the user wrote is checked: the bundled firmware's defaults
+//! ([`crate::defaults`]) fill in what the user does not say, and a firmware without those
+//! functions simply has no such phase.
+
+use memlife_audit::composition::is_site_key;
+use memlife_audit::config::{AuditConfig, ROLES, nearest};
+use memlife_audit::observers::ModelKey;
+use memlife_dwarf::{SymbolKind, Symbols};
+
+/// Checks `config`'s names against `symbols`; the error is the first wrong name with where it
+/// was given.
+pub fn check_against(config: &AuditConfig, symbols: &Symbols) -> Result<(), String> {
+    let functions = symbols
+        .elf_symbols()
+        .iter()
+        .filter(|s| s.kind == SymbolKind::Function)
+        .map(|s| s.name.as_str())
+        .chain(symbols.demangled_functions())
+        .collect::<Vec<_>>();
+    check_functions(config, &functions, &|n| symbols.function(n).is_some())
+        .map_err(|e| format!("memlife.toml or flags: {e}"))?;
+    check_globals(config, &|n| symbols.variable(n, &[]).is_some())
+        .map_err(|e| format!("memlife.toml: {e}"))
+}
+
+/// Every `[phases]` and `[spans]` function must be `known` (the ELF has it), a `[spans]` or
+/// `[labels]` key a role or a function; `functions` are the names suggested instead.
+pub(crate) fn check_functions(
+    config: &AuditConfig,
+    functions: &[&str],
+    known: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    for (role, function) in &config.phases {
+        if !known(function) {
+            return Err(format!(
+                "[phases] {role}: no function `{function}` in the ELF{}",
+                nearest(function, functions.iter().copied())
+            ));
+        }
+    }
+    let mut roles: Vec<&str> = ROLES.to_vec();
+    roles.extend(config.phases.keys().map(String::as_str));
+    for (key, function) in &config.spans {
+        if !roles.contains(&key.as_str()) && !known(key) {
+            let candidates = functions.iter().chain(roles.iter()).copied();
+            return Err(format!(
+                "[spans] `{key}` is neither a role (load, build, run, switch, release or one in [phases]) nor a function in the ELF{}",
+                nearest(key, candidates)
+            ));
+        }
+        if !known(function) {
+            return Err(format!(
+                "[spans] {key}: no function `{function}` in the ELF{}",
+                nearest(function, functions.iter().copied())
+            ));
+        }
+    }
+    check_labels(config, &roles, functions, known)?;
+    for (key, name) in &config.components {
+        if !is_site_key(key) && !known(key) {
+            return Err(format!(
+                "[components] `{key}` is neither a function in the ELF nor a `file:line` site{}",
+                nearest(key, functions.iter().copied())
+            ));
+        }
+        if name.trim().is_empty() {
+            return Err(format!("[components] `{key}`: the component name is empty"));
+        }
+    }
+    if let Some(start) = &config.lifecycle.cycle_starts
+        && !roles.contains(&start.as_str())
+    {
+        return Err(format!(
+            "[lifecycle] cycle_starts: `{start}` is not a role (load, build, run, switch, release or one in [phases]){}",
+            nearest(start, roles.iter().copied())
+        ));
+    }
+    if let ModelKey::Arg { role, .. } = &config.lifecycle.model
+        && !roles.contains(&role.as_str())
+    {
+        return Err(format!(
+            "[lifecycle] model: `{role}` is not a role (load, build, run, switch, release or one in [phases]){}",
+            nearest(role, roles.iter().copied())
+        ));
+    }
+    Ok(())
+}
+
+/// `[labels]`: keys are roles or functions, `string` and `names` exclude each other, and the
+/// argument is one of the four memlife reads.
+fn check_labels(
+    config: &AuditConfig,
+    roles: &[&str],
+    functions: &[&str],
+    known: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    for (key, l) in &config.labels {
+        if !roles.contains(&key.as_str()) && !known(key) {
+            return Err(format!(
+                "[labels] `{key}` is neither a role nor a function in the ELF{}",
+                nearest(key, functions.iter().chain(roles.iter()).copied())
+            ));
+        }
+        if l.string && l.names.is_some() {
+            return Err(format!(
+                "[labels.{key}]: `string = true` and `names` exclude each other (the argument is either the name or an index into names)"
+            ));
+        }
+        if l.arg > 3 {
+            return Err(format!(
+                "[labels.{key}] arg = {}: memlife reads the first four arguments (0 to 3)",
+                l.arg
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The globals `[tensors]` and `[labels]` name exist (`known`); the error names the first that
+/// does not.
+pub(crate) fn check_globals(
+    config: &AuditConfig,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    if let Some(t) = &config.tensors {
+        for name in std::iter::once(&t.table).chain(t.count.as_ref()) {
+            if !known(name) {
+                return Err(format!("[tensors]: no global `{name}` in the ELF"));
+            }
+        }
+    }
+    for (key, l) in &config.labels {
+        if let Some(names) = &l.names
+            && !known(names)
+        {
+            return Err(format!(
+                "[labels.{key}] names: no global `{names}` in the ELF"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::file::ConfigFile;
+
+    const FUNCS: [&str; 3] = ["nn_open", "nn_invoke", "layer_forward"];
+
+    fn cfg(text: &str) -> AuditConfig {
+        toml::from_str::<ConfigFile>(text).unwrap().audit_config()
+    }
+
+    fn functions(text: &str) -> Result<(), String> {
+        check_functions(&cfg(text), &FUNCS, &|n| FUNCS.contains(&n))
+    }
+
+    #[test]
+    fn unknown_roles_and_functions_name_the_nearest_valid_one() {
+        assert_eq!(
+            functions("[components]\nnn_opne = \"weights\"\n\"loader.c:12\" = \"file\"")
+                .unwrap_err(),
+            "[components] `nn_opne` is neither a function in the ELF nor a `file:line` site; did you mean `nn_open`?"
+        );
+        assert_eq!(
+            functions("[components]\nnn_open = \"weights\"\n\"loader.c:12\" = \"file\""),
+            Ok(())
+        );
+        assert_eq!(
+            functions("[phases]\nload = \"nn_opne\"").unwrap_err(),
+            "[phases] load: no function `nn_opne` in the ELF; did you mean `nn_open`?"
+        );
+        let e = functions("[phases]\nrun = \"nn_invoke\"\n[spans]\nrnu = \"layer_forward\"")
+            .unwrap_err();
+        assert!(e.starts_with("[spans] `rnu` is neither a role"), "{e}");
+        assert!(e.ends_with("did you mean `run`?"), "{e}");
+        assert_eq!(
+            functions("[phases]\nrun = \"nn_invoke\"\n[spans]\nrun = \"layer_forward\""),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn lifecycle_labels_and_tensors_are_checked_against_roles_and_the_elf() {
+        let base =
+            "[phases]\nload = \"nn_open\"\nrun = \"nn_invoke\"\n[spans]\nrun = \"layer_forward\"\n";
+        let e = functions(&format!("{base}[lifecycle]\ncycle_starts = \"lod\"")).unwrap_err();
+        assert!(e.contains("cycle_starts: `lod` is not a role"), "{e}");
+        assert!(e.ends_with("did you mean `load`?"), "{e}");
+        // [lifecycle] model: a role's argument, the role one of the configuration's.
+        let e = functions(&format!("{base}[lifecycle]\nmodel = \"laod:1\"")).unwrap_err();
+        assert!(
+            e.contains("model: `laod` is not a role") && e.ends_with("did you mean `load`?"),
+            "{e}"
+        );
+        let e = toml::from_str::<ConfigFile>(&format!("{base}[lifecycle]\nmodel = \"load:7\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0 to 3"), "{e}");
+        for ok in ["auto", "none", "load", "run:2"] {
+            assert_eq!(
+                functions(&format!("{base}[lifecycle]\nmodel = \"{ok}\"")),
+                Ok(()),
+                "{ok}"
+            );
+        }
+        assert_eq!(
+            cfg(&format!("{base}[lifecycle]\nmodel = \"run:2\""))
+                .lifecycle
+                .model,
+            ModelKey::Arg {
+                role: "run".into(),
+                arg: 2
+            }
+        );
+        assert_eq!(cfg(base).lifecycle.model, ModelKey::Auto);
+        let ok = format!(
+            "{base}[lifecycle]\ncycle_starts = \"run\"\n[labels.run]\narg = 0\nnames = \"layer_names\"\n[labels.layer_forward]\nstring = true"
+        );
+        assert_eq!(functions(&ok), Ok(()));
+        assert!(
+            check_globals(&cfg(&ok), &|n| n != "layer_names")
+                .unwrap_err()
+                .contains("[labels.run] names: no global `layer_names`")
+        );
+        let e = functions(&format!("{base}[labels.rnu]\narg = 0")).unwrap_err();
+        assert!(e.starts_with("[labels] `rnu` is neither a role"), "{e}");
+        let e =
+            functions(&format!("{base}[labels.run]\nstring = true\nnames = \"x\"")).unwrap_err();
+        assert!(e.contains("exclude each other"), "{e}");
+        let e = functions(&format!("{base}[labels.run]\narg = 4")).unwrap_err();
+        assert!(e.contains("first four arguments"), "{e}");
+        assert_eq!(
+            check_globals(
+                &cfg("[tensors]\ntable = \"g_plan\"\ncount = \"g_n\""),
+                &|n| n == "g_plan"
+            )
+            .unwrap_err(),
+            "[tensors]: no global `g_n` in the ELF"
+        );
+    }
+}
