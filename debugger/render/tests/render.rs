@@ -123,6 +123,8 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         deferred: Vec::new(),
         deferred_unlisted: 0,
         injected: Vec::new(),
+        injected_unlisted: 0,
+        models: Vec::new(),
         error: None,
         exit_code: 1,
     }
