@@ -231,6 +231,28 @@ mod tests {
     }
 
     #[test]
+    fn a_skipped_check_fails_the_audit_only_when_asked() {
+        let sym = fake::symbols();
+        let out = std::env::temp_dir().join(format!("memlife-runner-skip-{}", std::process::id()));
+        let source =
+            r#"check("ran", true); skip("not run", "the target could not be started again");"#;
+        for (fail_on_skip, code) in [(false, 0), (true, 1)] {
+            let (mut target, _) = fake::target(Firmware::new(&sym), None);
+            let mut a = audit(source, &out, PeakMethod::Sample);
+            a.fail_on_skip = fail_on_skip;
+            let done = run(&mut target, a).unwrap();
+            assert_eq!(done.report.skipped(), 1);
+            assert_eq!(done.report.exit_code, code, "fail_on_skip {fail_on_skip}");
+        }
+        // A failed check's 1 and an error's 2 stay what they are.
+        let (mut target, _) = fake::target(Firmware::new(&sym), None);
+        let mut a = audit(r#"skip("s", ""); throw "stop";"#, &out, PeakMethod::Sample);
+        a.fail_on_skip = true;
+        assert_eq!(run(&mut target, a).unwrap().report.exit_code, 2);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    #[test]
     fn a_refused_audit_gives_the_target_back_with_the_reason() {
         let sym = fake::symbols();
         let (mut target, _) = fake::target(Firmware::new(&sym), None);

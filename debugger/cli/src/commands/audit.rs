@@ -319,6 +319,7 @@ mod tests {
             "a.json",
             "--out",
             "o",
+            "--fail-on-skip",
         ]);
         let f = flags(&args).unwrap();
         assert_eq!(f.script.as_deref(), Some(Path::new("s.rhai")));
@@ -334,6 +335,12 @@ mod tests {
         assert_eq!(f.phases, [("load".to_string(), "my_load".to_string())]);
         assert_eq!(f.outputs.json.as_deref(), Some(Path::new("a.json")));
         assert_eq!(f.outputs.out_dir, Path::new("o"));
+        assert!(f.fail_on_skip);
+        assert!(
+            !flags(&audit_args(&["memlife", "audit", "s.rhai"]))
+                .unwrap()
+                .fail_on_skip
+        );
         let two = audit_args(&[
             "memlife", "audit", "s.rhai", "--config", "a", "--config", "b",
         ]);
