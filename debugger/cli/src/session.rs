@@ -2,9 +2,10 @@
 //!
 //! A [`Session`] owns the backend (GDB remote, probe-rs or a snapshot) and, for `--qemu`, the
 //! QEMU process. A QEMU it started it can start again ([`Session::restart`], handed to the
-//! audit engine): a firmware that exits ends its QEMU, and the next reset is a fresh one. Whatever happens (success,
-//! an error, a panic unwinding), dropping it removes memlife's breakpoints, then detaches so the
-//! target runs on, or leaves it halted, as `--leave` says; a QEMU that memlife started is killed.
+//! audit engine): a firmware that exits ends its QEMU, and the next reset is a fresh one.
+//! Whatever happens (success, an error, a panic unwinding), dropping it removes memlife's
+//! breakpoints, then detaches so the target runs on, or leaves it halted, as `--leave` says; a
+//! QEMU that memlife started is killed.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The script-facing side of allocation-failure injection (see [`crate::observers::inject`]):
-//! a request checked (its site against the ELF, at once) and armed, with tracing turned on for it (its breakpoints on the
-//! allocator's entry are where the failure is made), and a phase call's allocation sites to
-//! choose from.
+//! a request checked (its site against the ELF, at once) and armed, with tracing turned on for
+//! it (its breakpoints on the allocator's entry are where the failure is made), and a phase
+//! call's allocation sites to choose from.
 
 use memlife_dwarf::{LocationError, LocationSpec};
 

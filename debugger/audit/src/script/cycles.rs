@@ -1,6 +1,7 @@
 //! The phases-and-cycles area of the script API: observing cycles (`t.cycle()`, `t.cycles(n)`,
-//! `t.next_cycle()` and `t.stopped()` for a firmware that stops), running one phase (`t.phase(name)`, deprecated), the roles this firmware has, the calls
-//! counted, and phase and cycle records as maps.
+//! `t.next_cycle()` and `t.stopped()` for a firmware that stops), running one phase
+//! (`t.phase(name)`, deprecated), the roles this firmware has, the calls counted, the cycles by
+//! model (`t.models()`), and phase and cycle records as maps.
 //!
 //! ```rhai
 //! let c = t.cycle();                       // index, start, before, after, calls, exit
