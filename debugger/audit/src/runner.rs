@@ -85,7 +85,8 @@ pub struct Audited {
 }
 
 /// Runs `audit` on the target in `target`, which the engine holds for the run. When this
-/// returns, `target` holds the target again (memlife's breakpoints removed), whatever happened;
+/// returns, `target` holds the target again (memlife's breakpoints removed; a fresh one when
+/// the engine started it again through [`Audit::restart`]), whatever happened;
 /// an error means the audit could not start (the target is no live one, the settings do not
 /// fit it) or the engine lost the target, which is memlife's bug: then `target` holds a
 /// stand-in that refuses every request.
