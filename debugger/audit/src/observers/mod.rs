@@ -15,6 +15,7 @@
 //! - `inject`: [`Injection`]: the allocation made to fail, and what failed.
 //! - [`arena`]: [`arena::ArenaObserver`], added at run time on a TFLM firmware: its arenas
 //!   watched while each interpreter is built.
+//! - `models`: [`Models`]: which model each cycle ran, and what each model's cycles lost.
 
 pub mod arena;
 pub mod cycles;
@@ -22,16 +23,18 @@ pub mod faults;
 pub mod inject;
 pub mod labels;
 pub mod lifecycle;
+pub mod models;
 pub mod phases;
 pub mod spans;
 pub mod trace;
 pub mod watermark;
 
-pub use cycles::Cycles;
+pub use cycles::{Cycles, Stopped};
 pub use faults::Faults;
 pub use inject::{AllocSite, FailChoice, Injected, Injection};
 pub use labels::SpanLabels;
 pub use lifecycle::Lifecycle;
+pub use models::{ModelKey, ModelMemory, Models};
 pub use phases::PhaseTracker;
 pub use spans::Spans;
 pub use trace::{AllocationTrace, LiveAlloc};

@@ -6,6 +6,7 @@
 
 mod arena;
 pub(crate) mod fake;
+pub(crate) mod lifecycle_ends;
 mod observers;
 
 use fake::{BLOCKS, FREERTOS_LIKE, Firmware, HEAP_SIZE, MIN, NO_EXITS, RAM, STACK};
