@@ -41,11 +41,13 @@ impl From<&Debugger> for EngineRecord {
             deferred_unlisted,
             injected: debugger
                 .injected()
-                .iter()
+                .into_iter()
                 .map(InjectedFailure::from)
                 .collect(),
             tasks: Vec::new(),
             arenas: crate::observers::arena::record(debugger),
+            injected_unlisted: debugger.injected_unlisted(),
+            models: debugger.models(),
         };
         with_tasks(&mut record, debugger);
         record

@@ -204,6 +204,12 @@ pub struct AuditArgs {
     /// budget.
     #[arg(long, value_name = "BASE.json")]
     pub baseline: Option<PathBuf>,
+    /// Exit 1 when a check was skipped (not run: a role the configuration lacks, an error path
+    /// the target could not be started again for), as when one failed, so that CI fails on an
+    /// audit that did not check everything. Without it, skips are counted in the summary and
+    /// the exit code is that of the checks that ran.
+    #[arg(long)]
+    pub fail_on_skip: bool,
     /// Set by a wide run on its children: audit this one target, also when its --config is the
     /// matrix file itself (an entry without `config`), whose [[matrix]] is then not a list.
     #[arg(long, hide = true)]

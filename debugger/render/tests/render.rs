@@ -127,6 +127,8 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         deferred_unlisted: 0,
         injected: Vec::new(),
         tasks: Vec::new(),
+        injected_unlisted: 0,
+        models: Vec::new(),
         arenas: None,
         error: None,
         exit_code: 1,

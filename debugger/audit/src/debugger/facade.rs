@@ -19,9 +19,9 @@ use crate::events::{AuditSession, Observer, ObserverId, Open, Role};
 use crate::observers::arena::ArenaObserver;
 use crate::observers::trace::Sites;
 use crate::observers::{
-    AllocationTrace, Asserts, Faults, Injection, Lifecycle, Spans, TaskObserver, Watermark,
+    AllocationTrace, Asserts, Faults, Injection, Lifecycle, Models, Spans, TaskObserver, Watermark,
 };
-use crate::session::{Session, SessionOptions};
+use crate::session::{Restart, Session, SessionOptions};
 
 /// What the audit was asked to do: the settings and the peak method.
 #[derive(Debug)]
@@ -52,6 +52,8 @@ pub struct Debugger {
     pub(super) faults: Faults,
     /// The allocation made to fail.
     pub(super) injection: Injection,
+    /// Which model each cycle ran.
+    pub(super) models: Models,
     /// Observers added at run time.
     pub(super) extensions: Extensions,
 }
@@ -124,6 +126,7 @@ impl Debugger {
             link,
         };
         let sites = Sites::new(skip, stack_top, config.trace.backtrace);
+        let model_key = config.lifecycle.model.clone();
         let mut lifecycle = Lifecycle::default();
         lifecycle.cycles.set_keep(keep_cycles);
         let mut dbg = Debugger {
@@ -136,6 +139,7 @@ impl Debugger {
             watermark: Watermark::default(),
             faults: Faults::default(),
             injection: Injection::default(),
+            models: Models::new(model_key),
             extensions: Extensions::default(),
         };
         match dbg.prepare(options) {
@@ -292,7 +296,15 @@ impl Debugger {
         self.session.heap_size()
     }
 
-    /// Resets the target and halts it at the reset vector. Trace state starts over. A phase
+    /// Hands the engine a way to start the target again where a reset cannot (a QEMU that
+    /// exited with its firmware): see [`crate::session::Restart`].
+    pub fn set_restart(&mut self, restart: Box<dyn Restart>) {
+        self.session.set_restart(restart);
+    }
+
+    /// Resets the target and halts it at the reset vector; a target that is gone (its
+    /// firmware exited) is started again when [`Debugger::set_restart`] gave a way. Trace
+    /// state starts over. A phase
     /// still open (its call failed: the firmware hung, faulted or exited inside it, and the
     /// script caught the error) is abandoned: after the reset it can never return.
     pub fn reset(&mut self) -> Result<(), AuditError> {
@@ -303,11 +315,11 @@ impl Debugger {
         self.watermark.abandon();
         self.session.breakpoints_mut().clear_returns();
         self.trace.on_reset();
+        let exited = self.lifecycle.cycles.exited().is_some();
+        self.session.reset(exited)?;
         self.lifecycle.cycles.on_reset();
         self.extensions.on_reset();
-        if let Some(c) = self.session.target().control() {
-            c.reset(true)?;
-        }
+        self.models.break_sequence();
         let state = self.session.walk()?;
         self.trace.set_used(state.used);
         Ok(())

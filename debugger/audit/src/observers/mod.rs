@@ -13,6 +13,7 @@
 //! - `watermark`: [`Watermark`]: the allocator's low-water mark reset and read per phase.
 //! - `faults`: [`Faults`]: fault handlers' stops, and the park watch after a failure.
 //! - `inject`: [`Injection`]: the allocation made to fail, and what failed.
+//! - `models`: [`Models`]: which model each cycle ran, and what each model's cycles lost.
 //!
 //! Added at run time through [`crate::events::Observer`], when the firmware has what they
 //! watch:
@@ -29,6 +30,7 @@ pub mod faults;
 pub mod inject;
 pub mod labels;
 pub mod lifecycle;
+pub mod models;
 pub mod phases;
 pub mod spans;
 pub mod tasks;
@@ -36,11 +38,12 @@ pub mod trace;
 pub mod watermark;
 
 pub use asserts::Asserts;
-pub use cycles::Cycles;
+pub use cycles::{Cycles, Stopped};
 pub use faults::Faults;
 pub use inject::{AllocSite, FailChoice, Injected, Injection};
 pub use labels::SpanLabels;
 pub use lifecycle::Lifecycle;
+pub use models::{ModelKey, ModelMemory, Models};
 pub use phases::PhaseTracker;
 pub use spans::Spans;
 pub use tasks::TaskObserver;

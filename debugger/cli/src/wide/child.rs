@@ -156,6 +156,9 @@ pub fn command(
     if args.leave == crate::cli::Leave::Halted {
         flag(&mut a, "--leave", &"halted");
     }
+    if args.fail_on_skip {
+        a.push("--fail-on-skip".into());
+    }
     let mut argv: Vec<OsString> = Vec::new();
     if verbose > 0 {
         argv.push(format!("-{}", "v".repeat(usize::from(verbose))).into());

@@ -305,6 +305,7 @@ mod tests {
             "3",
             "--walk",
             "sparse",
+            "--fail-on-skip",
         ]);
         let mut list = targets(&args).unwrap().unwrap();
         let target = list.pop().unwrap();
@@ -329,6 +330,7 @@ mod tests {
         // The run's flags reach the child.
         assert_eq!(child.keep_cycles, Some(memlife_plan::KeepCycles::Count(3)));
         assert_eq!(child.heap.walk, Some(memlife_heap::WalkStrategy::Sparse));
+        assert!(child.fail_on_skip);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod arena;
 pub(crate) mod fake;
+pub(crate) mod lifecycle_ends;
 mod observers;
 mod tasks;
 
