@@ -102,6 +102,22 @@ pub struct Outputs {
     pub out_dir: PathBuf,
 }
 
+impl Outputs {
+    /// The outputs asked for that show requested sizes (the JSON's `events[].request`, the
+    /// peaks' `requested` parts, the timeline's events), by their flags.
+    pub fn showing_requests(&self) -> Vec<String> {
+        [
+            ("--json", self.json.is_some()),
+            ("--report", self.report.is_some()),
+            ("--trace", self.trace.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, asked)| *asked)
+        .map(|(flag, _)| flag.to_string())
+        .collect()
+    }
+}
+
 /// What memlife's environment variables say (`MEMLIFE_LINK_MODEL`, `MEMLIFE_NO_EMULATION`,
 /// `MEMLIFE_NO_VECTOR_CATCH`), read by the command line only and passed down.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -98,7 +98,9 @@ impl AuditPlan {
                 dir.display()
             ));
         }
-        let engine = engine_settings(&flags, &file, env, with_bundled_defaults(given.clone()))?;
+        let mut engine = engine_settings(&flags, &file, env, with_bundled_defaults(given.clone()))?;
+        // The outputs that show requested sizes read them, as a script that reads them does.
+        engine.config.trace.requests_shown_by = flags.outputs.showing_requests();
         let heap = HeapPlan {
             allocator: flags.heap.allocator.or(file.allocator),
             options: WalkerOptions {

@@ -29,6 +29,8 @@
 //!   ([`CycleRun`], [`Cycle`]); `failure_run`: the firmware run through an injected failure
 //!   ([`FailureWait`], [`FailureRun`]); `fail_alloc`: the failure asked for.
 //! - `plan`: the breakpoints a cycle needs, checked against the target's before the run.
+//! - `trace_plan`: what the audit traces (allocations, requested sizes), decided from what the
+//!   script and the outputs read.
 //! - `extensions`: the observers added at run time.
 //! - `progress`: [`Progress`] for the progress bar.
 //!
@@ -47,6 +49,7 @@ mod plan;
 mod progress;
 mod run;
 mod span_stops;
+mod trace_plan;
 mod views;
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //!   - `target`: run control and reads (`t.run_to`, `t.reset`, `t.on_break`, `t.var`);
 //!   - `outputs`: `check`, `warn`, `skip`, `dump`, `budget`, `kib`.
 //! - `convert`: conversions the areas share.
+//! - `reads`: what a script reads of the allocation trace, from its text ([`ScriptReads`]).
 //!
 //! To add a function: register it in the `register` of its area's module, next to the
 //! conversions of what it returns, with a unit test there.
@@ -34,6 +35,7 @@ mod errors;
 mod handle;
 mod heap;
 mod outputs;
+mod reads;
 mod run;
 mod sandbox;
 mod spans;
@@ -43,5 +45,6 @@ mod testing;
 mod trace;
 
 pub use handle::TargetHandle;
+pub use reads::ScriptReads;
 pub use run::{ScriptError, ScriptOutcome, run_script};
 pub use sandbox::{MAX_ARRAY, MAX_MAP, MAX_MEMORY, MAX_STRING};

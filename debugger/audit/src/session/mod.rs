@@ -10,6 +10,8 @@
 //! - `breakpoints`: [`BreakpointSet`]: what each address is for, the returns awaited, what is
 //!   inserted.
 //! - `budget`: which breakpoints are armed on a target with few (an FPB's six).
+//! - `clock`: [`FirmwareClock`]: the wall time the firmware ran and was held halted, and its
+//!   tick counter.
 //! - `roles`: what a role tells the budget: [`EntryRole`] (when it is armed: [`Arm`]),
 //!   [`ReturnRole`].
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
@@ -19,6 +21,7 @@
 
 mod breakpoints;
 mod budget;
+mod clock;
 mod fault;
 mod live;
 mod park;
@@ -28,6 +31,7 @@ mod run;
 
 pub use breakpoints::BreakpointSet;
 pub use budget::{BreakpointUse, Budget};
+pub use clock::FirmwareClock;
 pub use live::{Session, SessionOptions};
 pub use roles::{Arm, EntryRole, ReturnRole, ReturnWatch};
 pub use run::Regs;

@@ -249,9 +249,15 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
             writeln!(out, "{word} {name}: {message}")?;
         }
     }
+    // What the halts cost the firmware's own time, where the audit ran it.
+    let halted = report
+        .run
+        .firmware_time
+        .as_ref()
+        .map_or_else(String::new, |t| format!("; {}", t.summary()));
     writeln!(
         out,
-        "{}: {pass} passed, {fail} failed, {warn} warnings{} ({} phases, {} allocation events, {:.1} s)",
+        "{}: {pass} passed, {fail} failed, {warn} warnings{} ({} phases, {} allocation events, {:.1} s{halted})",
         script.display(),
         if skipped > 0 {
             format!(", {skipped} skipped")

@@ -12,10 +12,12 @@
 //! - [`checks`]: check results, their summaries by name, the script's error.
 //! - [`folded`]: what a long run keeps of its folded cycles.
 //! - [`deferred`]: late frees.
-//! - [`run`]: facts about the run, breakpoint use, injected allocation failures.
+//! - [`run`]: facts about the run, breakpoint use, what was traced, injected allocation failures.
+//! - [`firmware_time`]: what the audit's halts cost the firmware's own time.
 
 pub mod checks;
 pub mod deferred;
+pub mod firmware_time;
 pub mod folded;
 pub mod heap;
 pub mod phase;
@@ -24,8 +26,9 @@ pub mod trace;
 
 pub use checks::{CheckResult, CheckSummary, ScriptError, Verdict, summarize};
 pub use deferred::{DeferredBlock, MAX_LISTED};
+pub use firmware_time::{FirmwareTime, TickCount};
 pub use folded::{CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, MAX_SERIES, Totals};
 pub use heap::{HeapMap, HeapSummary, MapBlock};
 pub use phase::{Damage, Part, PeakMethod, PeakSite, PhaseRecord, SpanRecord};
-pub use run::{BreakpointUse, InjectedFailure, RunFacts};
+pub use run::{BreakpointUse, InjectedFailure, RunFacts, TraceFacts};
 pub use trace::{EventKind, Site, TraceEvent};

@@ -6,6 +6,7 @@
 
 pub(crate) mod fake;
 mod observers;
+mod trace_plan;
 
 use fake::{BLOCKS, FREERTOS_LIKE, Firmware, HEAP_SIZE, MIN, NO_EXITS, RAM, STACK};
 
