@@ -5,21 +5,36 @@
 //! an error, a panic unwinding), dropping it removes memlife's breakpoints, then detaches so the
 //! target runs on, or leaves it halted, as `--leave` says; a QEMU that memlife started is killed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use memlife_core::{Snapshot, Target};
-use memlife_rsp::{GdbRemote, QemuProcess};
+use memlife_rsp::{GdbRemote, QemuProcess, Serial};
 
-use crate::cli::{Leave, TargetArgs};
+use crate::cli::{Leave, SerialChoice, TargetArgs};
 
 /// An open target.
 pub struct Session {
     // Field order matters: the connection must close before QEMU is killed.
     target: Option<Box<dyn Target>>,
     qemu: Option<QemuProcess>,
+    /// The file the QEMU memlife started writes the firmware's serial output to.
+    serial_file: Option<PathBuf>,
     leave_halted: bool,
     cleaned: bool,
+}
+
+/// Where QEMU sends the firmware's serial output (`--serial`), the file opened here.
+fn serial_output(choice: Option<&SerialChoice>) -> Result<(Serial, Option<PathBuf>)> {
+    Ok(match choice {
+        None | Some(SerialChoice::None) => (Serial::Discard, None),
+        Some(SerialChoice::Stdio) => (Serial::Stdout, None),
+        Some(SerialChoice::File(path)) => {
+            let file = memlife_core::output::create_log(path)
+                .with_context(|| format!("--serial file:{}", path.display()))?;
+            (Serial::File(file), Some(path.clone()))
+        }
+    })
 }
 
 /// The directory the firmware's semihosting calls may use, opened once (a missing directory or
@@ -57,6 +72,7 @@ impl Session {
         .map_err(anyhow::Error::msg)?
         // Checked, though the week's cap keeps it in range: past the clock is no deadline.
         .and_then(|d| memlife_core::limits::Deadline::after(d).instant());
+        let (serial, serial_file) = serial_output(args.serial.as_ref())?;
         let (target, qemu): (Box<dyn Target>, Option<QemuProcess>) = if let Some(addr) = &args.gdb {
             let options = memlife_rsp::ConnectOptions {
                 deadline,
@@ -68,7 +84,7 @@ impl Session {
             remote.set_semihosting_dir(sh_dir.take());
             (Box::new(remote), None)
         } else if let Some(machine) = &args.qemu {
-            let qemu = QemuProcess::start(machine, elf, &[])
+            let qemu = QemuProcess::start_with_serial(machine, elf, &[], &serial)
                 .with_context(|| format!("cannot start qemu-system-arm -M {machine}"))?;
             let options = memlife_rsp::ConnectOptions {
                 deadline,
@@ -94,9 +110,15 @@ impl Session {
         Ok(Session {
             target: Some(target),
             qemu,
+            serial_file,
             leave_halted,
             cleaned: false,
         })
+    }
+
+    /// The file the firmware's serial output goes to, when QEMU writes one.
+    pub fn serial_file(&self) -> Option<&Path> {
+        self.serial_file.as_deref()
     }
 
     /// The target.

@@ -61,6 +61,8 @@ pub struct TargetFlags {
     pub deadline: Option<f64>,
     /// `--semihosting-dir DIR`.
     pub semihosting_dir: Option<PathBuf>,
+    /// `--serial`.
+    pub serial: Option<crate::target::SerialChoice>,
 }
 
 impl TargetFlags {

@@ -59,4 +59,4 @@ pub use file::{ConfigFile, Expectation};
 pub use flags::{AuditFlags, Environment, HeapFlags, Outputs, TargetFlags};
 pub use keep_cycles::KeepCycles;
 pub use plan::{AuditPlan, HeapPlan, default_config};
-pub use target::{ProbeText, TargetPlan};
+pub use target::{ProbeText, SerialChoice, TargetPlan};

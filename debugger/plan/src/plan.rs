@@ -88,7 +88,8 @@ impl AuditPlan {
                     "no firmware given: use --elf FILE or `elf = ...` in memlife.toml".into(),
                 )
             })?;
-        let target = TargetPlan::resolve(flags.target.clone(), &file.target)?;
+        let target = TargetPlan::resolve(flags.target.clone(), &file.target)?
+            .with_serial_default(&flags.outputs.out_dir)?;
         if let (None, Some(dir)) = (&flags.target.semihosting_dir, &file.target.semihosting_dir) {
             // A settings file someone else wrote (or a name injected into it) must not hand
             // the firmware host files silently.

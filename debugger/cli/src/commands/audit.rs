@@ -43,6 +43,7 @@ fn flags(args: &AuditArgs) -> Result<AuditFlags> {
             connect_under_reset: t.probe.connect_under_reset,
             deadline: t.deadline,
             semihosting_dir: t.semihosting_dir.clone(),
+            serial: t.serial.clone(),
         },
         heap: HeapFlags {
             allocator: h.allocator,
@@ -90,6 +91,7 @@ fn target_args(target: &TargetPlan) -> Result<TargetArgs> {
         deadline: target.deadline,
         no_default_deadline: false,
         semihosting_dir: target.semihosting_dir.clone(),
+        serial: target.serial.clone(),
     })
 }
 
@@ -197,7 +199,10 @@ fn audit(
     );
     progress.finish();
     match audited {
-        Ok(done) => Ok((done.report, Some(session))),
+        Ok(mut done) => {
+            done.report.run.serial = session.serial_file().map(|p| p.display().to_string());
+            Ok((done.report, Some(session)))
+        }
         Err(e) => {
             session.close()?;
             Err(e.into())
@@ -268,6 +273,9 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
         report.totals.events,
         report.run.seconds
     )?;
+    if let Some(serial) = &report.run.serial {
+        writeln!(out, "serial output: {serial}")?;
+    }
     Ok(())
 }
 
@@ -325,6 +333,13 @@ mod tests {
         assert_eq!(f.phases, [("load".to_string(), "my_load".to_string())]);
         assert_eq!(f.outputs.json.as_deref(), Some(Path::new("a.json")));
         assert_eq!(f.outputs.out_dir, Path::new("o"));
+        let serial = audit_args(&[
+            "memlife", "audit", "s.rhai", "--qemu", "m", "--serial", "stdio",
+        ]);
+        assert_eq!(
+            flags(&serial).unwrap().target.serial,
+            Some(memlife_plan::SerialChoice::Stdio)
+        );
         let two = audit_args(&[
             "memlife", "audit", "s.rhai", "--config", "a", "--config", "b",
         ]);

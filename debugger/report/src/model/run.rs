@@ -54,6 +54,9 @@ pub struct RunFacts {
     /// How long the firmware ran and how long it was held halted; `None` when the audit never
     /// resumed it.
     pub firmware_time: Option<FirmwareTime>,
+    /// Where the serial output of the QEMU memlife started went (a file), when it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
 }
 
 /// What the allocation trace recorded over an audit (`run.trace`), and what decided it: the
