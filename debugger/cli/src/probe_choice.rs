@@ -43,7 +43,9 @@ impl ProbeChoice {
                 machine: machine.to_string(),
             });
         }
-        ProbeSelector::parse(t).map(ProbeChoice::Usb)
+        ProbeSelector::parse(t)
+            .map(ProbeChoice::Usb)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -6,10 +6,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Output, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::Output;
 use std::time::Duration;
 
 use common::*;
@@ -333,51 +331,11 @@ fn the_leak_through_six_comparators_is_the_one_gdb_remote_finds() {
 }
 
 /// `memlife serve` through the virtual probe, and everything it printed so far.
-struct Server {
-    guard: ChildGuard,
-    addr: String,
-    log: Arc<Mutex<String>>,
-}
+struct Server;
 
 impl Server {
-    fn start(elf: &Path) -> Server {
-        let mut cmd = memlife();
-        cmd.args(["serve", "--elf"])
-            .arg(elf)
-            .args(CHIP)
-            .args(["--listen", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut guard = ChildGuard(cmd.spawn().expect("spawn memlife serve"));
-        let err = guard.0.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("memlife serve: listening on ") {
-                    let _ = tx.send(addr.trim().to_string());
-                }
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no address: {}", log.lock().unwrap()));
-        Server { guard, addr, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.guard.0.kill();
+    fn start(elf: &Path) -> serve::Served {
+        serve::start(elf, CHIP)
     }
 }
 
@@ -475,4 +433,27 @@ fn a_seventh_breakpoint_is_refused_as_on_a_real_stm32f4() {
         log.contains("refused: all 6 hardware breakpoints are in use"),
         "{log}"
     );
+}
+
+#[test]
+fn memory_that_is_not_there_is_a_bus_fault_gdb_survives() {
+    // 0x30000000 is nothing on QEMU's netduinoplus2: its gdbstub refuses the read, the virtual
+    // probe answers FAULT as a real AHB-AP does, and gdb hears "cannot access memory" as it does
+    // from QEMU's own gdbstub, instead of the session ending on a "dead link".
+    let elf = elf("heap4", "healthy");
+    let server = Server::start(&elf);
+    let out = gdb_batch(
+        &elf,
+        &server.addr,
+        &["x/x 0x30000000", "print xFreeBytesRemaining", "detach"],
+    );
+    let text = all_output(&out);
+    assert!(
+        text.contains("Cannot access memory at address 0x30000000"),
+        "{text}"
+    );
+    assert!(text.contains("$1 = "), "the session went on: {text}");
+    assert!(text.contains("detached"), "{text}");
+    let log = server.log();
+    assert!(!log.contains("error:"), "{log}");
 }

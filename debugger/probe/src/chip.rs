@@ -12,14 +12,23 @@ use crate::ProbeError;
 pub struct ChipInfo {
     /// The registry's full name (`STM32F405RGTx`), which may differ in case from what was typed.
     pub name: String,
-    /// Core names and architectures, in probe-rs's core order (core 0 first).
-    pub cores: Vec<(String, CoreType)>,
+    /// The cores, in probe-rs's core order (core 0 first).
+    pub cores: Vec<ChipCore>,
+}
+
+/// One core of a chip, as probe-rs's registry describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChipCore {
+    /// The registry's name for it (`main`, `cpu0`).
+    pub name: String,
+    /// Its architecture.
+    pub core_type: CoreType,
 }
 
 impl ChipInfo {
     /// The architecture of core 0, the core memlife reads registers from and breaks on.
     pub fn core_type(&self) -> Option<CoreType> {
-        self.cores.first().map(|c| c.1)
+        self.cores.first().map(|c| c.core_type)
     }
 }
 
@@ -64,7 +73,10 @@ pub fn resolve_chip(registry: &Registry, name: &str) -> Result<ChipInfo, ProbeEr
             cores: target
                 .cores
                 .iter()
-                .map(|c| (c.name.clone(), c.core_type))
+                .map(|c| ChipCore {
+                    name: c.name.clone(),
+                    core_type: c.core_type,
+                })
                 .collect(),
         }),
         Err(RegistryError::ChipNotUnique(_, matches)) => Err(ProbeError::AmbiguousChip {
@@ -169,7 +181,7 @@ mod tests {
     fn esp32s3_has_two_xtensa_cores() {
         let chip = resolve_chip(&registry(), "esp32s3").unwrap();
         assert_eq!(chip.cores.len(), 2, "{chip:?}");
-        assert!(chip.cores.iter().all(|c| c.1 == CoreType::Xtensa));
+        assert!(chip.cores.iter().all(|c| c.core_type == CoreType::Xtensa));
     }
 
     #[cfg(not(feature = "esp32"))]

@@ -55,10 +55,59 @@ pub struct Comparator {
     pub function: u32,
 }
 
-/// Register addresses of comparator `n`: (COMP, MASK, FUNCTION).
-pub fn registers(n: usize) -> (u64, u64, u64) {
+/// Why a range cannot be watched by one comparator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WatchRangeError {
+    /// The DWT compares 32-bit addresses.
+    #[error("address {addr:#010x} is beyond 32 bits")]
+    Beyond32Bits {
+        /// The address asked for.
+        addr: u64,
+    },
+    /// The range is empty, not a power of two long, or not aligned to its length.
+    #[error(
+        "a DWT comparator watches a naturally aligned power-of-two range; {len} bytes at {addr:#010x} is not one"
+    )]
+    NotNaturallyAligned {
+        /// First byte.
+        addr: u64,
+        /// Bytes.
+        len: u64,
+    },
+    /// Longer than any `MASK` can cover.
+    #[error("{len} bytes is too large a watch range")]
+    TooLarge {
+        /// Bytes.
+        len: u64,
+    },
+    /// On ARMv8-M one comparator watches 1, 2 or 4 bytes (`DATAVSIZE`).
+    #[error("on ARMv8-M memlife watches 1, 2 or 4 bytes per comparator, not {len}")]
+    V8mSize {
+        /// Bytes.
+        len: u64,
+    },
+}
+
+/// The register addresses of one comparator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ComparatorRegisters {
+    /// `COMPn`.
+    pub comp: u64,
+    /// `MASKn`.
+    pub mask: u64,
+    /// `FUNCTIONn`.
+    pub function: u64,
+}
+
+/// Register addresses of comparator `n`.
+pub fn registers(n: usize) -> ComparatorRegisters {
     let base = DWT_COMP0 + 16 * n as u64;
-    (base, base + 4, base + 8)
+    ComparatorRegisters {
+        comp: base,
+        mask: base + 4,
+        function: base + 8,
+    }
 }
 
 /// Encodes a watchpoint on `len` bytes at `addr` for one comparator.
@@ -67,18 +116,16 @@ pub fn encode(
     addr: u64,
     len: u64,
     kind: WatchKind,
-) -> Result<Comparator, String> {
-    let comp = u32::try_from(addr).map_err(|_| format!("address {addr:#x} is beyond 32 bits"))?;
+) -> Result<Comparator, WatchRangeError> {
+    let comp = u32::try_from(addr).map_err(|_| WatchRangeError::Beyond32Bits { addr })?;
     if len == 0 || !len.is_power_of_two() || !addr.is_multiple_of(len) {
-        return Err(format!(
-            "a DWT comparator watches a naturally aligned power-of-two range; {len} bytes at {addr:#010x} is not one"
-        ));
+        return Err(WatchRangeError::NotNaturallyAligned { addr, len });
     }
     let log2 = len.trailing_zeros();
     match version {
         DwtVersion::V7m => {
             if log2 > 31 {
-                return Err(format!("{len} bytes is too large a watch range"));
+                return Err(WatchRangeError::TooLarge { len });
             }
             let function = match kind {
                 WatchKind::Read => 5,
@@ -93,9 +140,7 @@ pub fn encode(
         }
         DwtVersion::V8m => {
             if log2 > 2 {
-                return Err(format!(
-                    "on ARMv8-M memlife watches 1, 2 or 4 bytes per comparator, not {len}"
-                ));
+                return Err(WatchRangeError::V8mSize { len });
             }
             let matching = match kind {
                 WatchKind::Access => 0b0100,
@@ -179,7 +224,10 @@ impl Dwt {
         kind: WatchKind,
     ) -> Result<()> {
         let version = self.version;
-        let enc = encode(version, addr, len, kind).map_err(TargetError::Protocol)?;
+        // A range the hardware cannot match is refused (gdb then says it cannot set the
+        // watchpoint), not a broken link that would end a gdb session.
+        let enc =
+            encode(version, addr, len, kind).map_err(|e| TargetError::Rejected(e.to_string()))?;
         let slots = self.slots(mem)?;
         let total = slots.len();
         if total == 0 {
@@ -193,13 +241,13 @@ impl Dwt {
                 count: total as u32,
             });
         };
-        let (comp, mask, function) = registers(n);
+        let regs = registers(n);
         // Disable first, so a half-programmed comparator never fires.
-        mem.write_word(function, 0)?;
-        mem.write_word(comp, enc.comp)?;
+        mem.write_word(regs.function, 0)?;
+        mem.write_word(regs.comp, enc.comp)?;
         if let Some(m) = enc.mask {
-            mem.write_word(mask, m)?;
-            let stuck = mem.read_word(mask)?;
+            mem.write_word(regs.mask, m)?;
+            let stuck = mem.read_word(regs.mask)?;
             if stuck != m {
                 return Err(TargetError::Rejected(format!(
                     "this DWT watches at most {} bytes per comparator, not {len}",
@@ -207,11 +255,11 @@ impl Dwt {
                 )));
             }
         }
-        mem.write_word(function, enc.function)?;
+        mem.write_word(regs.function, enc.function)?;
         let settings = function_setting_bits(version);
-        let back = mem.read_word(function)?;
+        let back = mem.read_word(regs.function)?;
         if back & settings != enc.function & settings {
-            mem.write_word(function, 0)?;
+            mem.write_word(regs.function, 0)?;
             return Err(TargetError::Unsupported(
                 "data address matching on this DWT comparator",
             ));
@@ -241,7 +289,7 @@ impl Dwt {
                 "no watchpoint at {addr:#010x} ({len} bytes) to remove"
             )));
         };
-        mem.write_word(registers(n).2, 0)?;
+        mem.write_word(registers(n).function, 0)?;
         slots[n] = None;
         Ok(())
     }
@@ -259,7 +307,7 @@ impl Dwt {
         let mut hit = None;
         // Read every used FUNCTION register, so no stale MATCHED bit is left for the next stop.
         for (n, slot) in used {
-            if mem.read_word(registers(n).2)? & FUNCTION_MATCHED != 0 && hit.is_none() {
+            if mem.read_word(registers(n).function)? & FUNCTION_MATCHED != 0 && hit.is_none() {
                 hit = Some((slot.addr, slot.kind));
             }
         }
@@ -271,7 +319,7 @@ impl Dwt {
         if let Some(slots) = self.slots.as_mut() {
             for (n, s) in slots.iter_mut().enumerate() {
                 if s.take().is_some() {
-                    mem.write_word(registers(n).2, 0)?;
+                    mem.write_word(registers(n).function, 0)?;
                 }
             }
         }
@@ -381,16 +429,57 @@ mod tests {
 
     #[test]
     fn invalid_ranges() {
-        assert!(encode(DwtVersion::V7m, 0x2000_0002, 4, WatchKind::Write).is_err());
-        assert!(encode(DwtVersion::V7m, 0x2000_0000, 12, WatchKind::Write).is_err());
-        assert!(encode(DwtVersion::V7m, 0x2000_0000, 0, WatchKind::Write).is_err());
-        assert!(encode(DwtVersion::V7m, 0x1_0000_0000, 4, WatchKind::Write).is_err());
+        let v7 = |addr, len| encode(DwtVersion::V7m, addr, len, WatchKind::Write);
+        for (addr, len) in [(0x2000_0002, 4), (0x2000_0000, 12), (0x2000_0000, 0)] {
+            assert_eq!(
+                v7(addr, len),
+                Err(WatchRangeError::NotNaturallyAligned { addr, len })
+            );
+        }
+        let e = v7(0x1_0000_0000, 4).unwrap_err();
+        assert_eq!(
+            e,
+            WatchRangeError::Beyond32Bits {
+                addr: 0x1_0000_0000
+            }
+        );
+        assert_eq!(e.to_string(), "address 0x100000000 is beyond 32 bits");
+        let e = v7(0, 1 << 32).unwrap_err();
+        assert_eq!(e, WatchRangeError::TooLarge { len: 1 << 32 });
+        let e = encode(DwtVersion::V8m, 0x2000_0000, 8, WatchKind::Write).unwrap_err();
+        assert_eq!(e, WatchRangeError::V8mSize { len: 8 });
+        assert_eq!(
+            e.to_string(),
+            "on ARMv8-M memlife watches 1, 2 or 4 bytes per comparator, not 8"
+        );
+    }
+
+    #[test]
+    fn a_range_one_comparator_cannot_match_is_refused_not_a_broken_link() {
+        let mut mem = FakeDwt::new(4, 15, DwtVersion::V7m);
+        let mut dwt = Dwt::new(DwtVersion::V7m);
+        let e = dwt
+            .add(&mut mem, 0x2000_0002, 4, WatchKind::Write)
+            .unwrap_err();
+        // gdb's `watch` on such a range must hear "cannot set" and go on (memlife serve ends
+        // the session on a transport error).
+        assert_eq!(e.kind(), memlife_core::ErrorKind::Unsupported, "{e}");
+        assert_eq!(
+            e.to_string(),
+            "a DWT comparator watches a naturally aligned power-of-two range; 4 bytes at 0x20000002 is not one"
+        );
+        assert!(mem.writes.is_empty(), "nothing programmed");
     }
 
     #[test]
     fn register_addresses() {
-        assert_eq!(registers(0), (0xE000_1020, 0xE000_1024, 0xE000_1028));
-        assert_eq!(registers(3), (0xE000_1050, 0xE000_1054, 0xE000_1058));
+        let r = |comp, mask, function| ComparatorRegisters {
+            comp,
+            mask,
+            function,
+        };
+        assert_eq!(registers(0), r(0xE000_1020, 0xE000_1024, 0xE000_1028));
+        assert_eq!(registers(3), r(0xE000_1050, 0xE000_1054, 0xE000_1058));
     }
 
     #[test]
@@ -459,7 +548,7 @@ mod tests {
         dwt.add(&mut mem, 0x2000_0040, 1, WatchKind::Read).unwrap();
         assert_eq!(dwt.matched(&mut mem).unwrap(), None);
         // The hardware sets MATCHED on comparator 1.
-        let f1 = registers(1).2;
+        let f1 = registers(1).function;
         *mem.words.get_mut(&f1).unwrap() |= FUNCTION_MATCHED;
         assert_eq!(
             dwt.matched(&mut mem).unwrap(),

@@ -104,13 +104,28 @@ pub fn target_error(context: &str, e: probe_rs::Error) -> TargetError {
 /// Memory access errors carry the address: an access fault is [`TargetError::Unmapped`], not a
 /// dead link, so a walker can report a bad pointer instead of giving up on the target.
 pub fn memory_error(addr: u64, len: usize, e: probe_rs::Error) -> TargetError {
-    use probe_rs::architecture::arm::{ArmError, DapError};
-    match &e {
-        // A FAULT answer of the access port is a bus fault at that address: no memory there.
-        probe_rs::Error::Arm(ArmError::Dap(DapError::FaultResponse))
-        | probe_rs::Error::Arm(ArmError::OutOfBounds) => TargetError::Unmapped { addr, len },
-        _ => target_error(&format!("accessing {len} bytes at {addr:#010x}"), e),
+    if is_bus_fault(&e) {
+        TargetError::Unmapped { addr, len }
+    } else {
+        target_error(&format!("accessing {len} bytes at {addr:#010x}"), e)
     }
+}
+
+/// Whether the access port answered FAULT (a bus fault at the address: no memory there) or the
+/// address is outside its space. probe-rs's MEM-AP layer wraps a data transfer's error in
+/// `ArmError::AccessPort`, so the answer is looked for along the whole source chain.
+fn is_bus_fault(e: &probe_rs::Error) -> bool {
+    use probe_rs::architecture::arm::{ArmError, DapError};
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(ArmError::Dap(DapError::FaultResponse) | ArmError::OutOfBounds) =
+            err.downcast_ref::<ArmError>()
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 #[cfg(test)]
@@ -154,6 +169,43 @@ mod tests {
             1,
             "{lines:?}"
         );
+    }
+
+    /// A DRW transfer's error as probe-rs's MEM-AP layer returns it from `read_32`.
+    fn drw_read_error(source: probe_rs::architecture::arm::ArmError) -> probe_rs::Error {
+        use probe_rs::architecture::arm::ap::{AccessPortError, DRW};
+        use probe_rs::architecture::arm::{ArmError, FullyQualifiedApAddress};
+        probe_rs::Error::Arm(ArmError::from_access_port(
+            AccessPortError::register_read_error::<DRW, _>(source),
+            &FullyQualifiedApAddress::v1_with_default_dp(0),
+        ))
+    }
+
+    #[test]
+    fn a_fault_answer_under_the_access_port_is_unmapped_memory() {
+        use probe_rs::architecture::arm::{ArmError, DapError};
+        let e = memory_error(
+            0x6000_0000,
+            4,
+            drw_read_error(ArmError::Dap(DapError::FaultResponse)),
+        );
+        assert!(
+            matches!(
+                e,
+                TargetError::Unmapped {
+                    addr: 0x6000_0000,
+                    len: 4
+                }
+            ),
+            "{e:?}"
+        );
+        // Any other failure of the transfer is the link's.
+        let e = memory_error(
+            0x2000_0000,
+            4,
+            drw_read_error(ArmError::Dap(DapError::NoAcknowledge)),
+        );
+        assert_eq!(e.kind(), memlife_core::ErrorKind::Transport, "{e}");
     }
 
     #[test]

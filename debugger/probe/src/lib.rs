@@ -2,9 +2,18 @@
 //! CMSIS-DAP, ESP USB-JTAG), implementing the `memlife-core` target traits.
 //!
 //! ```no_run
-//! use memlife_probe::{ProbeOptions, ProbeTarget};
-//! let target = ProbeTarget::open(&ProbeOptions::new("STM32F405RGTx"))?;
-//! # Ok::<(), memlife_probe::ProbeError>(())
+//! use memlife_probe::{ProbeError, ProbeOptions, ProbeSelector, ProbeTarget};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut opts = ProbeOptions::new("STM32F405RGTx");
+//! opts.probe = Some(ProbeSelector::parse("0483:374b")?);
+//! match ProbeTarget::open(&opts) {
+//!     Ok(target) => println!("attached to {}", target.chip().name),
+//!     Err(ProbeError::UnknownChip { suggestions, .. }) => println!("did you mean {suggestions:?}"),
+//!     Err(ProbeError::NoProbe { found, .. }) => println!("attached are {found:?}"),
+//!     Err(e) => return Err(e.into()),
+//! }
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! What probe-rs 0.32 gives and what memlife adds:
@@ -23,13 +32,14 @@
 //!
 //! # Layout
 //! - `chip`: registry, chip name validation and suggestions, plugin registration.
-//! - `selector`: `--probe VID:PID[:SERIAL]`.
+//! - `selector`: `--probe VID:PID[:SERIAL]` ([`ProbeSelector`], [`SelectorError`]).
 //! - `list`: attached probes (`memlife probes`) and choosing one.
 //! - `target`: [`ProbeTarget`], the trait implementations.
 //! - `dwt`, `hwbp`, `words`: the pure logic, unit-tested without hardware.
-//! - `error`: [`ProbeError`] and the mapping of probe-rs errors.
+//! - `error`: [`ProbeError`] and the mapping of probe-rs errors into
+//!   [`memlife_core::TargetError`].
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod chip;
 mod dwt;
@@ -40,10 +50,10 @@ mod selector;
 mod target;
 mod words;
 
-pub use chip::{ChipInfo, registry, resolve_chip};
+pub use chip::{ChipCore, ChipInfo, registry, resolve_chip};
 pub use error::ProbeError;
 pub use list::{ProbeEntry, list_probes, usb_hint};
-pub use selector::ProbeSelector;
+pub use selector::{IdPart, IdProblem, ProbeSelector, SelectorError};
 pub use target::ProbeTarget;
 
 /// How to reach a board: the `--chip`, `--probe`, `--speed`, `--connect-under-reset` flags.

@@ -344,15 +344,15 @@ impl Memory for ProbeTarget {
         if buf.is_empty() {
             return Ok(());
         }
-        let (start, count, offset) = words::window(addr, buf.len());
-        let mut data = vec![0u32; count];
+        let window = words::window(addr, buf.len());
+        let mut data = vec![0u32; window.words];
         {
             let mut core = self.core0()?;
-            core.read_32(start, &mut data)
+            core.read_32(window.start, &mut data)
                 .map_err(|e| memory_error(addr, buf.len(), e))?;
         }
-        words::cut(&data, offset, buf);
-        self.note_read(count * 4);
+        words::cut(&data, window.offset, buf);
+        self.note_read(window.words * 4);
         Ok(())
     }
 }

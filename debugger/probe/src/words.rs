@@ -6,13 +6,27 @@
 //! read with `read_32`, and the requested bytes are cut out. The widening stays within the first
 //! and last word, so it cannot cross into another memory region.
 
-/// The aligned words covering `len` bytes at `addr`: (first word address, word count, offset of
-/// `addr` in the first word).
-pub fn window(addr: u64, len: usize) -> (u64, usize, usize) {
+/// The aligned words that cover a byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Address of the first word.
+    pub start: u64,
+    /// How many words.
+    pub words: usize,
+    /// Where the range starts in the first word.
+    pub offset: usize,
+}
+
+/// The aligned words covering `len` bytes at `addr`.
+pub fn window(addr: u64, len: usize) -> Window {
     let start = addr & !3;
     let offset = (addr - start) as usize;
     let words = (offset + len).div_ceil(4);
-    (start, words, offset)
+    Window {
+        start,
+        words,
+        offset,
+    }
 }
 
 /// Copies the bytes of a window out of little-endian words.
@@ -50,18 +64,26 @@ pub fn to_words(bytes: &[u8]) -> Vec<u32> {
 mod tests {
     use super::*;
 
+    fn w(start: u64, words: usize, offset: usize) -> Window {
+        Window {
+            start,
+            words,
+            offset,
+        }
+    }
+
     #[test]
     fn aligned_window() {
-        assert_eq!(window(0x2000_0000, 8), (0x2000_0000, 2, 0));
-        assert_eq!(window(0x2000_0000, 0), (0x2000_0000, 0, 0));
+        assert_eq!(window(0x2000_0000, 8), w(0x2000_0000, 2, 0));
+        assert_eq!(window(0x2000_0000, 0), w(0x2000_0000, 0, 0));
     }
 
     #[test]
     fn unaligned_window_widens_both_ends() {
         // 0x..03 + 2 bytes touches the first and the second word.
-        assert_eq!(window(0x2000_0003, 2), (0x2000_0000, 2, 3));
-        assert_eq!(window(0x2000_0001, 1), (0x2000_0000, 1, 1));
-        assert_eq!(window(0x2000_0002, 7), (0x2000_0000, 3, 2));
+        assert_eq!(window(0x2000_0003, 2), w(0x2000_0000, 2, 3));
+        assert_eq!(window(0x2000_0001, 1), w(0x2000_0000, 1, 1));
+        assert_eq!(window(0x2000_0002, 7), w(0x2000_0000, 3, 2));
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //!
 //! Other APs read `IDR` 0 (absent, as on hardware); anything else is an error naming it.
 
+use crate::error::Result;
 use crate::machine::Machine;
 
 /// `DPIDR` of an STM32F4's SW-DP: Arm designer, version 1, part 0xBA.
@@ -32,6 +33,81 @@ const STICKYERR: u32 = 1 << 5;
 const STKERRCLR: u32 = 1 << 2;
 /// `CTRL/STAT` bits the debugger writes and reads back (requests, lane mask, overrun detect).
 const CTRL_WRITABLE: u32 = CDBGPWRUPREQ | CSYSPWRUPREQ | 0xF00 | 1;
+
+/// A DP or AP register access the port model refuses: a malformed transfer, or a register
+/// it does not model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PortError {
+    /// A DP register bank other than 0 (`SELECT.DPBANKSEL`).
+    #[error(
+        "DP register 0x4 in bank {bank} (SELECT.DPBANKSEL) is not modelled; only CTRL/STAT (bank 0) is"
+    )]
+    DpBank {
+        /// The selected bank.
+        bank: u32,
+    },
+    /// `RESEND`: transfers never fail on this wire.
+    #[error("DP RESEND (0x8) is not modelled: transfers here never fail on the wire")]
+    Resend,
+    /// `CTRL/STAT` bits other than the power-up requests, `MASKLANE` and `ORUNDETECT`.
+    #[error(
+        "CTRL/STAT write {value:#010x}: only the power-up requests, MASKLANE and ORUNDETECT are modelled"
+    )]
+    CtrlStat {
+        /// The value written.
+        value: u32,
+    },
+    /// A write to `RDBUFF`.
+    #[error("DP register 0xC is read-only (RDBUFF); write {value:#010x}")]
+    RdbuffWrite {
+        /// The value written.
+        value: u32,
+    },
+    /// An AP access before the debug and system domains are powered up.
+    #[error("AP access with the debug domain powered down (CTRL/STAT power-up requests not set)")]
+    PoweredDown,
+    /// An access to an AP other than 0 (other than reading its `IDR`).
+    #[error("AP {ap} register {register:#04x}: there is no AP {ap}")]
+    NoSuchAp {
+        /// `SELECT.APSEL`.
+        ap: u8,
+        /// The register (bank and address).
+        register: u8,
+    },
+    /// A MEM-AP register the model does not have.
+    #[error("MEM-AP register {register:#04x} is not modelled")]
+    ApRegister {
+        /// The register (bank and address).
+        register: u8,
+    },
+    /// A write to a read-only or unmodelled MEM-AP register.
+    #[error("MEM-AP register {register:#04x} is not writable or not modelled")]
+    ApRegisterWrite {
+        /// The register (bank and address).
+        register: u8,
+    },
+    /// A `CSW.Size` wider than a word.
+    #[error("CSW.Size {size} is not supported by an AHB3 MEM-AP without the large data extension")]
+    TransferSize {
+        /// The `Size` field.
+        size: u32,
+    },
+    /// Packed transfers (`CSW.AddrInc` 2).
+    #[error("CSW.AddrInc {mode} (packed) is not modelled")]
+    PackedIncrement {
+        /// The `AddrInc` field.
+        mode: u32,
+    },
+    /// A `DRW` access at an address not aligned to its size.
+    #[error("unaligned {size}-byte access at {addr:#010x}")]
+    Unaligned {
+        /// `TAR`.
+        addr: u32,
+        /// Bytes per transfer.
+        size: u32,
+    },
+}
 
 /// A DAP register: DP or AP, with its low address byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,10 +165,10 @@ impl Dap {
     }
 
     /// Reads a register.
-    pub fn read(&mut self, port: Port) -> Result<u32, String> {
+    pub fn read(&mut self, port: Port) -> Result<u32> {
         self.transactions += 1;
         match port {
-            Port::Dp(a) => self.read_dp(a & 0xC),
+            Port::Dp(a) => Ok(self.read_dp(a & 0xC)?),
             Port::Ap(a) => {
                 let r = self.read_ap(a);
                 match r {
@@ -110,10 +186,10 @@ impl Dap {
     }
 
     /// Writes a register.
-    pub fn write(&mut self, port: Port, value: u32) -> Result<(), String> {
+    pub fn write(&mut self, port: Port, value: u32) -> Result<()> {
         self.transactions += 1;
         match port {
-            Port::Dp(a) => self.write_dp(a & 0xC, value),
+            Port::Dp(a) => Ok(self.write_dp(a & 0xC, value)?),
             Port::Ap(a) => {
                 let r = self.write_ap(a, value);
                 if r.is_err() {
@@ -124,23 +200,19 @@ impl Dap {
         }
     }
 
-    fn read_dp(&mut self, a: u8) -> Result<u32, String> {
+    fn read_dp(&mut self, a: u8) -> Result<u32, PortError> {
         match a {
             0x0 => Ok(DPIDR),
             0x4 => match self.select & 0xF {
                 0 => Ok(self.ctrl_stat()),
-                bank => Err(format!(
-                    "DP register 0x4 in bank {bank} (SELECT.DPBANKSEL) is not modelled; only CTRL/STAT (bank 0) is"
-                )),
+                bank => Err(PortError::DpBank { bank }),
             },
-            0x8 => {
-                Err("DP RESEND (0x8) is not modelled: transfers here never fail on the wire".into())
-            }
+            0x8 => Err(PortError::Resend),
             _ => Ok(self.rdbuff),
         }
     }
 
-    fn write_dp(&mut self, a: u8, value: u32) -> Result<(), String> {
+    fn write_dp(&mut self, a: u8, value: u32) -> Result<(), PortError> {
         match a {
             0x0 => {
                 if value & STKERRCLR != 0 {
@@ -151,51 +223,43 @@ impl Dap {
             0x4 => match self.select & 0xF {
                 0 => {
                     if value & !(CTRL_WRITABLE | 0x32) != 0 {
-                        return Err(format!(
-                            "CTRL/STAT write {value:#010x}: only the power-up requests, MASKLANE and ORUNDETECT are modelled"
-                        ));
+                        return Err(PortError::CtrlStat { value });
                     }
                     self.ctrl = value & CTRL_WRITABLE;
                     Ok(())
                 }
-                bank => Err(format!(
-                    "DP register 0x4 in bank {bank} (SELECT.DPBANKSEL) is not modelled; only CTRL/STAT (bank 0) is"
-                )),
+                bank => Err(PortError::DpBank { bank }),
             },
             0x8 => {
                 self.select = value;
                 Ok(())
             }
-            _ => Err(format!(
-                "DP register 0xC is read-only (RDBUFF); write {value:#010x}"
-            )),
+            _ => Err(PortError::RdbuffWrite { value }),
         }
     }
 
-    fn check_powered(&self) -> Result<(), String> {
+    fn check_powered(&self) -> Result<(), PortError> {
         if self.powered() {
             Ok(())
         } else {
-            Err("AP access with the debug domain powered down (CTRL/STAT power-up requests not set)".into())
+            Err(PortError::PoweredDown)
         }
     }
 
-    fn size(&self) -> Result<u32, String> {
+    fn size(&self) -> Result<u32, PortError> {
         match self.csw & 0x7 {
             0 => Ok(1),
             1 => Ok(2),
             2 => Ok(4),
-            s => Err(format!(
-                "CSW.Size {s} is not supported by an AHB3 MEM-AP without the large data extension"
-            )),
+            size => Err(PortError::TransferSize { size }),
         }
     }
 
-    fn increments(&self) -> Result<bool, String> {
+    fn increments(&self) -> Result<bool, PortError> {
         match (self.csw >> 4) & 0x3 {
             0 => Ok(false),
             1 => Ok(true),
-            m => Err(format!("CSW.AddrInc {m} (packed) is not modelled")),
+            mode => Err(PortError::PackedIncrement { mode }),
         }
     }
 
@@ -204,15 +268,17 @@ impl Dap {
         self.tar = (self.tar & !0x3FF) | (self.tar.wrapping_add(by) & 0x3FF);
     }
 
-    fn read_ap(&mut self, a: u8) -> Result<u32, String> {
+    fn read_ap(&mut self, a: u8) -> Result<u32> {
         self.check_powered()?;
         let (apsel, reg) = self.ap_register(a);
         if apsel != 0 {
             return match reg {
                 0xFC => Ok(0), // no AP here
-                _ => Err(format!(
-                    "AP {apsel} register {reg:#04x}: there is no AP {apsel}"
-                )),
+                register => Err(PortError::NoSuchAp {
+                    ap: apsel,
+                    register,
+                }
+                .into()),
             };
         }
         match reg {
@@ -227,7 +293,7 @@ impl Dap {
             0xF4 => Ok(0),
             0xF8 => Ok(self.machine_rom_base() | 0b11),
             0xFC => Ok(AP_IDR),
-            _ => Err(format!("MEM-AP register {reg:#04x} is not modelled")),
+            register => Err(PortError::ApRegister { register }.into()),
         }
     }
 
@@ -235,13 +301,15 @@ impl Dap {
         self.machine.rom_base()
     }
 
-    fn write_ap(&mut self, a: u8, value: u32) -> Result<(), String> {
+    fn write_ap(&mut self, a: u8, value: u32) -> Result<()> {
         self.check_powered()?;
         let (apsel, reg) = self.ap_register(a);
         if apsel != 0 {
-            return Err(format!(
-                "AP {apsel} register {reg:#04x}: there is no AP {apsel}"
-            ));
+            return Err(PortError::NoSuchAp {
+                ap: apsel,
+                register: reg,
+            }
+            .into());
         }
         match reg {
             0x00 => {
@@ -258,18 +326,16 @@ impl Dap {
                 let addr = (self.tar & !0xF) + u32::from(reg - 0x10);
                 self.machine.write_word(addr, value)
             }
-            _ => Err(format!(
-                "MEM-AP register {reg:#04x} is not writable or not modelled"
-            )),
+            register => Err(PortError::ApRegisterWrite { register }.into()),
         }
     }
 
-    fn read_drw(&mut self) -> Result<u32, String> {
+    fn read_drw(&mut self) -> Result<u32> {
         let size = self.size()?;
         let inc = self.increments()?;
         let addr = self.tar;
         if !addr.is_multiple_of(size) {
-            return Err(format!("unaligned {size}-byte access at {addr:#010x}"));
+            return Err(PortError::Unaligned { addr, size }.into());
         }
         let v = if size == 4 {
             self.machine.read_word(addr)?
@@ -283,12 +349,12 @@ impl Dap {
         Ok(v)
     }
 
-    fn write_drw(&mut self, value: u32) -> Result<(), String> {
+    fn write_drw(&mut self, value: u32) -> Result<()> {
         let size = self.size()?;
         let inc = self.increments()?;
         let addr = self.tar;
         if !addr.is_multiple_of(size) {
-            return Err(format!("unaligned {size}-byte access at {addr:#010x}"));
+            return Err(PortError::Unaligned { addr, size }.into());
         }
         if size == 4 {
             self.machine.write_word(addr, value)?;
@@ -319,7 +385,7 @@ impl Dap {
 
     /// Repeated reads of one register: a word `DRW` with auto-increment is one memory request
     /// per run up to the 1 KiB wrap, as a real probe streams it.
-    pub fn read_block(&mut self, port: Port, values: &mut [u32]) -> Result<(), String> {
+    pub fn read_block(&mut self, port: Port, values: &mut [u32]) -> Result<()> {
         if !self.is_word_block(port) {
             for v in values.iter_mut() {
                 *v = self.read(port)?;
@@ -346,7 +412,7 @@ impl Dap {
     }
 
     /// Repeated writes of one register, batched like [`Dap::read_block`].
-    pub fn write_block(&mut self, port: Port, values: &[u32]) -> Result<(), String> {
+    pub fn write_block(&mut self, port: Port, values: &[u32]) -> Result<()> {
         if !self.is_word_block(port) {
             for &v in values {
                 self.write(port, v)?;

@@ -42,6 +42,39 @@ pub struct Watch {
     pub kind: WatchKind,
 }
 
+/// An access the DWT model refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DwtError {
+    /// The address is none of the modelled registers (a counter, a trace register).
+    #[error("{addr:#010x} is not a DWT register the virtual probe models")]
+    NotARegister {
+        /// The address accessed.
+        addr: u32,
+    },
+    /// `DWT_CTRL` written: the counters and trace are not modelled.
+    #[error(
+        "DWT_CTRL ({:#010x}) write {value:#010x}: the DWT counters and trace are not modelled",
+        DWT_CTRL
+    )]
+    CtrlWrite {
+        /// The value written.
+        value: u32,
+    },
+    /// A `FUNCTION` other than off or a data address watchpoint.
+    #[error(
+        "DWT_FUNCTION{index} ({addr:#010x}) = {value:#010x}: only data address watchpoints (FUNCTION 5, 6, 7) are modelled"
+    )]
+    Function {
+        /// Comparator number.
+        index: usize,
+        /// The register's address.
+        addr: u32,
+        /// The value written.
+        value: u32,
+    },
+}
+
 /// The unit's state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dwt {
@@ -89,7 +122,7 @@ impl Dwt {
     }
 
     /// Reads one register (reading a `FUNCTION` clears its `MATCHED`).
-    pub fn read(&mut self, addr: u32) -> Result<u32, String> {
+    pub fn read(&mut self, addr: u32) -> Result<u32, DwtError> {
         match decode(addr) {
             Some(Reg::Ctrl) => Ok((NUM_COMP as u32) << 28),
             Some(Reg::Comp(n)) => Ok(self.comps[n].comp),
@@ -100,18 +133,14 @@ impl Dwt {
                 c.matched = false;
                 Ok(v)
             }
-            None => Err(format!(
-                "{addr:#010x} is not a DWT register the virtual probe models"
-            )),
+            None => Err(DwtError::NotARegister { addr }),
         }
     }
 
     /// Writes one register.
-    pub fn write(&mut self, addr: u32, value: u32) -> Result<(), String> {
+    pub fn write(&mut self, addr: u32, value: u32) -> Result<(), DwtError> {
         match decode(addr) {
-            Some(Reg::Ctrl) => Err(format!(
-                "DWT_CTRL ({DWT_CTRL:#010x}) write {value:#010x}: the DWT counters and trace are not modelled"
-            )),
+            Some(Reg::Ctrl) => Err(DwtError::CtrlWrite { value }),
             Some(Reg::Comp(n)) => {
                 self.comps[n].comp = value;
                 Ok(())
@@ -123,16 +152,16 @@ impl Dwt {
             Some(Reg::Function(n)) => {
                 let f = value & 0xF;
                 if value & !0xF != 0 || !(f == 0 || kind_of(f).is_some()) {
-                    return Err(format!(
-                        "DWT_FUNCTION{n} ({addr:#010x}) = {value:#010x}: only data address watchpoints (FUNCTION 5, 6, 7) are modelled"
-                    ));
+                    return Err(DwtError::Function {
+                        index: n,
+                        addr,
+                        value,
+                    });
                 }
                 self.comps[n].function = f;
                 Ok(())
             }
-            None => Err(format!(
-                "{addr:#010x} is not a DWT register the virtual probe models"
-            )),
+            None => Err(DwtError::NotARegister { addr }),
         }
     }
 
@@ -187,7 +216,9 @@ mod tests {
     fn ctrl_says_four_comparators() {
         let mut d = Dwt::default();
         assert_eq!(d.read(DWT_CTRL).unwrap() >> 28, 4);
-        assert!(d.write(DWT_CTRL, 1).unwrap_err().contains("DWT_CTRL"));
+        let e = d.write(DWT_CTRL, 1).unwrap_err();
+        assert_eq!(e, DwtError::CtrlWrite { value: 1 });
+        assert!(e.to_string().contains("DWT_CTRL (0xe0001000)"), "{e}");
     }
 
     #[test]
@@ -245,10 +276,21 @@ mod tests {
     fn other_functions_are_refused_by_name() {
         let mut d = Dwt::default();
         let e = d.write(function(2), 4).unwrap_err();
-        assert!(e.contains("DWT_FUNCTION2"), "{e}");
+        assert_eq!(
+            e,
+            DwtError::Function {
+                index: 2,
+                addr: function(2),
+                value: 4
+            }
+        );
+        assert!(e.to_string().contains("DWT_FUNCTION2"), "{e}");
         let e = d.write(function(0), 6 | 1 << 8).unwrap_err();
-        assert!(e.contains("DWT_FUNCTION0"), "{e}");
-        assert!(d.read(DWT_COMP0 + 16 * 4).is_err());
+        assert!(e.to_string().contains("DWT_FUNCTION0"), "{e}");
+        let e = d.read(DWT_COMP0 + 16 * 4).unwrap_err();
+        assert_eq!(e, DwtError::NotARegister { addr: 0xE000_1060 });
+        assert!(e.to_string().contains("0xe0001060"), "{e}");
         assert!(d.read(DWT_COMP0 + 12).is_err());
+        assert!(d.write(DWT_COMP0 + 12, 0).is_err());
     }
 }

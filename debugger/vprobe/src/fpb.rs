@@ -21,6 +21,49 @@ pub const NUM_CODE: usize = 6;
 /// Literal comparators on an STM32F4.
 pub const NUM_LIT: usize = 2;
 
+/// A write the FPB model refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FpbError {
+    /// `FP_REMAP` written: flash patching, which QEMU cannot do.
+    #[error(
+        "FP_REMAP ({:#010x}) write {value:#010x}: flash patching is not modelled (QEMU cannot remap flash)",
+        FP_REMAP
+    )]
+    FlashPatch {
+        /// The value written.
+        value: u32,
+    },
+    /// The address is none of the unit's registers.
+    #[error("{addr:#010x} is not an FPB register")]
+    NotARegister {
+        /// The address written.
+        addr: u32,
+    },
+    /// A literal comparator enabled: literal remapping, which QEMU cannot do.
+    #[error(
+        "FP_COMP{index} ({addr:#010x}) is a literal comparator: literal remapping is not modelled"
+    )]
+    LiteralComparator {
+        /// Comparator number (`FP_COMPn`).
+        index: usize,
+        /// Its address.
+        addr: u32,
+    },
+    /// A code comparator enabled with `REPLACE` 0: code remapping, not a breakpoint.
+    #[error(
+        "FP_COMP{index} ({addr:#010x}) = {value:#010x}: REPLACE 0 remaps code, which is not modelled"
+    )]
+    CodeRemap {
+        /// Comparator number (`FP_COMPn`).
+        index: usize,
+        /// Its address.
+        addr: u32,
+        /// The value written.
+        value: u32,
+    },
+}
+
 /// The unit's state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fpb {
@@ -56,7 +99,7 @@ impl Fpb {
     }
 
     /// Writes one register.
-    pub fn write(&mut self, addr: u32, value: u32) -> Result<(), String> {
+    pub fn write(&mut self, addr: u32, value: u32) -> Result<(), FpbError> {
         if addr == FP_CTRL {
             if value & 0b10 != 0 {
                 self.enabled = value & 1 != 0;
@@ -64,24 +107,18 @@ impl Fpb {
             return Ok(());
         }
         if addr == FP_REMAP {
-            return Err(format!(
-                "FP_REMAP ({FP_REMAP:#010x}) write {value:#010x}: flash patching is not modelled (QEMU cannot remap flash)"
-            ));
+            return Err(FpbError::FlashPatch { value });
         }
-        let Some(i) = Self::comp_index(addr) else {
-            return Err(format!("{addr:#010x} is not an FPB register"));
+        let Some(index) = Self::comp_index(addr) else {
+            return Err(FpbError::NotARegister { addr });
         };
-        if i >= NUM_CODE && value & 1 != 0 {
-            return Err(format!(
-                "FP_COMP{i} ({addr:#010x}) is a literal comparator: literal remapping is not modelled"
-            ));
+        if index >= NUM_CODE && value & 1 != 0 {
+            return Err(FpbError::LiteralComparator { index, addr });
         }
-        if i < NUM_CODE && value & 1 != 0 && value >> 30 == 0 {
-            return Err(format!(
-                "FP_COMP{i} ({addr:#010x}) = {value:#010x}: REPLACE 0 remaps code, which is not modelled"
-            ));
+        if index < NUM_CODE && value & 1 != 0 && value >> 30 == 0 {
+            return Err(FpbError::CodeRemap { index, addr, value });
         }
-        self.comps[i] = value;
+        self.comps[index] = value;
         Ok(())
     }
 
@@ -155,10 +192,28 @@ mod tests {
     fn what_qemu_cannot_do_is_refused_by_name() {
         let mut f = Fpb::default();
         let e = f.write(FP_COMP0 + 4 * 6, 0x2000_0000 | 1).unwrap_err();
-        assert!(e.contains("FP_COMP6") && e.contains("literal"), "{e}");
+        assert_eq!(
+            e,
+            FpbError::LiteralComparator {
+                index: 6,
+                addr: 0xE000_2020
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("FP_COMP6") && text.contains("literal"),
+            "{text}"
+        );
         let e = f.write(FP_REMAP, 0x2000_0000).unwrap_err();
-        assert!(e.contains("FP_REMAP"), "{e}");
+        assert_eq!(e, FpbError::FlashPatch { value: 0x2000_0000 });
+        assert!(e.to_string().contains("FP_REMAP (0xe0002004)"), "{e}");
         let e = f.write(FP_COMP0, 0x0800_0100 | 1).unwrap_err();
-        assert!(e.contains("REPLACE"), "{e}");
+        assert!(matches!(e, FpbError::CodeRemap { index: 0, .. }), "{e}");
+        assert!(e.to_string().contains("REPLACE"), "{e}");
+        let e = f.write(FP_COMP0 + 4 * 8, 0).unwrap_err();
+        assert_eq!(e, FpbError::NotARegister { addr: 0xE000_2028 });
+        assert_eq!(e.to_string(), "0xe0002028 is not an FPB register");
+        // Nothing refused was kept.
+        assert_eq!(f.read(FP_COMP0), 0);
     }
 }

@@ -36,6 +36,7 @@ use std::time::Duration;
 use memlife_core::{BreakpointKind, Register, StopReason, Target, TargetError};
 
 use crate::dwt::{Dwt, Watch};
+use crate::error::{Access, Capability, Result, VirtualProbeError};
 use crate::fpb::Fpb;
 use crate::regsel::{RegMap, Source};
 use crate::rom::{self, RomTable};
@@ -138,7 +139,23 @@ struct CoreState {
     /// nRESET is held low.
     in_reset: bool,
     /// The firmware exited or QEMU went away: every access fails with this.
-    gone: Option<String>,
+    gone: Option<Ended>,
+}
+
+/// How the firmware ended.
+#[derive(Debug, Clone, Copy)]
+enum Ended {
+    Exited(i32),
+    Terminated(u8),
+}
+
+impl Ended {
+    fn error(self) -> VirtualProbeError {
+        match self {
+            Ended::Exited(status) => VirtualProbeError::FirmwareExited { status },
+            Ended::Terminated(signal) => VirtualProbeError::FirmwareTerminated { signal },
+        }
+    }
 }
 
 /// The system behind the MEM-AP.
@@ -166,10 +183,6 @@ impl std::fmt::Debug for Machine {
             .field("halted", &self.core.halted)
             .finish_non_exhaustive()
     }
-}
-
-fn err(context: &str, e: TargetError) -> String {
-    format!("{context}: {e}")
 }
 
 impl Machine {
@@ -211,9 +224,9 @@ impl Machine {
         self.core.halted
     }
 
-    fn check_alive(&self) -> Result<(), String> {
-        match &self.core.gone {
-            Some(why) => Err(why.clone()),
+    fn check_alive(&self) -> Result<()> {
+        match self.core.gone {
+            Some(ended) => Err(ended.error()),
             None => Ok(()),
         }
     }
@@ -234,11 +247,11 @@ impl Machine {
             StopReason::Signal(5) => dfsr::BKPT,
             StopReason::Signal(_) => dfsr::EXTERNAL,
             StopReason::Exited(code) => {
-                self.core.gone = Some(format!("the firmware exited with status {code}"));
+                self.core.gone = Some(Ended::Exited(code));
                 0
             }
             StopReason::Terminated(sig) => {
-                self.core.gone = Some(format!("the firmware was terminated by signal {sig}"));
+                self.core.gone = Some(Ended::Terminated(sig));
                 0
             }
         };
@@ -250,14 +263,14 @@ impl Machine {
     }
 
     /// While running, looks for a stop reply (at most [`POLL`]).
-    fn poll(&mut self) -> Result<(), String> {
+    fn poll(&mut self) -> Result<()> {
         if self.core.halted || self.core.in_reset || self.core.gone.is_some() {
             return Ok(());
         }
         let ctl = control(self.target.as_mut())?;
         if let Some(reason) = ctl
             .wait_for_stop(POLL)
-            .map_err(|e| err("waiting for the core to stop", e))?
+            .map_err(VirtualProbeError::gdbstub("waiting for the core to stop"))?
         {
             if self.at_other_exception(&reason) {
                 // A handler shared with an exception no catch is for: not a debug event.
@@ -302,7 +315,7 @@ impl Machine {
     }
 
     /// Reads the handlers of the enabled fault catches from the vector table (`VTOR`).
-    fn refresh_catches(&mut self) -> Result<(), String> {
+    fn refresh_catches(&mut self) -> Result<()> {
         self.catches.clear();
         let enabled = self.core.demcr & VC_FAULT_BITS;
         if enabled == 0 {
@@ -322,23 +335,23 @@ impl Machine {
         Ok(())
     }
 
-    fn halt(&mut self) -> Result<(), String> {
+    fn halt(&mut self) -> Result<()> {
         let reason = control(self.target.as_mut())?
             .halt()
-            .map_err(|e| err("halting the core (C_HALT)", e))?;
+            .map_err(VirtualProbeError::gdbstub("halting the core (C_HALT)"))?;
         self.stopped(reason);
         Ok(())
     }
 
     /// Leaves debug state: one instruction (`C_STEP`) or until the next debug event.
-    fn run(&mut self, step: bool) -> Result<(), String> {
+    fn run(&mut self, step: bool) -> Result<()> {
         self.sync_points(step)?;
         self.core.c_halt = false;
         self.core.retire_st = true;
         if step {
             let reason = control(self.target.as_mut())?
                 .step()
-                .map_err(|e| err("stepping the core (C_STEP)", e))?;
+                .map_err(VirtualProbeError::gdbstub("stepping the core (C_STEP)"))?;
             self.stopped(reason);
             return Ok(());
         }
@@ -348,12 +361,12 @@ impl Machine {
     /// Lets a halted QEMU run on. An enabled comparator at the pc matches before the
     /// instruction runs: the core halts again at once, as an FPB does (QEMU would step over
     /// its own breakpoint).
-    fn continue_from_halt(&mut self, what: &str) -> Result<(), String> {
+    fn continue_from_halt(&mut self, what: &'static str) -> Result<()> {
         if self.core.debugen && !self.applied_bps.is_empty() {
             let pc = self
                 .target
                 .read_register(Register::ProgramCounter)
-                .map_err(|e| err("reading the pc", e))?;
+                .map_err(VirtualProbeError::gdbstub("reading the pc"))?;
             if self.fpb.breakpoints().contains(&pc) {
                 self.stopped(StopReason::Breakpoint(pc));
                 return Ok(());
@@ -361,14 +374,14 @@ impl Machine {
         }
         control(self.target.as_mut())?
             .resume()
-            .map_err(|e| err(what, e))?;
+            .map_err(VirtualProbeError::gdbstub(what))?;
         self.core.halted = false;
         Ok(())
     }
 
     /// Comparators changed while the core runs: like the hardware they act at once, so QEMU is
     /// paused to insert or remove its points and let run again.
-    fn sync_while_running(&mut self) -> Result<(), String> {
+    fn sync_while_running(&mut self) -> Result<()> {
         if self.core.halted || self.core.in_reset || self.core.gone.is_some() {
             return Ok(());
         }
@@ -378,7 +391,9 @@ impl Machine {
         }
         let reason = control(self.target.as_mut())?
             .halt()
-            .map_err(|e| err("pausing the core to change a comparator", e))?;
+            .map_err(VirtualProbeError::gdbstub(
+                "pausing the core to change a comparator",
+            ))?;
         self.core.halted = true;
         let synced = self.sync_points(false);
         if reason == StopReason::Halted {
@@ -406,20 +421,22 @@ impl Machine {
     /// Makes QEMU's breakpoints and watchpoints what the FPB and DWT say. For a single step the
     /// breakpoints are left as they are: a step ends after one instruction whatever they are,
     /// and QEMU steps over one at the pc.
-    fn sync_points(&mut self, step: bool) -> Result<(), String> {
+    fn sync_points(&mut self, step: bool) -> Result<()> {
         let (want_bps, want_watches) = self.wanted_points();
         if !step && want_bps != self.applied_bps {
             let bps = self
                 .target
                 .breakpoints()
-                .ok_or("the target has no breakpoints")?;
+                .ok_or(VirtualProbeError::TargetLacks(Capability::Breakpoints))?;
             for &a in self.applied_bps.iter().filter(|a| !want_bps.contains(a)) {
-                bps.remove_breakpoint(a, BreakpointKind::Hardware)
-                    .map_err(|e| err(&format!("removing the breakpoint at {a:#010x}"), e))?;
+                bps.remove_breakpoint(a, BreakpointKind::Hardware).map_err(
+                    VirtualProbeError::gdbstub(format!("removing the breakpoint at {a:#010x}")),
+                )?;
             }
             for &a in want_bps.iter().filter(|a| !self.applied_bps.contains(a)) {
-                bps.add_breakpoint(a, BreakpointKind::Hardware)
-                    .map_err(|e| err(&format!("inserting a breakpoint at {a:#010x}"), e))?;
+                bps.add_breakpoint(a, BreakpointKind::Hardware).map_err(
+                    VirtualProbeError::gdbstub(format!("inserting a breakpoint at {a:#010x}")),
+                )?;
             }
             self.applied_bps = want_bps;
         }
@@ -427,21 +444,28 @@ impl Machine {
             let wps = self
                 .target
                 .watchpoints()
-                .ok_or("the target has no watchpoints")?;
+                .ok_or(VirtualProbeError::TargetLacks(Capability::Watchpoints))?;
             for w in self
                 .applied_watches
                 .iter()
                 .filter(|w| !want_watches.contains(w))
             {
-                wps.remove_watchpoint(w.addr, w.len, w.kind)
-                    .map_err(|e| err(&format!("removing the watchpoint at {:#010x}", w.addr), e))?;
+                wps.remove_watchpoint(w.addr, w.len, w.kind).map_err(
+                    VirtualProbeError::gdbstub(format!(
+                        "removing the watchpoint at {:#010x}",
+                        w.addr
+                    )),
+                )?;
             }
             for w in want_watches
                 .iter()
                 .filter(|w| !self.applied_watches.contains(w))
             {
                 wps.add_watchpoint(w.addr, w.len, w.kind)
-                    .map_err(|e| err(&format!("inserting a watchpoint at {:#010x}", w.addr), e))?;
+                    .map_err(VirtualProbeError::gdbstub(format!(
+                        "inserting a watchpoint at {:#010x}",
+                        w.addr
+                    )))?;
             }
             self.applied_watches = want_watches;
         }
@@ -451,11 +475,11 @@ impl Machine {
     /// A system reset (`AIRCR.SYSRESETREQ` or nRESET released): QEMU's `system_reset`, then
     /// halted at the reset vector with `DFSR.VCATCH` when `DEMCR.VC_CORERESET` is set, running
     /// otherwise. The FPB and DWT keep their settings (they are reset by power-on only).
-    pub fn system_reset(&mut self) -> Result<(), String> {
+    pub fn system_reset(&mut self) -> Result<()> {
         self.check_alive()?;
         control(self.target.as_mut())?
             .reset(true)
-            .map_err(|e| err("resetting the system", e))?;
+            .map_err(VirtualProbeError::gdbstub("resetting the system"))?;
         self.core.reset_st = true;
         self.core.in_reset = false;
         self.core.halted = true;
@@ -469,7 +493,7 @@ impl Machine {
     }
 
     /// nRESET driven low (`true`) or released (`false`).
-    pub fn set_reset_pin(&mut self, low: bool) -> Result<(), String> {
+    pub fn set_reset_pin(&mut self, low: bool) -> Result<()> {
         if low == self.core.in_reset {
             return Ok(());
         }
@@ -479,7 +503,7 @@ impl Machine {
                 // Held in reset the core executes nothing: freeze QEMU.
                 let reason = control(self.target.as_mut())?
                     .halt()
-                    .map_err(|e| err("holding the core in reset", e))?;
+                    .map_err(VirtualProbeError::gdbstub("holding the core in reset"))?;
                 let _ = reason;
             }
             self.core.halted = false;
@@ -493,17 +517,16 @@ impl Machine {
 
     /// Runs `f` on the target with the core stopped: a running core is interrupted for it and
     /// let run again, unless it stopped for a reason of its own meanwhile.
-    fn paused<T>(
-        &mut self,
-        f: impl FnOnce(&mut (dyn Target + Send)) -> Result<T, String>,
-    ) -> Result<T, String> {
+    fn paused<T>(&mut self, f: impl FnOnce(&mut (dyn Target + Send)) -> Result<T>) -> Result<T> {
         self.check_alive()?;
         if self.core.halted || self.core.in_reset {
             return f(self.target.as_mut());
         }
         let reason = control(self.target.as_mut())?
             .halt()
-            .map_err(|e| err("pausing the core for a memory access", e))?;
+            .map_err(VirtualProbeError::gdbstub(
+                "pausing the core for a memory access",
+            ))?;
         let out = f(self.target.as_mut());
         if reason == StopReason::Halted {
             self.core.halted = true;
@@ -516,11 +539,11 @@ impl Machine {
 
     // ---- core registers ----------------------------------------------------------------
 
-    fn read_core_register(&mut self, sel: u8) -> Result<u32, String> {
+    fn read_core_register(&mut self, sel: u8) -> Result<u32> {
         let t = self.target.as_mut();
         let read = |t: &mut (dyn Target + Send), n: u16| {
             t.read_register(Register::Numbered(n))
-                .map_err(|e| err(&format!("reading core register {sel:#04x}"), e))
+                .map_err(core_register_error(Access::Read, sel))
         };
         Ok(match self.regs.source(sel)? {
             Source::Reg(n) => read(t, n)? as u32,
@@ -538,19 +561,18 @@ impl Machine {
         })
     }
 
-    fn write_core_register(&mut self, sel: u8, value: u32) -> Result<(), String> {
+    fn write_core_register(&mut self, sel: u8, value: u32) -> Result<()> {
         let t = self.target.as_mut();
-        let ctx = format!("writing core register {sel:#04x}");
         let write = |t: &mut (dyn Target + Send), n: u16, v: u64| {
             t.write_register(Register::Numbered(n), v)
-                .map_err(|e| err(&ctx, e))
+                .map_err(core_register_error(Access::Write, sel))
         };
         match self.regs.source(sel)? {
             Source::Reg(n) => write(t, n, u64::from(value)),
             Source::Half { reg, high } => {
                 let d = t
                     .read_register(Register::Numbered(reg))
-                    .map_err(|e| err(&format!("reading core register {sel:#04x}"), e))?;
+                    .map_err(core_register_error(Access::Read, sel))?;
                 let v = if high {
                     (d & 0xFFFF_FFFF) | u64::from(value) << 32
                 } else {
@@ -569,7 +591,7 @@ impl Machine {
 
     // ---- the debug registers -----------------------------------------------------------
 
-    fn read_dhcsr(&mut self) -> Result<u32, String> {
+    fn read_dhcsr(&mut self) -> Result<u32> {
         self.poll()?;
         let c = &mut self.core;
         let mut v = u32::from(c.debugen)
@@ -591,7 +613,7 @@ impl Machine {
         Ok(v)
     }
 
-    fn write_dhcsr(&mut self, value: u32) -> Result<(), String> {
+    fn write_dhcsr(&mut self, value: u32) -> Result<()> {
         if value >> 16 != DBGKEY {
             return Ok(()); // without the key the write is ignored, as on hardware
         }
@@ -627,11 +649,9 @@ impl Machine {
         Ok(())
     }
 
-    fn write_dcrsr(&mut self, value: u32) -> Result<(), String> {
+    fn write_dcrsr(&mut self, value: u32) -> Result<()> {
         if !self.core.halted {
-            return Err(format!(
-                "DCRSR write {value:#010x} while the core runs: core registers need a halted core"
-            ));
+            return Err(VirtualProbeError::CoreRunning { dcrsr: value });
         }
         let sel = (value & 0x7F) as u8;
         if value & (1 << 16) != 0 {
@@ -643,12 +663,12 @@ impl Machine {
         }
     }
 
-    fn write_demcr(&mut self, value: u32) -> Result<(), String> {
+    fn write_demcr(&mut self, value: u32) -> Result<()> {
         if value & !DEMCR_MODELLED != 0 {
-            return Err(format!(
-                "DEMCR write {value:#010x}: only VC_CORERESET, the fault catches (VC_MMERR to VC_HARDERR) and TRCENA are modelled (bits {:#010x} are not)",
-                value & !DEMCR_MODELLED
-            ));
+            return Err(VirtualProbeError::DemcrBits {
+                value,
+                unmodelled: value & !DEMCR_MODELLED,
+            });
         }
         let catches_changed = (self.core.demcr ^ value) & VC_FAULT_BITS != 0;
         self.core.demcr = value;
@@ -661,7 +681,7 @@ impl Machine {
         Ok(())
     }
 
-    fn write_aircr(&mut self, value: u32) -> Result<(), String> {
+    fn write_aircr(&mut self, value: u32) -> Result<()> {
         if value >> 16 == VECTKEY && value & SYSRESETREQ != 0 {
             return self.system_reset();
         }
@@ -670,28 +690,32 @@ impl Machine {
 
     // ---- the bus -----------------------------------------------------------------------
 
-    fn read_qemu(&mut self, addr: u32, buf: &mut [u8]) -> Result<(), String> {
+    fn read_qemu(&mut self, addr: u32, buf: &mut [u8]) -> Result<()> {
         self.memory_requests += 1;
         self.paused(|t| {
             t.read(u64::from(addr), buf)
-                .map_err(|e| err(&format!("reading {} bytes at {addr:#010x}", buf.len()), e))
+                .map_err(|source| VirtualProbeError::Memory {
+                    access: Access::Read,
+                    addr,
+                    len: buf.len(),
+                    source,
+                })
         })
     }
 
-    fn write_qemu(&mut self, addr: u32, data: &[u8]) -> Result<(), String> {
+    fn write_qemu(&mut self, addr: u32, data: &[u8]) -> Result<()> {
         self.memory_requests += 1;
         self.paused(|t| {
             t.memory_write()
-                .ok_or_else(|| "the target cannot write memory".to_string())?
+                .ok_or(VirtualProbeError::TargetLacks(Capability::MemoryWrite))?
                 .write(u64::from(addr), data)
-                .map_err(|e| err(&format!("writing {} bytes at {addr:#010x}", data.len()), e))
+                .map_err(|source| VirtualProbeError::Memory {
+                    access: Access::Write,
+                    addr,
+                    len: data.len(),
+                    source,
+                })
         })
-    }
-
-    fn unmodelled(addr: u32) -> String {
-        format!(
-            "{addr:#010x} is not modelled by the virtual probe (it models the debug registers, FPB, DWT, ROM table, CoreSight IDs, DBGMCU and QEMU's NVIC/SCB)"
-        )
     }
 
     fn id_register(&self, addr: u32) -> Option<u32> {
@@ -712,7 +736,7 @@ impl Machine {
     }
 
     /// Reads one word at an aligned address.
-    pub fn read_word(&mut self, addr: u32) -> Result<u32, String> {
+    pub fn read_word(&mut self, addr: u32) -> Result<u32> {
         self.check_alive()?;
         if addr < 0xE000_0000 || Self::is_qemu_scs(addr) {
             let mut b = [0u8; 4];
@@ -724,25 +748,32 @@ impl Machine {
             DCRDR => return Ok(self.core.dcrdr),
             DEMCR => return Ok(self.core.demcr),
             DFSR => return Ok(self.core.dfsr),
-            DCRSR => return Err(format!("DCRSR ({DCRSR:#010x}) is write-only")),
+            DCRSR => {
+                return Err(VirtualProbeError::WriteOnly {
+                    name: "DCRSR",
+                    addr,
+                });
+            }
             _ => {}
         }
         if Fpb::contains(addr) {
             return Ok(self.fpb.read(addr));
         }
         if Dwt::contains(addr) {
-            return self.dwt.read(addr);
+            return Ok(self.dwt.read(addr)?);
         }
         if let Some(v) = self.id_register(addr) {
             return Ok(v);
         }
         if (self.chip.rom.base..self.chip.rom.base + 0x1000).contains(&addr) {
-            return self.chip.rom.read(addr).ok_or_else(|| {
-                format!(
-                    "{addr:#010x} (ROM table offset {:#05x}) is not a ROM table register",
-                    addr - self.chip.rom.base
-                )
-            });
+            return self
+                .chip
+                .rom
+                .read(addr)
+                .ok_or(VirtualProbeError::NotRomTableRegister {
+                    addr,
+                    offset: addr - self.chip.rom.base,
+                });
         }
         if let Some(i) = self.in_dbgmcu(addr) {
             return Ok(match i {
@@ -750,11 +781,11 @@ impl Machine {
                 n => self.dbgmcu[n - 1],
             });
         }
-        Err(Self::unmodelled(addr))
+        Err(VirtualProbeError::UnmodelledAddress { addr })
     }
 
     /// Writes one word at an aligned address.
-    pub fn write_word(&mut self, addr: u32, value: u32) -> Result<(), String> {
+    pub fn write_word(&mut self, addr: u32, value: u32) -> Result<()> {
         self.check_alive()?;
         if addr == AIRCR {
             return self.write_aircr(value);
@@ -789,7 +820,10 @@ impl Machine {
         }
         if let Some(i) = self.in_dbgmcu(addr) {
             if i == 0 {
-                return Err(format!("DBGMCU_IDCODE ({DBGMCU:#010x}) is read-only"));
+                return Err(VirtualProbeError::ReadOnly {
+                    name: "DBGMCU_IDCODE",
+                    addr,
+                });
             }
             self.dbgmcu[i - 1] = value;
             return Ok(());
@@ -797,16 +831,14 @@ impl Machine {
         if self.id_register(addr).is_some()
             || (self.chip.rom.base..self.chip.rom.base + 0x1000).contains(&addr)
         {
-            return Err(format!(
-                "{addr:#010x} is a read-only identification register"
-            ));
+            return Err(VirtualProbeError::IdentificationRegister { addr });
         }
-        Err(Self::unmodelled(addr))
+        Err(VirtualProbeError::UnmodelledAddress { addr })
     }
 
     /// Reads `out.len()` words from `addr` on: one `m` for plain memory, as a probe's
     /// auto-incrementing block transfer is one request.
-    pub fn read_words(&mut self, addr: u32, out: &mut [u32]) -> Result<(), String> {
+    pub fn read_words(&mut self, addr: u32, out: &mut [u32]) -> Result<()> {
         let end = u64::from(addr) + 4 * out.len() as u64;
         if end <= 0xE000_0000 {
             let mut bytes = vec![0u8; out.len() * 4];
@@ -823,7 +855,7 @@ impl Machine {
     }
 
     /// Writes words from `addr` on, one `M` for plain memory.
-    pub fn write_words(&mut self, addr: u32, data: &[u32]) -> Result<(), String> {
+    pub fn write_words(&mut self, addr: u32, data: &[u32]) -> Result<()> {
         let end = u64::from(addr) + 4 * data.len() as u64;
         if end <= 0xE000_0000 {
             let bytes: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -837,31 +869,44 @@ impl Machine {
 
     /// A byte or halfword access (`len` 1 or 2) to plain memory or QEMU's SCS registers; the
     /// modelled debug registers take words only.
-    pub fn read_narrow(&mut self, addr: u32, len: usize) -> Result<u32, String> {
+    pub fn read_narrow(&mut self, addr: u32, len: usize) -> Result<u32> {
         self.check_alive()?;
         if addr < 0xE000_0000 || Self::is_qemu_scs(addr) {
             let mut b = [0u8; 4];
             self.read_qemu(addr, &mut b[..len])?;
             return Ok(u32::from_le_bytes(b));
         }
-        Err(format!(
-            "{len}-byte read at {addr:#010x}: the modelled debug registers take 32-bit accesses only"
-        ))
+        Err(VirtualProbeError::NarrowAccess {
+            addr,
+            len,
+            access: Access::Read,
+        })
     }
 
     /// See [`Machine::read_narrow`].
-    pub fn write_narrow(&mut self, addr: u32, len: usize, value: u32) -> Result<(), String> {
+    pub fn write_narrow(&mut self, addr: u32, len: usize, value: u32) -> Result<()> {
         self.check_alive()?;
         if addr < 0xE000_0000 || Self::is_qemu_scs(addr) {
             return self.write_qemu(addr, &value.to_le_bytes()[..len]);
         }
-        Err(format!(
-            "{len}-byte write at {addr:#010x}: the modelled debug registers take 32-bit accesses only"
-        ))
+        Err(VirtualProbeError::NarrowAccess {
+            addr,
+            len,
+            access: Access::Write,
+        })
     }
 }
 
-fn control(t: &mut (dyn Target + Send)) -> Result<&mut dyn memlife_core::Control, String> {
+fn control(t: &mut (dyn Target + Send)) -> Result<&mut dyn memlife_core::Control> {
     t.control()
-        .ok_or_else(|| "the target has no run control".to_string())
+        .ok_or(VirtualProbeError::TargetLacks(Capability::RunControl))
+}
+
+/// A failed core register transfer, naming the `DCRSR.REGSEL` selector.
+fn core_register_error(access: Access, selector: u8) -> impl Fn(TargetError) -> VirtualProbeError {
+    move |source| VirtualProbeError::CoreRegister {
+        access,
+        selector,
+        source,
+    }
 }

@@ -1,6 +1,8 @@
 //! [`VirtualProbe`]: probe-rs's probe driver interface ([`DebugProbe`], [`RawDapAccess`]) over
 //! the register model, wired the way probe-rs's own CMSIS-DAP driver is: its
-//! [`ArmCommunicationInterface`] runs the DP/AP protocol on top of raw register accesses.
+//! [`ArmCommunicationInterface`] runs the DP/AP protocol on top of raw register accesses. A
+//! refused access reaches probe-rs as its own error types
+//! ([`VirtualProbeError::into_arm_error`]).
 
 use std::sync::Arc;
 
@@ -14,6 +16,7 @@ use probe_rs::architecture::arm::{
 use probe_rs::probe::{DebugProbe, DebugProbeError, Probe, WireProtocol};
 
 use crate::dap::{Dap, Port};
+use crate::error::VirtualProbeError;
 use crate::machine::{Chip, Machine};
 use crate::regsel::RegMap;
 
@@ -30,14 +33,6 @@ pub struct VirtualProbe {
     nreset_low: bool,
 }
 
-fn arm(msg: String) -> ArmError {
-    ArmError::Other(format!("virtual probe: {msg}"))
-}
-
-fn probe_err(msg: String) -> DebugProbeError {
-    DebugProbeError::Other(format!("virtual probe: {msg}"))
-}
-
 impl VirtualProbe {
     /// A probe over any live target whose registers `regs` names.
     pub fn new(target: Box<dyn Target + Send>, regs: RegMap, chip: Chip) -> VirtualProbe {
@@ -52,13 +47,7 @@ impl VirtualProbe {
     /// QEMU started it, halted at the reset vector (as `memlife --qemu` finds it), so that
     /// what a debugger does first happens before the firmware's first instruction.
     pub fn over_qemu(remote: GdbRemote) -> memlife_core::Result<VirtualProbe> {
-        let regs = RegMap::new(
-            remote
-                .layout()
-                .registers()
-                .iter()
-                .map(|r| (r.name.as_str(), r.regnum, r.bitsize)),
-        );
+        let regs = RegMap::new(remote.layout().registers());
         Ok(VirtualProbe::new(Box::new(remote), regs, Chip::stm32f405()))
     }
 
@@ -104,17 +93,26 @@ impl DebugProbe for VirtualProbe {
     }
 
     fn target_reset(&mut self) -> Result<(), DebugProbeError> {
-        self.dap.machine.system_reset().map_err(probe_err)
+        self.dap
+            .machine
+            .system_reset()
+            .map_err(VirtualProbeError::into_probe_error)
     }
 
     fn target_reset_assert(&mut self) -> Result<(), DebugProbeError> {
         self.nreset_low = true;
-        self.dap.machine.set_reset_pin(true).map_err(probe_err)
+        self.dap
+            .machine
+            .set_reset_pin(true)
+            .map_err(VirtualProbeError::into_probe_error)
     }
 
     fn target_reset_deassert(&mut self) -> Result<(), DebugProbeError> {
         self.nreset_low = false;
-        self.dap.machine.set_reset_pin(false).map_err(probe_err)
+        self.dap
+            .machine
+            .set_reset_pin(false)
+            .map_err(VirtualProbeError::into_probe_error)
     }
 
     fn select_protocol(&mut self, protocol: WireProtocol) -> Result<(), DebugProbeError> {
@@ -150,7 +148,9 @@ impl DebugProbe for VirtualProbe {
 
 impl RawDapAccess for VirtualProbe {
     fn raw_read_register(&mut self, address: RegisterAddress) -> Result<u32, ArmError> {
-        self.dap.read(port(address)).map_err(arm)
+        self.dap
+            .read(port(address))
+            .map_err(VirtualProbeError::into_arm_error)
     }
 
     fn raw_read_block(
@@ -158,11 +158,15 @@ impl RawDapAccess for VirtualProbe {
         address: RegisterAddress,
         values: &mut [u32],
     ) -> Result<(), ArmError> {
-        self.dap.read_block(port(address), values).map_err(arm)
+        self.dap
+            .read_block(port(address), values)
+            .map_err(VirtualProbeError::into_arm_error)
     }
 
     fn raw_write_register(&mut self, address: RegisterAddress, value: u32) -> Result<(), ArmError> {
-        self.dap.write(port(address), value).map_err(arm)
+        self.dap
+            .write(port(address), value)
+            .map_err(VirtualProbeError::into_arm_error)
     }
 
     fn raw_write_block(
@@ -170,7 +174,9 @@ impl RawDapAccess for VirtualProbe {
         address: RegisterAddress,
         values: &[u32],
     ) -> Result<(), ArmError> {
-        self.dap.write_block(port(address), values).map_err(arm)
+        self.dap
+            .write_block(port(address), values)
+            .map_err(VirtualProbeError::into_arm_error)
     }
 
     fn jtag_sequence(&mut self, _cycles: u8, _tms: bool, _tdi: u64) -> Result<(), DebugProbeError> {
@@ -191,7 +197,10 @@ impl RawDapAccess for VirtualProbe {
         if pin_select & PIN_NRESET != 0 {
             let low = pin_out & PIN_NRESET == 0;
             self.nreset_low = low;
-            self.dap.machine.set_reset_pin(low).map_err(probe_err)?;
+            self.dap
+                .machine
+                .set_reset_pin(low)
+                .map_err(VirtualProbeError::into_probe_error)?;
         }
         Ok(if self.nreset_low { 0 } else { PIN_NRESET })
     }

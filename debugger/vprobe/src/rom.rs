@@ -8,9 +8,9 @@
 //! - CIDR0-3 read `0x0D`, `0x?0`, `0x05`, `0xB1`: the preamble, with the component class in
 //!   the high nibble of CIDR1 (1 = ROM table, 0xE = generic IP, which the Cortex-M debug
 //!   blocks are).
-//! - PIDR0 and PIDR1[3:0] hold the 12-bit part number; PIDR1[7:4] and PIDR2[2:0] the 7-bit
-//!   JEP106 identity of the designer, PIDR2[3] says a JEP106 code is used, PIDR4[3:0] is the
-//!   JEP106 continuation count. Arm is continuation 4, identity 0x3B.
+//! - PIDR0 and `PIDR1[3:0]` hold the 12-bit part number; `PIDR1[7:4]` and `PIDR2[2:0]` the
+//!   7-bit JEP106 identity of the designer, `PIDR2[3]` says a JEP106 code is used, `PIDR4[3:0]`
+//!   is the JEP106 continuation count. Arm is continuation 4, identity 0x3B.
 //!
 //! A ROM table (class 1) lists its components as 32-bit entries from offset 0: bits 31:12 a
 //! signed offset from the table's base, bit 0 "present", bit 1 "32-bit format"; a zero word
@@ -30,7 +30,7 @@ pub const ARM: Jep106 = Jep106 { cc: 4, id: 0x3B };
 /// STMicroelectronics.
 pub const ST: Jep106 = Jep106 { cc: 0, id: 0x20 };
 
-/// CoreSight component class (CIDR1[7:4]).
+/// CoreSight component class (`CIDR1[7:4]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
     /// A class 1 ROM table.

@@ -1,5 +1,7 @@
 //! The register model against a scripted core: what each DAP access turns into.
 
+mod errors;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,9 +11,10 @@ use memlife_core::{
     StopReason, Target, TargetError, WatchKind, Watchpoints,
 };
 
-use crate::dap::{AP_IDR, DPIDR, Dap, Port};
+use crate::dap::{AP_IDR, DPIDR, Dap, Port, PortError};
+use crate::error::VirtualProbeError;
 use crate::machine::{self, Chip, Machine, dfsr};
-use crate::regsel::RegMap;
+use crate::regsel::{RegMap, RegselError, described};
 
 /// What the fake core was asked to do, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +36,12 @@ struct Shared {
     calls: Vec<Call>,
     /// Stops the core reports, in order, when asked while running.
     stops: VecDeque<StopReason>,
+    /// Register requests are answered with an error code.
+    refuse_registers: bool,
+    /// Halt requests get no answer in time.
+    halt_times_out: bool,
+    /// The target offers no run control, breakpoints, watchpoints or memory writes.
+    bare: bool,
 }
 
 struct FakeCore {
@@ -45,6 +54,20 @@ struct FakeCore {
 impl FakeCore {
     fn log(&self, c: Call) {
         self.log.lock().unwrap().calls.push(c);
+    }
+
+    fn refuses_registers(&self, request: &'static str) -> Result<()> {
+        if self.log.lock().unwrap().refuse_registers {
+            return Err(TargetError::Refused {
+                request,
+                code: 0x0E,
+            });
+        }
+        Ok(())
+    }
+
+    fn bare(&self) -> bool {
+        self.log.lock().unwrap().bare
     }
 }
 
@@ -77,6 +100,7 @@ impl MemoryWrite for FakeCore {
 
 impl Registers for FakeCore {
     fn read_register(&mut self, reg: Register) -> Result<u64> {
+        self.refuses_registers("p")?;
         let n = match reg {
             Register::Numbered(n) => n,
             Register::ProgramCounter => 15,
@@ -85,6 +109,7 @@ impl Registers for FakeCore {
         Ok(self.regs.get(&n).copied().unwrap_or(0))
     }
     fn write_register(&mut self, reg: Register, value: u64) -> Result<()> {
+        self.refuses_registers("P")?;
         let Register::Numbered(n) = reg else {
             return Err(TargetError::Unsupported("role"));
         };
@@ -99,6 +124,12 @@ impl Registers for FakeCore {
 impl Control for FakeCore {
     fn halt(&mut self) -> Result<StopReason> {
         self.log(Call::Halt);
+        if self.log.lock().unwrap().halt_times_out {
+            return Err(TargetError::Timeout {
+                after: Duration::from_secs(1),
+                waiting_for: "reply",
+            });
+        }
         self.halted = true;
         let next = self.log.lock().unwrap().stops.pop_front();
         Ok(next.unwrap_or(StopReason::Halted))
@@ -165,16 +196,16 @@ impl Target for FakeCore {
         "fake".into()
     }
     fn control(&mut self) -> Option<&mut dyn Control> {
-        Some(self)
+        (!self.bare()).then_some(self as &mut dyn Control)
     }
     fn breakpoints(&mut self) -> Option<&mut dyn Breakpoints> {
-        Some(self)
+        (!self.bare()).then_some(self as &mut dyn Breakpoints)
     }
     fn watchpoints(&mut self) -> Option<&mut dyn Watchpoints> {
-        Some(self)
+        (!self.bare()).then_some(self as &mut dyn Watchpoints)
     }
     fn memory_write(&mut self) -> Option<&mut dyn MemoryWrite> {
-        Some(self)
+        (!self.bare()).then_some(self as &mut dyn MemoryWrite)
     }
     fn as_memory(&mut self) -> &mut dyn Memory {
         self
@@ -186,36 +217,45 @@ struct Rig {
     log: Arc<Mutex<Shared>>,
 }
 
+/// A halted fake core with 8 KiB of RAM at 0x20000000 holding its own offsets as bytes, and
+/// its registers as QEMU's target description names them (no FPU).
+fn fake_core(log: &Arc<Mutex<Shared>>) -> (FakeCore, RegMap) {
+    let mut mem = BTreeMap::new();
+    for i in 0..0x2000u64 {
+        mem.insert(0x2000_0000 + i, i as u8);
+    }
+    let core = FakeCore {
+        mem,
+        regs: BTreeMap::from([(15, 0x0800_0100), (25, 0x0100_0000)]),
+        halted: true,
+        log: log.clone(),
+    };
+    let low: Vec<String> = (0..13).map(|i| format!("r{i}")).collect();
+    let mut names: Vec<(&str, u32, u32)> = low
+        .iter()
+        .zip(0..)
+        .map(|(n, i)| (n.as_str(), i, 32))
+        .collect();
+    names.extend([
+        ("sp", 13, 32),
+        ("lr", 14, 32),
+        ("pc", 15, 32),
+        ("xpsr", 25, 32),
+        ("msp", 26, 32),
+        ("psp", 27, 32),
+        ("primask", 28, 32),
+        ("basepri", 29, 32),
+        ("faultmask", 30, 32),
+        ("control", 31, 32),
+    ]);
+    (core, RegMap::new(&described(&names)))
+}
+
 impl Rig {
-    /// A powered-up DAP over a halted fake core with 8 KiB of RAM at 0x20000000 holding
-    /// its own offsets as bytes.
+    /// A powered-up DAP over [`fake_core`].
     fn new() -> Rig {
         let log = Arc::new(Mutex::new(Shared::default()));
-        let mut mem = BTreeMap::new();
-        for i in 0..0x2000u64 {
-            mem.insert(0x2000_0000 + i, i as u8);
-        }
-        let core = FakeCore {
-            mem,
-            regs: BTreeMap::from([(15, 0x0800_0100), (25, 0x0100_0000)]),
-            halted: true,
-            log: log.clone(),
-        };
-        let mut names: Vec<(String, u32, u32)> =
-            (0..13).map(|i| (format!("r{i}"), i, 32)).collect();
-        names.extend([
-            ("sp".into(), 13, 32),
-            ("lr".into(), 14, 32),
-            ("pc".into(), 15, 32),
-            ("xpsr".into(), 25, 32),
-            ("msp".into(), 26, 32),
-            ("psp".into(), 27, 32),
-            ("primask".into(), 28, 32),
-            ("basepri".into(), 29, 32),
-            ("faultmask".into(), 30, 32),
-            ("control".into(), 31, 32),
-        ]);
-        let regs = RegMap::new(names.iter().map(|(n, r, b)| (n.as_str(), *r, *b)));
+        let (core, regs) = fake_core(&log);
         let machine = Machine::new(Box::new(core), regs, Chip::stm32f405());
         let mut dap = Dap::new(machine);
         dap.write(Port::Dp(0x4), 0x5000_0000).unwrap();
@@ -244,13 +284,13 @@ impl Rig {
             .unwrap();
     }
 
-    fn read32(&mut self, addr: u32) -> std::result::Result<u32, String> {
+    fn read32(&mut self, addr: u32) -> crate::Result<u32> {
         self.csw(2, false);
         self.dap.write(Port::Ap(0x04), addr).unwrap();
         self.dap.read(Port::Ap(0x0C))
     }
 
-    fn write32(&mut self, addr: u32, v: u32) -> std::result::Result<(), String> {
+    fn write32(&mut self, addr: u32, v: u32) -> crate::Result<()> {
         self.csw(2, false);
         self.dap.write(Port::Ap(0x04), addr).unwrap();
         self.dap.write(Port::Ap(0x0C), v)
@@ -276,7 +316,11 @@ fn dp_powers_up_with_a_handshake() {
     assert_eq!(dap.read(Port::Dp(0x0)).unwrap(), DPIDR);
     assert_eq!(dap.read(Port::Dp(0x4)).unwrap() >> 28, 0, "powered down");
     let e = dap.read(Port::Ap(0xC)).unwrap_err();
-    assert!(e.contains("powered down"), "{e}");
+    assert!(
+        matches!(e, VirtualProbeError::Port(PortError::PoweredDown)),
+        "{e}"
+    );
+    assert!(e.to_string().contains("powered down"), "{e}");
     assert_eq!(
         dap.read(Port::Dp(0x4)).unwrap() & 1 << 5,
         1 << 5,
@@ -302,10 +346,24 @@ fn dp_powers_up_with_a_handshake() {
     dap.write(Port::Dp(0x8), 0x0100_00F0).unwrap(); // AP 1
     assert_eq!(dap.read(Port::Ap(0xC)).unwrap(), 0, "no AP 1");
     let e = dap.read(Port::Ap(0x0)).unwrap_err();
-    assert!(e.contains("AP 1"), "{e}");
+    assert!(
+        matches!(
+            e,
+            VirtualProbeError::Port(PortError::NoSuchAp {
+                ap: 1,
+                register: 0xF0
+            })
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("AP 1"), "{e}");
     dap.write(Port::Dp(0x8), 0x0000_0001).unwrap(); // DPBANKSEL 1
     let e = dap.read(Port::Dp(0x4)).unwrap_err();
-    assert!(e.contains("bank 1"), "{e}");
+    assert!(
+        matches!(e, VirtualProbeError::Port(PortError::DpBank { bank: 1 })),
+        "{e}"
+    );
+    assert!(e.to_string().contains("bank 1"), "{e}");
 }
 
 #[test]
@@ -355,15 +413,29 @@ fn byte_and_halfword_transfers_use_their_lanes() {
         Some(&Call::Write(0x2000_0022, vec![0xEF, 0xBE]))
     );
     r.dap.write(Port::Ap(0x04), 0x2000_0021).unwrap();
+    let e = r.dap.read(Port::Ap(0x0C)).unwrap_err();
     assert!(
-        r.dap
-            .read(Port::Ap(0x0C))
-            .unwrap_err()
-            .contains("unaligned")
+        matches!(
+            e,
+            VirtualProbeError::Port(PortError::Unaligned {
+                addr: 0x2000_0021,
+                size: 2
+            })
+        ),
+        "{e}"
     );
+    assert!(e.to_string().contains("unaligned"), "{e}");
     // Packed transfers are not modelled.
     r.dap.write(Port::Ap(0x00), 0x2300_0022).unwrap();
-    assert!(r.dap.read(Port::Ap(0x0C)).unwrap_err().contains("packed"));
+    let e = r.dap.read(Port::Ap(0x0C)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            VirtualProbeError::Port(PortError::PackedIncrement { mode: 2 })
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("packed"), "{e}");
 }
 
 #[test]
@@ -398,11 +470,21 @@ fn unmodelled_addresses_are_errors_naming_them() {
     let mut r = Rig::debug();
     for addr in [0xE000_0000u32, 0xE004_0000, 0xE000_1004, 0xE00F_F800] {
         let e = r.read32(addr).unwrap_err();
-        assert!(e.contains(&format!("{addr:#010x}")), "{e}");
+        assert!(e.to_string().contains(&format!("{addr:#010x}")), "{e}");
     }
     // MON_EN: the debug monitor is not modelled (the fault catches are).
     let e = r.write32(0xE000_EDFC, 1 << 16).unwrap_err();
-    assert!(e.contains("DEMCR"), "{e}");
+    assert!(
+        matches!(
+            e,
+            VirtualProbeError::DemcrBits {
+                unmodelled: 0x0001_0000,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("DEMCR"), "{e}");
     // QEMU's own SCS registers pass through.
     let _ = r.read32(0xE000_ED00);
     assert_eq!(r.calls(), vec![Call::Read(0xE000_ED00, 4)]);
@@ -477,10 +559,22 @@ fn core_registers_go_through_dcrsr_and_dcrdr() {
     r.write32(machine::DCRSR, 0x14).unwrap();
     assert_eq!(r.read32(machine::DCRDR).unwrap(), 0x0201_1001);
     let e = r.write32(machine::DCRSR, 0x13).unwrap_err();
-    assert!(e.contains("0x13"), "{e}");
+    assert!(
+        matches!(
+            e,
+            VirtualProbeError::Selector(RegselError::Unknown { selector: 0x13 })
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("0x13"), "{e}");
     // Not while running.
     r.write32(machine::DHCSR, KEY | 1).unwrap();
-    assert!(r.write32(machine::DCRSR, 0).unwrap_err().contains("halted"));
+    let e = r.write32(machine::DCRSR, 0).unwrap_err();
+    assert!(
+        matches!(e, VirtualProbeError::CoreRunning { dcrsr: 0 }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("halted"), "{e}");
 }
 
 #[test]
