@@ -137,6 +137,20 @@ fn the_outputs_and_the_settings_decide_what_the_script_does_not_say() {
         facts.allocations_why,
         "the sample method traces no allocation"
     );
+    // No trace, no requested size: an output that would show them does not say otherwise.
+    let (mut dbg, _) = fake::debugger(lifecycle_firmware(), FREERTOS_LIKE, PeakMethod::Trace);
+    dbg.settings.config.trace.requests_shown_by = vec!["--json".to_string()];
+    dbg.plan_trace(&ScriptReads::default()).unwrap();
+    let facts = dbg.trace_facts();
+    assert_eq!(
+        (
+            facts.allocations,
+            facts.requests,
+            facts.requests_why.as_str()
+        ),
+        (false, false, "no allocation is traced"),
+        "{facts:?}"
+    );
 }
 
 #[test]

@@ -182,10 +182,15 @@ impl Arming {
         self.read_requests
     }
 
-    /// What was traced, and why.
+    /// What was traced, and why. Without a trace no requested size is read, whatever would
+    /// have asked for them (an output such as --json names itself otherwise, beside `false`).
     pub fn facts(&self) -> TraceFacts {
+        if self.facts.allocations {
+            return self.facts.clone();
+        }
         TraceFacts {
-            requests: self.facts.allocations && self.facts.requests,
+            requests: false,
+            requests_why: "no allocation is traced".into(),
             ..self.facts.clone()
         }
     }
