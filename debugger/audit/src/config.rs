@@ -60,6 +60,9 @@ pub struct LifecycleConfig {
     /// The role whose every call begins a cycle; `None`: the first of load, build, run, switch,
     /// release the firmware has, else the first role of `[phases]`.
     pub cycle_starts: Option<String>,
+    /// What tells the models apart where the firmware alternates between them (`[lifecycle]
+    /// model`: see [`crate::observers::models`]).
+    pub model: crate::observers::ModelKey,
 }
 
 /// The firmware's tensor table: a global array of structs, one per tensor, and the fields that

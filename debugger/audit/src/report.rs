@@ -42,9 +42,12 @@ impl From<&Debugger> for EngineRecord {
             deferred_unlisted,
             injected: debugger
                 .injected()
-                .iter()
+                .into_iter()
                 .map(InjectedFailure::from)
                 .collect(),
+            arenas: crate::observers::arena::record(debugger),
+            injected_unlisted: debugger.injected_unlisted(),
+            models: debugger.models(),
         }
     }
 }

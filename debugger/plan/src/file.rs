@@ -17,8 +17,10 @@
 //! graph_build = "op_init"
 //! [lifecycle]
 //! cycle_starts = "load"           # the role whose every call begins a cycle (t.cycles)
+//! # model = "load:1"              # what tells alternating models apart (default "auto")
 //! [budgets]                       # numbers scripts read with budget("build_step")
 //! build_step = 4096
+//! # arena_spare = 4096             # scripts/arena.rhai: warn when an arena is this much too big
 //! [trace]
 //! method = "trace"                # trace | sample | watermark
 //! skip = ["mem_alloc", "mem_free"]   # wrappers skipped when naming an allocation site
@@ -40,6 +42,7 @@ use memlife_audit::config::{
     AuditConfig, DEPRECATED_BUDGETS, LifecycleConfig, SpanLabels, TensorTable, TraceConfig,
     TraceScope,
 };
+use memlife_audit::observers::ModelKey;
 use memlife_heap::{AllocatorKind, Poisoning, WalkStrategy};
 use serde::{Deserialize, Deserializer};
 
@@ -114,6 +117,9 @@ impl Default for TraceTable {
 pub struct LifecycleTable {
     /// The role whose every call begins a cycle.
     pub cycle_starts: Option<String>,
+    /// What tells alternating models apart: `auto` (the default), `none`, `ROLE` or `ROLE:N`.
+    #[serde(deserialize_with = "parsed")]
+    pub model: Option<ModelKey>,
 }
 
 /// `[tensors]`: the firmware's tensor table, a global array of structs, and the fields that
@@ -344,6 +350,7 @@ impl ConfigFile {
             budgets: self.budgets.clone(),
             lifecycle: LifecycleConfig {
                 cycle_starts: self.lifecycle.cycle_starts.clone(),
+                model: self.lifecycle.model.clone().unwrap_or_default(),
             },
             tensors: self.tensors.clone().map(TensorTable::from),
             labels: self

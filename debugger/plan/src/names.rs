@@ -9,6 +9,7 @@
 
 use memlife_audit::composition::is_site_key;
 use memlife_audit::config::{AuditConfig, ROLES, nearest};
+use memlife_audit::observers::ModelKey;
 use memlife_dwarf::{SymbolKind, Symbols};
 
 /// Checks `config`'s names against `symbols`; the error is the first wrong name with where it
@@ -85,6 +86,14 @@ pub(crate) fn check_functions(
         return Err(format!(
             "[lifecycle] cycle_starts: `{start}` is not a role (load, build, run, switch, release or one in [phases]){}",
             nearest(start, roles.iter().copied())
+        ));
+    }
+    if let ModelKey::Arg { role, .. } = &config.lifecycle.model
+        && !roles.contains(&role.as_str())
+    {
+        return Err(format!(
+            "[lifecycle] model: `{role}` is not a role (load, build, run, switch, release or one in [phases]){}",
+            nearest(role, roles.iter().copied())
         ));
     }
     Ok(())
@@ -223,6 +232,33 @@ mod tests {
         let e = functions(&format!("{base}[lifecycle]\ncycle_starts = \"lod\"")).unwrap_err();
         assert!(e.contains("cycle_starts: `lod` is not a role"), "{e}");
         assert!(e.ends_with("did you mean `load`?"), "{e}");
+        // [lifecycle] model: a role's argument, the role one of the configuration's.
+        let e = functions(&format!("{base}[lifecycle]\nmodel = \"laod:1\"")).unwrap_err();
+        assert!(
+            e.contains("model: `laod` is not a role") && e.ends_with("did you mean `load`?"),
+            "{e}"
+        );
+        let e = toml::from_str::<ConfigFile>(&format!("{base}[lifecycle]\nmodel = \"load:7\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0 to 3"), "{e}");
+        for ok in ["auto", "none", "load", "run:2"] {
+            assert_eq!(
+                functions(&format!("{base}[lifecycle]\nmodel = \"{ok}\"")),
+                Ok(()),
+                "{ok}"
+            );
+        }
+        assert_eq!(
+            cfg(&format!("{base}[lifecycle]\nmodel = \"run:2\""))
+                .lifecycle
+                .model,
+            ModelKey::Arg {
+                role: "run".into(),
+                arg: 2
+            }
+        );
+        assert_eq!(cfg(base).lifecycle.model, ModelKey::Auto);
         let ok = format!(
             "{base}[lifecycle]\ncycle_starts = \"run\"\n[labels.run]\narg = 0\nnames = \"layer_names\"\n[labels.layer_forward]\nstring = true"
         );

@@ -35,7 +35,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
             "scope",
         ]),
     ),
-    ("lifecycle", Some(&["cycle_starts"])),
+    ("lifecycle", Some(&["cycle_starts", "model"])),
     (
         "tensors",
         Some(&["table", "count", "name", "addr", "size", "first", "last"]),

@@ -123,6 +123,9 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         deferred: Vec::new(),
         deferred_unlisted: 0,
         injected: Vec::new(),
+        injected_unlisted: 0,
+        models: Vec::new(),
+        arenas: None,
         error: None,
         exit_code: 1,
     }

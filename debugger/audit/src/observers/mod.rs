@@ -13,22 +13,28 @@
 //! - `watermark`: [`Watermark`]: the allocator's low-water mark reset and read per phase.
 //! - `faults`: [`Faults`]: fault handlers' stops, and the park watch after a failure.
 //! - `inject`: [`Injection`]: the allocation made to fail, and what failed.
+//! - [`arena`]: [`arena::ArenaObserver`], added at run time on a TFLM firmware: its arenas
+//!   watched while each interpreter is built.
+//! - `models`: [`Models`]: which model each cycle ran, and what each model's cycles lost.
 
+pub mod arena;
 pub mod cycles;
 pub mod faults;
 pub mod inject;
 pub mod labels;
 pub mod lifecycle;
+pub mod models;
 pub mod phases;
 pub mod spans;
 pub mod trace;
 pub mod watermark;
 
-pub use cycles::Cycles;
+pub use cycles::{Cycles, Stopped};
 pub use faults::Faults;
 pub use inject::{AllocSite, FailChoice, Injected, Injection};
 pub use labels::SpanLabels;
 pub use lifecycle::Lifecycle;
+pub use models::{ModelKey, ModelMemory, Models};
 pub use phases::PhaseTracker;
 pub use spans::Spans;
 pub use trace::{AllocationTrace, LiveAlloc};

@@ -15,6 +15,8 @@
 //! - `roles`: what a role tells the budget: [`EntryRole`] (when it is armed: [`Arm`]),
 //!   [`ReturnRole`].
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
+//! - `restart`: [`Restart`], starting the target again where a reset cannot (a QEMU that
+//!   exited with its firmware).
 //! - `park`: a firmware parked in a loop, told from one still working, while waiting.
 //! - `fault`: the fault handlers' entries, and a stop there decoded (fault status registers,
 //!   the call chain from the exception frame).
@@ -25,6 +27,7 @@ mod clock;
 mod fault;
 mod live;
 mod park;
+mod restart;
 mod resume;
 mod roles;
 mod run;
@@ -33,5 +36,6 @@ pub use breakpoints::BreakpointSet;
 pub use budget::{BreakpointUse, Budget};
 pub use clock::FirmwareClock;
 pub use live::{Session, SessionOptions};
+pub use restart::Restart;
 pub use roles::{Arm, EntryRole, ReturnRole, ReturnWatch};
 pub use run::Regs;

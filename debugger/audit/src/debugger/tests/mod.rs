@@ -4,7 +4,9 @@
 //! mallocs, frees); the fake target stops only where the engine has a breakpoint.
 #![allow(clippy::unwrap_used)]
 
+mod arena;
 pub(crate) mod fake;
+pub(crate) mod lifecycle_ends;
 mod observers;
 mod trace_plan;
 
