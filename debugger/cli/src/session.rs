@@ -139,8 +139,9 @@ impl Restart for QemuRestart {
         // The old QEMU goes first (an exited one is only reaped).
         drop(self.qemu.borrow_mut().take());
         let sh_dir = semihosting_dir(&self.args).map_err(|e| format!("{e:#}"))?;
-        let (target, qemu) = open_backend(&self.args, &self.elf, self.deadline, sh_dir, &self.serial)
-            .map_err(|e| format!("{e:#}"))?;
+        let (target, qemu) =
+            open_backend(&self.args, &self.elf, self.deadline, sh_dir, &self.serial)
+                .map_err(|e| format!("{e:#}"))?;
         *self.qemu.borrow_mut() = qemu;
         Ok(target)
     }

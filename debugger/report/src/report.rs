@@ -12,8 +12,7 @@ use memlife_core::output::{WriteError, write_atomic};
 use crate::model::{
     ArenaRecord, CheckResult, CheckSummary, DeferredBlock, FirmwareTime, Folded, HeapMap,
     InjectedFailure, ModelCycles, PeakMethod, PhaseRecord, RunFacts, ScriptError, Totals,
-    TraceEvent, TraceFacts, Verdict,
-    summarize,
+    TraceEvent, TraceFacts, Verdict, summarize,
 };
 
 /// Everything an audit recorded.
