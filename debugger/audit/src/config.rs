@@ -18,6 +18,7 @@ use std::time::Duration;
 use memlife_heap::LinkState;
 
 mod scope;
+pub use crate::observers::trace::TraceScope;
 pub use scope::Scope;
 
 // How the peak inside a phase is found: a report record, kept with the others in memlife-report.
@@ -30,6 +31,18 @@ pub struct TraceConfig {
     pub skip: Vec<String>,
     /// Frames kept per allocation backtrace.
     pub backtrace: usize,
+    /// Trace allocations (`true`), or not unless the script turns it on (`false`); `None`:
+    /// when the script reads them (see `crate::debugger::Debugger::plan_trace`).
+    pub allocations: Option<bool>,
+    /// Read each allocation's requested size at the allocator's entry, a second stop per
+    /// allocation (`true`), or stop once, at its return (`false`); `None`: when the script or
+    /// an output reads them.
+    pub requests: Option<bool>,
+    /// Where the allocator's breakpoints are armed while tracing.
+    pub scope: TraceScope,
+    /// The outputs of the run that show requested sizes (`--json`, ...): they read them as a
+    /// script does.
+    pub requests_shown_by: Vec<String>,
 }
 
 impl Default for TraceConfig {
@@ -37,6 +50,10 @@ impl Default for TraceConfig {
         TraceConfig {
             skip: Vec::new(),
             backtrace: 8,
+            allocations: None,
+            requests: None,
+            scope: TraceScope::Everywhere,
+            requests_shown_by: Vec::new(),
         }
     }
 }

@@ -26,6 +26,8 @@ impl From<&Debugger> for EngineRecord {
             emulated: debugger.emulated(),
             stepped: debugger.stepped(),
             breakpoints: debugger.breakpoint_use(),
+            trace: debugger.trace_facts(),
+            firmware_time: debugger.firmware_time(),
             phases: debugger.records().to_vec(),
             events: debugger.events().to_vec(),
             totals: debugger.totals(),

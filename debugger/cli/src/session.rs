@@ -5,7 +5,8 @@
 //! audit engine): a firmware that exits ends its QEMU, and the next reset is a fresh one.
 //! Whatever happens (success, an error, a panic unwinding), dropping it removes memlife's
 //! breakpoints, then detaches so the target runs on, or leaves it halted, as `--leave` says; a
-//! QEMU that memlife started is killed.
+//! QEMU that memlife started is killed. The firmware's serial output from a QEMU memlife starts
+//! goes where `--serial` says, the same file across restarts.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -15,9 +16,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use memlife_audit::session::Restart;
 use memlife_core::{ErrorKind, Snapshot, Target};
-use memlife_rsp::{GdbRemote, QemuProcess};
+use memlife_rsp::{GdbRemote, QemuProcess, Serial};
 
-use crate::cli::{Leave, TargetArgs};
+use crate::cli::{Leave, SerialChoice, TargetArgs};
 
 /// An open target.
 pub struct Session {
@@ -26,8 +27,23 @@ pub struct Session {
     /// How to start the QEMU again, until the audit engine takes it.
     restart: Option<QemuRestart>,
     qemu: QemuSlot,
+    /// The file the QEMU memlife started writes the firmware's serial output to.
+    serial_file: Option<PathBuf>,
     leave_halted: bool,
     cleaned: bool,
+}
+
+/// Where QEMU sends the firmware's serial output (`--serial`), the file opened here.
+fn serial_output(choice: Option<&SerialChoice>) -> Result<(Serial, Option<PathBuf>)> {
+    Ok(match choice {
+        None | Some(SerialChoice::None) => (Serial::Discard, None),
+        Some(SerialChoice::Stdio) => (Serial::Stdout, None),
+        Some(SerialChoice::File(path)) => {
+            let file = memlife_core::output::create_log(path)
+                .with_context(|| format!("--serial file:{}", path.display()))?;
+            (Serial::File(file), Some(path.clone()))
+        }
+    })
 }
 
 /// The directory the firmware's semihosting calls may use, opened once (a missing directory or
@@ -73,6 +89,7 @@ fn open_backend(
     elf: &Path,
     deadline: Option<Instant>,
     mut sh_dir: Option<memlife_rsp::SemihostingDir>,
+    serial: &Serial,
 ) -> Result<(Box<dyn Target>, Option<QemuProcess>)> {
     let options = memlife_rsp::ConnectOptions {
         deadline,
@@ -85,7 +102,7 @@ fn open_backend(
         remote.set_semihosting_dir(sh_dir.take());
         (Box::new(remote), None)
     } else if let Some(machine) = &args.qemu {
-        let qemu = QemuProcess::start(machine, elf, &[])
+        let qemu = QemuProcess::start_with_serial(machine, elf, &[], serial)
             .with_context(|| format!("cannot start qemu-system-arm -M {machine}"))?;
         let mut remote = qemu
             .connect_with(options)
@@ -113,6 +130,8 @@ struct QemuRestart {
     elf: PathBuf,
     deadline: Option<Instant>,
     qemu: QemuSlot,
+    /// The session's serial output: a restarted QEMU writes on where the last one stopped.
+    serial: Rc<Serial>,
 }
 
 impl Restart for QemuRestart {
@@ -120,8 +139,9 @@ impl Restart for QemuRestart {
         // The old QEMU goes first (an exited one is only reaped).
         drop(self.qemu.borrow_mut().take());
         let sh_dir = semihosting_dir(&self.args).map_err(|e| format!("{e:#}"))?;
-        let (target, qemu) = open_backend(&self.args, &self.elf, self.deadline, sh_dir)
-            .map_err(|e| format!("{e:#}"))?;
+        let (target, qemu) =
+            open_backend(&self.args, &self.elf, self.deadline, sh_dir, &self.serial)
+                .map_err(|e| format!("{e:#}"))?;
         *self.qemu.borrow_mut() = qemu;
         Ok(target)
     }
@@ -141,7 +161,9 @@ impl Session {
         // Checked before anything starts: a wrong directory is the user's error.
         let sh_dir = semihosting_dir(args)?;
         let deadline = deadline(args)?;
-        let (target, qemu) = open_backend(args, elf, deadline, sh_dir)?;
+        let (serial, serial_file) = serial_output(args.serial.as_ref())?;
+        let serial = Rc::new(serial);
+        let (target, qemu) = open_backend(args, elf, deadline, sh_dir, &serial)?;
         let started = qemu.is_some();
         let qemu: QemuSlot = Rc::new(RefCell::new(qemu));
         // What memlife started, it can start again.
@@ -150,11 +172,13 @@ impl Session {
             elf: elf.to_path_buf(),
             deadline,
             qemu: Rc::clone(&qemu),
+            serial,
         });
         Ok(Session {
             target: Some(target),
             restart,
             qemu,
+            serial_file,
             leave_halted,
             cleaned: false,
         })
@@ -164,6 +188,11 @@ impl Session {
     /// `--qemu`, `--chip ... --probe qemu`); taken once.
     pub fn restart(&mut self) -> Option<Box<dyn Restart>> {
         self.restart.take().map(|r| Box::new(r) as Box<dyn Restart>)
+    }
+
+    /// The file the firmware's serial output goes to, when QEMU writes one.
+    pub fn serial_file(&self) -> Option<&Path> {
+        self.serial_file.as_deref()
     }
 
     /// The target.

@@ -28,6 +28,9 @@
 //! method = "trace"                # trace | sample | watermark
 //! skip = ["mem_alloc", "mem_free"]   # wrappers skipped when naming an allocation site
 //! keep_cycles = 10                # cycles kept in full at each end of a long run ("all")
+//! # allocations = true            # trace even when the script reads no allocation
+//! # requests = false              # one stop per allocation: requested sizes not read
+//! # scope = "phases"              # allocator breakpoints only while a phase is open (or ["run"])
 //! [diff]                          # budgets on the change between two builds (memlife diff)
 //! bytes = 256
 //! percent = 5
@@ -40,6 +43,7 @@ use std::str::FromStr;
 use memlife_audit::PeakMethod;
 use memlife_audit::config::{
     AuditConfig, DEPRECATED_BUDGETS, LifecycleConfig, Scope, SpanLabels, TensorTable, TraceConfig,
+    TraceScope,
 };
 use memlife_audit::observers::ModelKey;
 use memlife_heap::{AllocatorKind, Poisoning, WalkStrategy};
@@ -90,6 +94,14 @@ pub struct TraceTable {
     pub backtrace: usize,
     /// Observed cycles kept in full at each end of a long run (`--keep-cycles` wins).
     pub keep_cycles: Option<KeepCycles>,
+    /// Trace allocations (`true`) or not (`false`); absent: when the script reads them.
+    pub allocations: Option<bool>,
+    /// Read each allocation's requested size, a second stop per allocation (`true`), or stop
+    /// once (`false`); absent: when the script or an output reads them.
+    pub requests: Option<bool>,
+    /// Where the allocator's breakpoints are armed: `everywhere`, `phases` or a list of phases.
+    #[serde(deserialize_with = "crate::trace_scope::deserialize")]
+    pub scope: TraceScope,
 }
 
 impl Default for TraceTable {
@@ -100,6 +112,9 @@ impl Default for TraceTable {
             skip: engine.skip,
             backtrace: engine.backtrace,
             keep_cycles: None,
+            allocations: engine.allocations,
+            requests: engine.requests,
+            scope: engine.scope,
         }
     }
 }
@@ -363,6 +378,11 @@ impl ConfigFile {
             trace: TraceConfig {
                 skip: self.trace.skip.clone(),
                 backtrace: self.trace.backtrace,
+                allocations: self.trace.allocations,
+                requests: self.trace.requests,
+                scope: self.trace.scope.clone(),
+                // The outputs are the command line's (`AuditPlan::resolve`).
+                requests_shown_by: Vec::new(),
             },
             halt_on: self.target.halt_on.clone(),
         }

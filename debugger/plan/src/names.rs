@@ -1,7 +1,7 @@
 //! The names the settings give, checked against the firmware before it runs: every function of
-//! `[phases]`, `[spans]`, `[labels]` and `[components]` must be in the ELF (by linkage or C++
-//! name), every global of `[tensors]` and `[labels]` too, and every role a role. The error names
-//! the first wrong one and the nearest valid name.
+//! `[phases]`, `[spans]`, `[labels]`, `[components]` and `[trace] scope` must be in the ELF (by
+//! linkage or C++ name) or be a role, every global of `[tensors]` and `[labels]` too, and every
+//! role a role. The error names the first wrong one and the nearest valid name.
 //!
 //! Only what the user wrote is checked: the bundled firmware's defaults
 //! ([`crate::defaults`]) fill in what the user does not say, and a firmware without those
@@ -71,6 +71,14 @@ pub(crate) fn check_functions(
         }
         if name.trim().is_empty() {
             return Err(format!("[components] `{key}`: the component name is empty"));
+        }
+    }
+    for name in config.trace.scope.names() {
+        if !roles.contains(&name.as_str()) && !known(name) {
+            return Err(format!(
+                "[trace] scope: `{name}` is neither a role (load, build, run, switch, release or one in [phases]) nor a function in the ELF{}",
+                nearest(name, functions.iter().chain(roles.iter()).copied())
+            ));
         }
     }
     if let Some(start) = &config.lifecycle.cycle_starts
@@ -216,6 +224,36 @@ mod tests {
         assert_eq!(
             functions("[phases]\nrun = \"nn_invoke\"\n[spans]\nrun = \"layer_forward\""),
             Ok(())
+        );
+    }
+
+    #[test]
+    fn a_trace_scope_names_roles_or_functions_of_the_elf() {
+        assert_eq!(
+            functions("[trace]\nscope = [\"run\", \"nn_open\"]\nrequests = false"),
+            Ok(())
+        );
+        assert_eq!(
+            functions("[trace]\nscope = [\"nn_invok\"]").unwrap_err(),
+            "[trace] scope: `nn_invok` is neither a role (load, build, run, switch, release or one in [phases]) nor a function in the ELF; did you mean `nn_invoke`?"
+        );
+        let c = cfg("[trace]\nallocations = true\nrequests = false\nscope = \"phases\"");
+        assert_eq!(
+            (
+                c.trace.allocations,
+                c.trace.requests,
+                c.trace.scope.to_string()
+            ),
+            (Some(true), Some(false), "phases".to_string())
+        );
+        let absent = cfg("");
+        assert_eq!(
+            (
+                absent.trace.allocations,
+                absent.trace.requests,
+                absent.trace.scope.to_string()
+            ),
+            (None, None, "everywhere".to_string())
         );
     }
 

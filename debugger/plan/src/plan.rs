@@ -90,7 +90,8 @@ impl AuditPlan {
                     "no firmware given: use --elf FILE or `elf = ...` in memlife.toml".into(),
                 )
             })?;
-        let target = TargetPlan::resolve(flags.target.clone(), &file.target)?;
+        let target = TargetPlan::resolve(flags.target.clone(), &file.target)?
+            .with_serial_default(&flags.outputs.out_dir)?;
         if let (None, Some(dir)) = (&flags.target.semihosting_dir, &file.target.semihosting_dir) {
             // A settings file someone else wrote (or a name injected into it) must not hand
             // the firmware host files silently.
@@ -100,7 +101,9 @@ impl AuditPlan {
                 dir.display()
             ));
         }
-        let engine = engine_settings(&flags, &file, env, with_bundled_defaults(given.clone()))?;
+        let mut engine = engine_settings(&flags, &file, env, with_bundled_defaults(given.clone()))?;
+        // The outputs that show requested sizes read them, as a script that reads them does.
+        engine.config.trace.requests_shown_by = flags.outputs.showing_requests();
         let heap = HeapPlan {
             allocator: flags.heap.allocator.or(file.allocator),
             options: WalkerOptions {

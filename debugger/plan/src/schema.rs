@@ -26,7 +26,15 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
     ("budgets", None),
     (
         "trace",
-        Some(&["method", "skip", "backtrace", "keep_cycles"]),
+        Some(&[
+            "method",
+            "skip",
+            "backtrace",
+            "keep_cycles",
+            "allocations",
+            "requests",
+            "scope",
+        ]),
     ),
     ("lifecycle", Some(&["cycle_starts", "model"])),
     (

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use memlife_core::output::{WriteError, write_atomic};
 
 use crate::model::{
-    ArenaRecord, CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure,
-    ModelCycles, PeakMethod, PhaseRecord, RunFacts, ScriptError, TaskRecord, Totals, TraceEvent,
-    Verdict, summarize,
+    ArenaRecord, CheckResult, CheckSummary, DeferredBlock, FirmwareTime, Folded, HeapMap,
+    InjectedFailure, ModelCycles, PeakMethod, PhaseRecord, RunFacts, ScriptError, TaskRecord,
+    Totals, TraceEvent, TraceFacts, Verdict, summarize,
 };
 
 /// Everything an audit recorded.
@@ -140,6 +140,10 @@ pub struct EngineRecord {
     pub stepped: u64,
     /// Breakpoints armed at most, the target's limit, the estimate.
     pub breakpoints: crate::model::BreakpointUse,
+    /// What the allocation trace recorded, and why.
+    pub trace: TraceFacts,
+    /// How long the firmware ran and was held halted.
+    pub firmware_time: Option<FirmwareTime>,
     /// Phase records kept.
     pub phases: Vec<PhaseRecord>,
     /// Trace events kept.
@@ -203,6 +207,8 @@ impl AuditReport {
                 emulated: engine.emulated,
                 stepped: engine.stepped,
                 breakpoints: engine.breakpoints,
+                trace: engine.trace,
+                firmware_time: engine.firmware_time,
                 ..ctx.facts()
             },
             method: ctx.method,
@@ -369,6 +375,12 @@ mod tests {
             allocator: "freertos-heap4".into(),
             heap_size: 98_304,
             stops: 12,
+            trace: TraceFacts {
+                allocations: true,
+                scope: "phases".into(),
+                ..TraceFacts::default()
+            },
+            firmware_time: Some(FirmwareTime::new(1.0, 0.25, 12, 3.0, None)),
             ..EngineRecord::default()
         };
         let script = ScriptRecord {
@@ -386,6 +398,9 @@ mod tests {
             ("freertos-heap4", 98_304, 12)
         );
         assert_eq!(r.run.elf, "fw.elf");
+        assert!(r.run.trace.allocations && r.run.trace.scope == "phases");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["run"]["firmware_time"]["halted_per_second"], 0.25);
         assert_eq!(
             (r.checks.len(), r.check_calls.len(), r.exit_code),
             (1, 1, 1)

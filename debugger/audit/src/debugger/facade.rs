@@ -186,10 +186,21 @@ impl Debugger {
 
     /// Turns allocation tracing on or off (trace method only). Off, the target runs between
     /// phase and span boundaries without stopping in the allocator: much faster, but peaks come
-    /// from boundary samples and new allocations get no site.
+    /// from boundary samples and new allocations get no site. On, the allocator's breakpoints
+    /// are armed wherever `[trace] scope` allows (everywhere by default).
     pub fn set_tracing(&mut self, on: bool) -> Result<(), AuditError> {
+        let in_scope = self.trace_in_scope();
         self.trace
-            .set_on(&mut self.session, on, self.settings.method)
+            .set_on(&mut self.session, on, self.settings.method, in_scope)
+    }
+
+    /// Whether `[trace] scope` lets the trace be armed now, with the phase open now (if any).
+    pub(super) fn trace_in_scope(&self) -> bool {
+        let config = &self.settings.config;
+        let open = self.lifecycle.phases.open_function();
+        config.trace.scope.admits(open, |name, f| {
+            name == f || config.phase_function(name) == f
+        })
     }
 
     /// Adds an observer (see [`crate::events::Observer`]); it sets its breakpoints now.
@@ -230,6 +241,12 @@ impl Debugger {
     /// Resumes from a breakpoint that needed a single step on the target.
     pub fn stepped(&self) -> u64 {
         self.session.stepped()
+    }
+
+    /// Reads the firmware's tick counter for the end of its time (`run.firmware_time`): the
+    /// target is halted at its last stop. A target that is gone leaves it unread.
+    pub fn end_firmware_time(&mut self) {
+        self.session.end_firmware_time();
     }
 
     /// Gives the target back (breakpoints removed).

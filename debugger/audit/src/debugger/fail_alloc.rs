@@ -37,10 +37,11 @@ impl Debugger {
                 choice.nth
             )));
         }
-        if !self.tracing() {
-            // Its breakpoints on the allocator's entry are where the failure is made.
+        if !self.trace.is_wanted() {
             self.set_tracing(true)?;
         }
+        // Its breakpoint on the allocator's entry is where the failure is made.
+        self.trace.set_requests(&mut self.session, true)?;
         self.injection
             .arm(FailRequest::new(site, phase, choice.nth));
         Ok(())

@@ -31,10 +31,13 @@ impl Debugger {
             }
             // Lean on breakpoints: the block is read at the caller's return, armed only while
             // this call is in flight (see `crate::session::Budget`).
-            TraceRole::MallocRequest { size_arg } if lean => {
+            TraceRole::MallocRequest { size_arg } | TraceRole::MallocLean { size_arg } if lean => {
                 self.trace.malloc_entered(&mut self.session, regs, size_arg);
             }
             TraceRole::MallocRequest { size_arg } => self.trace.request_entered(regs, size_arg),
+            // Not armed unless lean; a stop there anyway (another role's address) is read at
+            // the return instruction.
+            TraceRole::MallocLean { .. } => {}
             // Not armed when lean; a stop there anyway (another role's address) is not this
             // allocation's: its caller's return reads it.
             TraceRole::MallocExit if lean => {}

@@ -31,6 +31,8 @@
 //!   `failure_run`: the firmware run through an injected failure
 //!   ([`FailureWait`], [`FailureRun`]); `fail_alloc`: the failure asked for.
 //! - `plan`: the breakpoints a cycle needs, checked against the target's before the run.
+//! - `trace_plan`: what the audit traces (allocations, requested sizes), decided from what the
+//!   script and the outputs read.
 //! - `extensions`: the observers added at run time; `tasks`: what the task observer knows, as
 //!   scripts read it.
 //! - `arena_run`: a TFLM firmware run until each model was built and run once ([`ArenaEnd`]).
@@ -55,6 +57,7 @@ mod progress;
 mod run;
 mod span_stops;
 mod tasks;
+mod trace_plan;
 mod views;
 
 #[cfg(test)]

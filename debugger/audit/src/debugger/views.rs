@@ -11,7 +11,9 @@ use super::progress::Progress;
 use crate::deferred::DeferredBlock;
 use crate::events::Tags;
 use crate::history::{Folded, Totals};
-use crate::model::{Damage, HeapMap, ModelCycles, PhaseRecord, TraceEvent};
+use crate::model::{
+    Damage, FirmwareTime, HeapMap, ModelCycles, PhaseRecord, TraceEvent, TraceFacts,
+};
 use crate::observers::{Injected, LiveAlloc, Stopped};
 use crate::session::BreakpointUse;
 
@@ -108,6 +110,18 @@ impl Debugger {
     /// Whether allocations are being traced right now.
     pub fn tracing(&self) -> bool {
         self.trace.is_on()
+    }
+
+    /// What the allocation trace recorded, and why (`run.trace`).
+    pub fn trace_facts(&self) -> TraceFacts {
+        self.trace.arming().facts()
+    }
+
+    /// How long the firmware ran and was held halted so far (`run.firmware_time`); `None`
+    /// when it was never resumed. [`Debugger::end_firmware_time`] reads its tick counter at
+    /// the end.
+    pub fn firmware_time(&self) -> Option<FirmwareTime> {
+        self.session.firmware_time()
     }
 
     /// The allocations made to fail that are kept, oldest first: the first

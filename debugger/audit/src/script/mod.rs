@@ -28,6 +28,7 @@
 //!   - `arena`: TensorFlow Lite Micro's builds (`t.observe_arenas()`, `t.arena_models()`,
 //!     `t.arena_builds()`, `t.arena_steps()`, `t.arena_peaks()`).
 //! - `convert`: conversions the areas share.
+//! - `reads`: what a script reads of the allocation trace, from its text ([`ScriptReads`]).
 //!
 //! To add a function: register it in the `register` of its area's module, next to the
 //! conversions of what it returns, with a unit test there.
@@ -39,6 +40,7 @@ mod errors;
 mod handle;
 mod heap;
 mod outputs;
+mod reads;
 mod run;
 mod sandbox;
 mod spans;
@@ -49,5 +51,6 @@ mod testing;
 mod trace;
 
 pub use handle::TargetHandle;
+pub use reads::ScriptReads;
 pub use run::{ScriptError, ScriptOutcome, run_script};
 pub use sandbox::{MAX_ARRAY, MAX_MAP, MAX_MEMORY, MAX_STRING};

@@ -82,7 +82,7 @@ pub fn run_script(
                 column,
             })
         }
-        Ok(ast) => match engine.run_ast(&ast) {
+        Ok(ast) => match plan_trace(&dbg, &ast).and_then(|()| engine.run_ast(&ast)) {
             Ok(()) => None,
             Err(e) => {
                 let (line, column) = position(e.position());
@@ -122,8 +122,29 @@ pub fn run_script(
         }
     };
     // Handles the script kept alive (a reference cycle) see an empty slot from now on.
-    let debugger = dbg.borrow_mut().take();
+    let mut debugger = dbg.borrow_mut().take();
+    if let Some(d) = debugger.as_mut() {
+        d.end_firmware_time();
+    }
     (debugger, outcome)
+}
+
+/// What the script reads decides what the trace records ([`Debugger::plan_trace`]); an error
+/// there (the allocator's entries gone from the ELF) is the script's first.
+fn plan_trace(
+    dbg: &Rc<RefCell<Option<Debugger>>>,
+    ast: &rhai::AST,
+) -> Result<(), Box<EvalAltResult>> {
+    let reads = super::ScriptReads::of(ast);
+    match dbg.borrow_mut().as_mut() {
+        Some(d) => d.plan_trace(&reads).map_err(|e| {
+            Box::new(EvalAltResult::ErrorRuntime(
+                crate::error::Chain(&e).to_string().into(),
+                Position::NONE,
+            ))
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! - `breakpoints`: [`BreakpointSet`]: what each address is for, the returns awaited, what is
 //!   inserted.
 //! - `budget`: which breakpoints are armed on a target with few (an FPB's six).
+//! - `clock`: [`FirmwareClock`]: the wall time the firmware ran and was held halted, and its
+//!   tick counter.
 //! - `roles`: what a role tells the budget: [`EntryRole`] (when it is armed: [`Arm`]),
 //!   [`ReturnRole`].
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
@@ -22,6 +24,7 @@
 
 mod breakpoints;
 mod budget;
+mod clock;
 mod fault;
 mod live;
 pub mod park;
@@ -32,6 +35,7 @@ mod run;
 
 pub use breakpoints::BreakpointSet;
 pub use budget::{BreakpointUse, Budget};
+pub use clock::FirmwareClock;
 pub use live::{Session, SessionOptions};
 pub use restart::Restart;
 pub use roles::{Arm, EntryRole, ReturnRole, ReturnWatch};

@@ -43,6 +43,7 @@ fn flags(args: &AuditArgs) -> Result<AuditFlags> {
             connect_under_reset: t.probe.connect_under_reset,
             deadline: t.deadline,
             semihosting_dir: t.semihosting_dir.clone(),
+            serial: t.serial.clone(),
         },
         heap: HeapFlags {
             allocator: h.allocator,
@@ -91,6 +92,7 @@ fn target_args(target: &TargetPlan) -> Result<TargetArgs> {
         deadline: target.deadline,
         no_default_deadline: false,
         semihosting_dir: target.semihosting_dir.clone(),
+        serial: target.serial.clone(),
     })
 }
 
@@ -202,7 +204,10 @@ fn audit(
     );
     progress.finish();
     match audited {
-        Ok(done) => Ok((done.report, Some(session))),
+        Ok(mut done) => {
+            done.report.run.serial = session.serial_file().map(|p| p.display().to_string());
+            Ok((done.report, Some(session)))
+        }
         Err(e) => {
             session.close()?;
             Err(e.into())
@@ -256,9 +261,15 @@ fn print_summary(report: &AuditReport, script: &Path, fail_on_skip: bool) -> Res
             writeln!(out, "{word} {name}: {message}")?;
         }
     }
+    // What the halts cost the firmware's own time, where the audit ran it.
+    let halted = report
+        .run
+        .firmware_time
+        .as_ref()
+        .map_or_else(String::new, |t| format!("; {}", t.summary()));
     writeln!(
         out,
-        "{}: {pass} passed, {fail} failed, {warn} warnings{} ({} phases, {} allocation events, {:.1} s)",
+        "{}: {pass} passed, {fail} failed, {warn} warnings{} ({} phases, {} allocation events, {:.1} s{halted})",
         script.display(),
         if skipped > 0 {
             format!(", {skipped} skipped")
@@ -276,6 +287,9 @@ fn print_summary(report: &AuditReport, script: &Path, fail_on_skip: bool) -> Res
             ", so this is a pass of the checks that ran only (--fail-on-skip makes a skip fail the audit)"
         };
         writeln!(out, "not every check ran: {skipped} skipped{consequence}")?;
+    }
+    if let Some(serial) = &report.run.serial {
+        writeln!(out, "serial output: {serial}")?;
     }
     Ok(())
 }
@@ -340,6 +354,13 @@ mod tests {
             !flags(&audit_args(&["memlife", "audit", "s.rhai"]))
                 .unwrap()
                 .fail_on_skip
+        );
+        let serial = audit_args(&[
+            "memlife", "audit", "s.rhai", "--qemu", "m", "--serial", "stdio",
+        ]);
+        assert_eq!(
+            flags(&serial).unwrap().target.serial,
+            Some(memlife_plan::SerialChoice::Stdio)
         );
         let two = audit_args(&[
             "memlife", "audit", "s.rhai", "--config", "a", "--config", "b",

@@ -82,6 +82,14 @@ fn refuse_single_flags(args: &AuditArgs) -> Result<()> {
             "--baseline",
             "compare OUT/NAME/audit.json with memlife diff",
         ),
+        (
+            matches!(
+                t.serial,
+                Some(crate::cli::SerialChoice::File(_) | crate::cli::SerialChoice::Stdio)
+            ),
+            "--serial",
+            "each target's serial output is OUT/NAME/serial.txt (--serial none discards them all)",
+        ),
     ] {
         if given {
             bail!("{flag} is for one audit, not a list: {instead}");
