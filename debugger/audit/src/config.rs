@@ -8,12 +8,17 @@
 //!   method, the timeout, how many cycles are kept, how heap walks read the link, and the
 //!   [`EngineTuning`] switches.
 //! - [`AuditConfig`]: what the firmware's functions and globals mean: phases, spans, span
-//!   labels, the tensor table, components, the lifecycle, trace settings and budgets.
+//!   labels, the tensor table, components, the lifecycle, trace settings and budgets, the
+//!   roles limited to a task or a caller ([`Scope`]) and the functions that end an audit at
+//!   once (`halt_on`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use memlife_heap::LinkState;
+
+mod scope;
+pub use scope::Scope;
 
 // How the peak inside a phase is found: a report record, kept with the others in memlife-report.
 pub use memlife_report::PeakMethod;
@@ -42,6 +47,9 @@ pub struct LifecycleConfig {
     /// The role whose every call begins a cycle; `None`: the first of load, build, run, switch,
     /// release the firmware has, else the first role of `[phases]`.
     pub cycle_starts: Option<String>,
+    /// What tells the models apart where the firmware alternates between them (`[lifecycle]
+    /// model`: see [`crate::observers::models`]).
+    pub model: crate::observers::ModelKey,
 }
 
 /// The firmware's tensor table: a global array of structs, one per tensor, and the fields that
@@ -87,6 +95,8 @@ pub struct SpanLabels {
 pub struct AuditConfig {
     /// Phase aliases (`load` → `model_load`).
     pub phases: BTreeMap<String, String>,
+    /// Roles limited to a task's calls or a caller's, by role (each a key of `phases`).
+    pub scopes: BTreeMap<String, Scope>,
     /// Spans per phase, by role or phase function (`graph_build` → `op_init`).
     pub spans: BTreeMap<String, String>,
     /// Budgets scripts read with `budget(name)`, by their current names.
@@ -101,6 +111,10 @@ pub struct AuditConfig {
     pub components: BTreeMap<String, String>,
     /// Tracing.
     pub trace: TraceConfig,
+    /// Functions that end an audit at once when the firmware calls them (its own assert or
+    /// panic handlers), besides the ones memlife knows (`vAssertCalled`, `assert_failed`,
+    /// `__assert_func`).
+    pub halt_on: Vec<String>,
 }
 
 /// How the engine uses the target's debug hardware. Both are on unless a comparison turns
@@ -209,6 +223,15 @@ impl AuditConfig {
                 .filter(|(_, f)| self.span_of(f) == Some(span_fn))
                 .find_map(|(role, _)| self.labels.get(role))
         })
+    }
+
+    /// What the calls of `function` are limited to, when a role that stands for it is scoped.
+    pub fn scope_of(&self, function: &str) -> Option<(&str, &Scope)> {
+        self.phases
+            .iter()
+            .filter(|(_, f)| f.as_str() == function)
+            .find_map(|(role, _)| self.scopes.get_key_value(role))
+            .map(|(role, scope)| (role.as_str(), scope))
     }
 
     /// The function a phase name stands for (an alias or the function itself).

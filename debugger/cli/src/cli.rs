@@ -54,6 +54,10 @@ pub enum Command {
     /// allocation sites, against the budgets of [diff] in memlife.toml (exit 0 within, 1 over
     /// budget, 2 error).
     Diff(crate::commands::diff::DiffArgs),
+    /// Run a TensorFlow Lite Micro firmware until each model was built and run once, watching
+    /// each arena as it is built, and print per model its arena, the smallest that works and
+    /// the spare.
+    Arena(crate::commands::arena::ArenaArgs),
 }
 
 /// `memlife init`.
@@ -200,6 +204,12 @@ pub struct AuditArgs {
     /// budget.
     #[arg(long, value_name = "BASE.json")]
     pub baseline: Option<PathBuf>,
+    /// Exit 1 when a check was skipped (not run: a role the configuration lacks, an error path
+    /// the target could not be started again for), as when one failed, so that CI fails on an
+    /// audit that did not check everything. Without it, skips are counted in the summary and
+    /// the exit code is that of the checks that ran.
+    #[arg(long)]
+    pub fail_on_skip: bool,
     /// Set by a wide run on its children: audit this one target, also when its --config is the
     /// matrix file itself (an entry without `config`), whose [[matrix]] is then not a list.
     #[arg(long, hide = true)]

@@ -38,6 +38,8 @@ pub struct AuditFlags {
     pub outputs: Outputs,
     /// `--baseline`: an earlier audit JSON report to compare with.
     pub baseline: Option<PathBuf>,
+    /// `--fail-on-skip`: a check not run fails the audit.
+    pub fail_on_skip: bool,
 }
 
 /// Where the target is, as the flags say it.

@@ -30,6 +30,7 @@
 //! - [`file`](mod@file): `memlife.toml` as written ([`ConfigFile`]): read, names checked, values checked,
 //!   paths made relative to it, deprecated budget names renamed.
 //! - `schema`: the tables and keys the file may have, and the nearest-name errors.
+//! - `scope`: `[phases]` roles limited to a task's calls or a caller's.
 //! - [`flags`]: the command line's flags and environment as plain data.
 //! - [`plan`]: [`AuditPlan`], the resolution of both.
 //! - [`target`]: which target, flags over `[target]`.
@@ -50,6 +51,7 @@ pub mod matrix;
 pub mod names;
 pub mod plan;
 mod schema;
+mod scope;
 pub mod target;
 
 pub use error::PlanError;

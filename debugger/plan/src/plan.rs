@@ -53,6 +53,8 @@ pub struct AuditPlan {
     pub diff: memlife_diff::Budgets,
     /// What the settings file expects the audit to say (`[expect]`).
     pub expect: Option<Expectation>,
+    /// A check not run (skipped) fails the audit, as a failed one does (`--fail-on-skip`).
+    pub fail_on_skip: bool,
     /// Warnings for the user (deprecated budget names), to print before the run.
     pub warnings: Vec<String>,
     /// The names the user gave (file and flags, without the bundled defaults): the ones
@@ -118,6 +120,7 @@ impl AuditPlan {
             baseline: flags.baseline,
             diff: file.diff,
             expect: file.expect,
+            fail_on_skip: flags.fail_on_skip,
             warnings,
             given,
         })
@@ -248,6 +251,7 @@ mod tests {
         // A deprecated budget name is renamed, with a warning to print.
         assert_eq!(e.config.budgets["cycles"], 3.0);
         assert_eq!(from_file.warnings.len(), 1);
+        assert!(!from_file.fail_on_skip);
 
         let mut over = flags(&path);
         over.elf = Some("other.elf".into());
@@ -259,11 +263,13 @@ mod tests {
         over.timeout = Some(3.0);
         over.phases.push(("load".into(), "their_load".into()));
         over.budgets.push(("cycles".into(), 7.0));
+        over.fail_on_skip = true;
         let flagged = AuditPlan::resolve(over, &Environment::default()).unwrap();
         assert_eq!(flagged.elf, Path::new("other.elf"));
         assert_eq!(flagged.target.describe(), "gdb-remote 127.0.0.1:1");
         assert_eq!(flagged.target.qemu, None);
         assert_eq!(flagged.heap.allocator, Some(AllocatorKind::Heap4));
+        assert!(flagged.fail_on_skip);
         let e = &flagged.engine;
         assert_eq!(e.method, PeakMethod::Trace);
         assert_eq!(e.keep_cycles, Some(2));

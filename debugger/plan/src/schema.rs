@@ -16,6 +16,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
             "connect_under_reset",
             "reset",
             "semihosting_dir",
+            "halt_on",
         ]),
     ),
     ("phases", None),
@@ -27,7 +28,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
         "trace",
         Some(&["method", "skip", "backtrace", "keep_cycles"]),
     ),
-    ("lifecycle", Some(&["cycle_starts"])),
+    ("lifecycle", Some(&["cycle_starts", "model"])),
     (
         "tensors",
         Some(&["table", "count", "name", "addr", "size", "first", "last"]),

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use memlife_core::output::{WriteError, write_atomic};
 
 use crate::model::{
-    CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure, PeakMethod,
-    PhaseRecord, RunFacts, ScriptError, Totals, TraceEvent, Verdict, summarize,
+    ArenaRecord, CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure,
+    ModelCycles, PeakMethod, PhaseRecord, RunFacts, ScriptError, TaskRecord, Totals, TraceEvent,
+    Verdict, summarize,
 };
 
 /// Everything an audit recorded.
@@ -61,6 +62,21 @@ pub struct AuditReport {
     pub deferred_unlisted: u64,
     /// Allocations memlife made fail (`t.fail_alloc`), with what the phase returned.
     pub injected: Vec<InjectedFailure>,
+    /// An RTOS firmware's tasks: what each allocated and freed, what it still held at the end,
+    /// its least stack margin. Absent without an RTOS.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskRecord>,
+    /// TensorFlow Lite Micro's arenas observed while they were built (firmware with TFLM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arenas: Option<ArenaRecord>,
+    /// Allocations made to fail past those listed in `injected` (a script that fails
+    /// allocations in a loop).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub injected_unlisted: u64,
+    /// The observed cycles by model, where the firmware alternates between models (at least
+    /// two seen): what each model's cycles lost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelCycles>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -146,6 +162,14 @@ pub struct EngineRecord {
     pub deferred_unlisted: u64,
     /// Allocations made to fail.
     pub injected: Vec<InjectedFailure>,
+    /// An RTOS firmware's tasks.
+    pub tasks: Vec<TaskRecord>,
+    /// TFLM's arenas, when the firmware has TFLM.
+    pub arenas: Option<ArenaRecord>,
+    /// Allocations made to fail past those listed.
+    pub injected_unlisted: u64,
+    /// The observed cycles by model (at least two models).
+    pub models: Vec<ModelCycles>,
 }
 
 /// What the script recorded.
@@ -197,6 +221,10 @@ impl AuditReport {
             deferred: engine.deferred,
             deferred_unlisted: engine.deferred_unlisted,
             injected: engine.injected,
+            tasks: engine.tasks,
+            arenas: engine.arenas,
+            injected_unlisted: engine.injected_unlisted,
+            models: engine.models,
             error: script.error,
             exit_code,
         }
@@ -240,6 +268,22 @@ impl AuditReport {
             1
         } else {
             0
+        }
+    }
+
+    /// Checks that were not run (their verdict is [`Verdict::Skip`]).
+    pub fn skipped(&self) -> usize {
+        self.checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Skip)
+            .count()
+    }
+
+    /// A skipped check fails the audit as a failed one does (`--fail-on-skip`): the exit code
+    /// is at least 1 when a check was skipped; an error's 2 stays.
+    pub fn fail_on_skip(&mut self) {
+        if self.skipped() > 0 {
+            self.exit_code = self.exit_code.max(1);
         }
     }
 

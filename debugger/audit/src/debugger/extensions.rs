@@ -28,6 +28,11 @@ impl Extensions {
         self.list.is_empty()
     }
 
+    /// Their names, in the order they were added.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.list.iter().map(|o| o.name())
+    }
+
     /// Adds one and lets it set its breakpoints.
     pub fn add(
         &mut self,
@@ -99,6 +104,21 @@ impl Extensions {
             }
         }
         Ok(true)
+    }
+
+    /// The target was reset, to every observer.
+    pub fn on_reset(&mut self) {
+        for o in &mut self.list {
+            o.on_reset();
+        }
+    }
+
+    /// The first observer of type `T`, when one was added.
+    pub fn find<T: Observer>(&self) -> Option<&T> {
+        self.list.iter().find_map(|o| {
+            let any: &dyn std::any::Any = o.as_ref();
+            any.downcast_ref::<T>()
+        })
     }
 
     /// Their records for the report, by name.

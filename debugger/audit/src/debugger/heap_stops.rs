@@ -16,6 +16,7 @@ impl Debugger {
     /// (the allocator does not run, so the stop's other roles are skipped).
     pub(super) fn trace_stop(&mut self, regs: &Regs, role: TraceRole) -> Result<bool, AuditError> {
         if !self.admits(regs, Admission::HeapEvent)? {
+            self.lifecycle.phases.event_left_out();
             return Ok(false);
         }
         let lean = self.session.budget().lean;
@@ -64,6 +65,7 @@ impl Debugger {
         pending: PendingAlloc,
     ) -> Result<(), AuditError> {
         if !self.admits(regs, Admission::HeapEvent)? {
+            self.lifecycle.phases.event_left_out();
             return Ok(());
         }
         let event = self

@@ -26,16 +26,23 @@
 //! - `heap_stops`: allocator stops, the failure made, the path of an allocation event.
 //! - `span_stops`: span entries and returns.
 //! - `phase_run`: running one phase ([`PhaseRun`]); `cycle_run`: observing cycles
-//!   ([`CycleRun`], [`Cycle`]); `failure_run`: the firmware run through an injected failure
+//!   ([`CycleRun`], [`Cycle`]); `cycle_watch`: the bound on a cycle that never completes;
+//!   `cycle_models`: keying cycles by model;
+//!   `failure_run`: the firmware run through an injected failure
 //!   ([`FailureWait`], [`FailureRun`]); `fail_alloc`: the failure asked for.
 //! - `plan`: the breakpoints a cycle needs, checked against the target's before the run.
-//! - `extensions`: the observers added at run time.
+//! - `extensions`: the observers added at run time; `tasks`: what the task observer knows, as
+//!   scripts read it.
+//! - `arena_run`: a TFLM firmware run until each model was built and run once ([`ArenaEnd`]).
 //! - `progress`: [`Progress`] for the progress bar.
 //!
 //! The engine's unit tests (`tests`) drive it over a fake target that replays a script of
 //! calls and returns.
 
+mod arena_run;
+mod cycle_models;
 mod cycle_run;
+mod cycle_watch;
 mod extensions;
 mod facade;
 mod fail_alloc;
@@ -47,13 +54,15 @@ mod plan;
 mod progress;
 mod run;
 mod span_stops;
+mod tasks;
 mod views;
 
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use crate::observers::{AllocSite, FailChoice, Injected, LiveAlloc};
+pub use crate::observers::{AllocSite, FailChoice, Injected, LiveAlloc, Stopped};
 pub use crate::session::BreakpointUse;
+pub use arena_run::ArenaEnd;
 pub use cycle_run::{Cycle, CycleRun, PhaseCall};
 pub use facade::{Debugger, Refused, Settings};
 pub use failure_run::{FailureEnd, FailureRun, FailureWait};

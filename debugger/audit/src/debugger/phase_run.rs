@@ -80,13 +80,14 @@ impl Debugger {
         self.lifecycle.cycles.take_start(function, stops)
     }
 
-    /// Opens the phase of `function` at its entry, where the target is halted now.
+    /// Opens the phase of `function` at its entry, where the target is halted now; the
+    /// registers there (its arguments).
     pub(super) fn phase_entered(
         &mut self,
         function: &str,
         alias: Option<String>,
         cycle: Option<u64>,
-    ) -> Result<(), AuditError> {
+    ) -> Result<Regs, AuditError> {
         let regs = self.session.read_regs()?;
         let before = Rc::new(self.session.walk()?);
         // Resynchronise the running total with the walk at every phase entry.
@@ -115,7 +116,8 @@ impl Debugger {
             function,
             call,
             cycle,
-        })
+        })?;
+        Ok(regs)
     }
 
     /// At the return of the open phase: what an allocation that failed during it returned.

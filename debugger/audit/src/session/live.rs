@@ -49,6 +49,10 @@ pub struct Session<E, R> {
     pub(super) stops: u64,
     /// Heap capacity, from the first walk.
     heap_size: u64,
+    /// How the session drives the target (asked again of a restarted one).
+    pub(super) options: SessionOptions,
+    /// How to start the target again when a reset cannot (see `super::restart`).
+    pub(super) restart: Option<Box<dyn super::Restart>>,
 }
 
 impl<E, R> std::fmt::Debug for Session<E, R> {
@@ -57,6 +61,7 @@ impl<E, R> std::fmt::Debug for Session<E, R> {
             .field("target", &self.target.describe())
             .field("allocator", &self.walker.name())
             .field("stops", &self.stops)
+            .field("restart", &self.restart.as_ref().map(|r| r.describe()))
             .finish()
     }
 }
@@ -82,6 +87,8 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
             park_watch: false,
             stops: 0,
             heap_size: 0,
+            options,
+            restart: None,
         }
     }
 

@@ -66,6 +66,7 @@ fn flags(args: &AuditArgs) -> Result<AuditFlags> {
             out_dir: args.out.clone(),
         },
         baseline: args.baseline.clone(),
+        fail_on_skip: args.fail_on_skip,
     })
 }
 
@@ -138,7 +139,7 @@ pub fn run(args: AuditArgs, verbose: u8) -> Result<ExitCode> {
     // Reports first: whatever happens to the target afterwards, they are on disk.
     let failures = outputs.write(&report, true);
     let close = session.take().map_or(Ok(()), Session::close);
-    print_summary(&report, &plan.script)?;
+    print_summary(&report, &plan.script, plan.fail_on_skip)?;
     for failure in &failures {
         eprintln!("error: {failure}");
     }
@@ -172,6 +173,8 @@ fn audit(
     let symbols = Rc::new(super::load_symbols(&plan.elf)?);
     plan.check_names(&symbols)?;
     let mut session = Session::open(targets, &plan.elf, leave)?;
+    // A QEMU memlife started is started again when its firmware's exit ends it.
+    let restart = session.restart();
     let target = session.target_slot()?;
     ensure_halted(target.as_mut())?;
     let walker = super::walker(
@@ -193,6 +196,8 @@ fn audit(
             context: run.clone(),
             printer: progress.printer(),
             progress: Some(progress.observer()),
+            restart,
+            fail_on_skip: plan.fail_on_skip,
         },
     );
     progress.finish();
@@ -229,7 +234,9 @@ fn script_error(script: &Path, e: &ScriptError) -> String {
     }
 }
 
-fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
+/// The checks, one a line, then the counts; when checks were skipped, a line saying the audit
+/// did not check everything and whether that failed it (`fail_on_skip`).
+fn print_summary(report: &AuditReport, script: &Path, fail_on_skip: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let (mut pass, mut fail, mut warn, mut skipped) = (0, 0, 0, 0);
     for c in &report.checks {
@@ -262,6 +269,14 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
         report.totals.events,
         report.run.seconds
     )?;
+    if skipped > 0 {
+        let consequence = if fail_on_skip {
+            " (--fail-on-skip: exit 1)"
+        } else {
+            ", so this is a pass of the checks that ran only (--fail-on-skip makes a skip fail the audit)"
+        };
+        writeln!(out, "not every check ran: {skipped} skipped{consequence}")?;
+    }
     Ok(())
 }
 
@@ -304,6 +319,7 @@ mod tests {
             "a.json",
             "--out",
             "o",
+            "--fail-on-skip",
         ]);
         let f = flags(&args).unwrap();
         assert_eq!(f.script.as_deref(), Some(Path::new("s.rhai")));
@@ -319,6 +335,12 @@ mod tests {
         assert_eq!(f.phases, [("load".to_string(), "my_load".to_string())]);
         assert_eq!(f.outputs.json.as_deref(), Some(Path::new("a.json")));
         assert_eq!(f.outputs.out_dir, Path::new("o"));
+        assert!(f.fail_on_skip);
+        assert!(
+            !flags(&audit_args(&["memlife", "audit", "s.rhai"]))
+                .unwrap()
+                .fail_on_skip
+        );
         let two = audit_args(&[
             "memlife", "audit", "s.rhai", "--config", "a", "--config", "b",
         ]);

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -27,6 +27,11 @@ impl Served {
 
 /// `memlife serve --elf ELF BACKEND... --listen 127.0.0.1:0`.
 pub fn start(elf: &Path, backend: &[&str]) -> Served {
+    start_with(elf, backend, |_| {})
+}
+
+/// [`start`] with the command adjusted first (more flags, environment variables).
+pub fn start_with(elf: &Path, backend: &[&str], adjust: impl FnOnce(&mut Command)) -> Served {
     let mut cmd = memlife();
     cmd.args(["serve", "--elf"])
         .arg(elf)
@@ -35,6 +40,7 @@ pub fn start(elf: &Path, backend: &[&str]) -> Served {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    adjust(&mut cmd);
     let mut guard = ChildGuard(cmd.spawn().expect("spawn memlife serve"));
     let err = guard.0.stderr.take().unwrap();
     let log = Arc::new(Mutex::new(String::new()));
@@ -53,5 +59,6 @@ pub fn start(elf: &Path, backend: &[&str]) -> Served {
     let addr = rx
         .recv_timeout(Duration::from_secs(60))
         .unwrap_or_else(|_| panic!("memlife serve printed no address: {}", log.lock().unwrap()));
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     Served { guard, addr, log }
 }

@@ -4,8 +4,11 @@
 //! mallocs, frees); the fake target stops only where the engine has a breakpoint.
 #![allow(clippy::unwrap_used)]
 
+mod arena;
 pub(crate) mod fake;
+pub(crate) mod lifecycle_ends;
 mod observers;
+mod tasks;
 
 use fake::{BLOCKS, FREERTOS_LIKE, Firmware, HEAP_SIZE, MIN, NO_EXITS, RAM, STACK};
 

@@ -302,6 +302,9 @@ impl AllocationTrace {
             phase,
             span,
             site: event.site,
+            // The observers' tags (`task`, `tick`) become fields when the report is assembled.
+            task: None,
+            tick: None,
         });
     }
 }
