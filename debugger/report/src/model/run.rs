@@ -49,10 +49,13 @@ pub struct RunFacts {
     pub stepped: u64,
     /// Breakpoints armed at most, the target's limit, and the estimate before the run.
     pub breakpoints: BreakpointUse,
-    /// What the allocation trace recorded, and what decided it.
+    /// What the allocation trace recorded, and what decided it (absent in reports written
+    /// before it was recorded).
+    #[serde(skip_serializing_if = "TraceFacts::is_unrecorded")]
     pub trace: TraceFacts,
     /// How long the firmware ran and how long it was held halted; `None` when the audit never
     /// resumed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub firmware_time: Option<FirmwareTime>,
     /// Where the serial output of the QEMU memlife started went (a file), when it was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -76,6 +79,14 @@ pub struct TraceFacts {
     /// Where the allocator's breakpoints were armed: `everywhere`, `phases`, or the phases
     /// named (roles or functions).
     pub scope: String,
+}
+
+impl TraceFacts {
+    /// Nothing was recorded: a report read from before these facts existed keeps its shape
+    /// when written back.
+    pub fn is_unrecorded(&self) -> bool {
+        *self == TraceFacts::default()
+    }
 }
 
 /// An allocation memlife made fail (`t.fail_alloc`), with what the phase returned.
