@@ -132,6 +132,7 @@ mod tests {
             labels: BTreeMap::new(),
             components: BTreeMap::new(),
             heap_map: None,
+            arenas: None,
             deferred: Vec::new(),
             deferred_unlisted: 0,
             injected: Vec::new(),

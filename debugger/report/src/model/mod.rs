@@ -14,8 +14,10 @@
 //! - [`deferred`]: late frees.
 //! - [`run`]: facts about the run, breakpoint use, injected allocation failures.
 //! - [`arena`]: TensorFlow Lite Micro's arenas observed while they were built.
+//! - [`arena_plan`]: a build's tensor plan (offsets, lifetimes, live bytes, overlaps).
 
 pub mod arena;
+pub mod arena_plan;
 pub mod checks;
 pub mod deferred;
 pub mod folded;
@@ -28,6 +30,7 @@ pub use arena::{
     ArenaBuild, ArenaFigures, ArenaRecord, ArenaStep, BuildStatus, CategoryTotal, ModelArena,
     OperatorTotal, TempPeak,
 };
+pub use arena_plan::{ArenaPlan, PlanBuffer, PlanOperator, PlanOverlap, PlanScratch, PlanTensor};
 pub use checks::{CheckResult, CheckSummary, ScriptError, Verdict, summarize};
 pub use deferred::{DeferredBlock, MAX_LISTED};
 pub use folded::{CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, MAX_SERIES, Totals};
