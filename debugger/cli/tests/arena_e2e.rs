@@ -495,3 +495,71 @@ fn healthy_passes_arena_fit_and_arena_roomy_warns_over_the_spare_budget() {
     assert!(out.contains("PASS arena-fit: "), "{out}");
     assert!(!out.contains("WARN"), "{out}");
 }
+
+/// A script's `h.arenas` (`t.heap()` reads the arenas with the walk) on healthy at
+/// hello_world's first inference, then the steps and peaks of the last build that ended once
+/// `t.observe_arenas()` went round the models.
+#[test]
+fn a_scripts_heap_has_the_arenas_and_its_target_the_last_ended_builds_steps() {
+    let dir = tempdir("arena-script");
+    let script = dir.join("arenas.rhai");
+    std::fs::write(
+        &script,
+        r#"
+let t = target();
+t.run_to("app::RunInference");
+let h = t.heap();
+let a = h.arenas;
+print(`ARENAS ${a.len()} ${a[0].size} ${a[0].arena_used_bytes} ${a[0].persistent_bytes} ${a[0].head_bytes}`);
+t.observe_arenas();
+let steps = t.arena_steps();
+let sum = 0;
+for s in steps { sum += s.bytes; }
+let peaks = t.arena_peaks();
+print(`STEPS ${t.arena_builds().len()} ${steps.len()} ${sum} ${steps[1].category} ${peaks[0].kind} ${peaks[0].bytes}`);
+"#,
+    )
+    .unwrap();
+    let elf = elf("tflm", "healthy");
+    let out = run_memlife(&[
+        "audit",
+        "--elf",
+        elf.to_str().unwrap(),
+        "--qemu",
+        "netduinoplus2",
+        script.to_str().unwrap(),
+    ]);
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{text}");
+    // hello_world's 2048-byte arena: arena_used_bytes() 1472 = tail 1424 + head 48.
+    assert!(text.contains("ARENAS 1 2048 1472 1424 48"), "{text}");
+    // The observer was added at the start: hello_world's build was seen, then micro_speech's,
+    // magic_wand's, and the run stopped where hello_world's second begins; the steps shown are
+    // magic_wand's, the last build that ended (18 steps, 1840 B, the tensor array second after
+    // the allocator object; the plan's peak 608 B).
+    assert!(
+        text.contains("STEPS 4 18 1840 kTfLiteEvalTensorData plan 608"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `monitor heap` in a gdb session through `memlife serve` shows the arenas, as `memlife heap`.
+#[test]
+fn monitor_heap_shows_the_arenas() {
+    let elf = elf("tflm", "healthy");
+    let served = serve::start(&elf, &["--qemu", "netduinoplus2"]);
+    let out = gdb_batch(
+        &elf,
+        &served.addr,
+        &[
+            "break app::RunInference",
+            "continue",
+            "monitor heap",
+            "detach",
+        ],
+    );
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("arena_used_bytes() = 1472"), "{text}");
+    assert!(text.contains("FULLY_CONNECTED"), "{text}");
+}

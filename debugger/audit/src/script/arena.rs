@@ -1,8 +1,8 @@
 //! The TensorFlow Lite Micro area of the script API: running the firmware until each model was
 //! built and run once (`t.observe_arenas()`), and what the arena observer recorded: per model
 //! the arena and the smallest that works (`t.arena_models()`), every build
-//! (`t.arena_builds()`), and the last build's steps and temporary peaks (`t.arena_steps()`,
-//! `t.arena_peaks()`). The maps have the report's keys (docs/tflm.md); on a firmware without
+//! (`t.arena_builds()`), and the steps and temporary peaks of the last build that ended
+//! (`t.arena_steps()`, `t.arena_peaks()`). The maps have the report's keys (docs/tflm.md); on a firmware without
 //! TFLM (or before any build) the arrays are empty.
 //!
 //! ```rhai
@@ -17,7 +17,7 @@ use super::convert::json_to_dynamic;
 use super::handle::{RhaiResult, TargetHandle, err};
 use super::sandbox::MAX_ARRAY;
 use crate::debugger::ArenaEnd;
-use crate::model::ArenaRecord;
+use crate::model::{ArenaBuild, ArenaRecord, BuildStatus};
 use crate::observers::arena;
 
 /// Builds `t.observe_arenas()` lets begin unless told otherwise.
@@ -51,14 +51,14 @@ pub(crate) fn register(engine: &mut Engine) {
         "arena_steps",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
             let r = record(&ctx, t)?;
-            Ok(r.builds.last().map_or_else(Array::new, |b| list(&b.steps)))
+            Ok(last_ended(&r).map_or_else(Array::new, |b| list(&b.steps)))
         },
     );
     engine.register_fn(
         "arena_peaks",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
             let r = record(&ctx, t)?;
-            Ok(r.builds.last().map_or_else(Array::new, |b| list(&b.peaks)))
+            Ok(last_ended(&r).map_or_else(Array::new, |b| list(&b.peaks)))
         },
     );
 }
@@ -66,6 +66,17 @@ pub(crate) fn register(engine: &mut Engine) {
 /// What the arena observer recorded so far (empty without one).
 fn record(ctx: &NativeCallContext, t: &TargetHandle) -> RhaiResult<ArenaRecord> {
     Ok(t.with(ctx, |d| arena::record(d))?.unwrap_or_default())
+}
+
+/// The last build that ended (`AllocateTensors` returned), else the last one begun: after
+/// `t.observe_arenas()` the target is halted where a model's next build begins, which has
+/// only its construction to show.
+fn last_ended(r: &ArenaRecord) -> Option<&ArenaBuild> {
+    r.builds
+        .iter()
+        .rev()
+        .find(|b| b.status != BuildStatus::Building)
+        .or_else(|| r.builds.last())
 }
 
 /// Each record as a map with the report's keys.
@@ -122,5 +133,24 @@ mod tests {
         );
         let e = rig.error("t.observe_arenas(0)");
         assert!(e.contains("the build count must be 1"), "{e}");
+    }
+
+    #[test]
+    fn the_steps_shown_are_the_last_ended_builds_not_one_just_begun() {
+        let build = |index, status| ArenaBuild {
+            index,
+            status,
+            ..ArenaBuild::default()
+        };
+        let mut r = ArenaRecord::default();
+        assert!(last_ended(&r).is_none());
+        r.builds.push(build(1, BuildStatus::Building));
+        assert_eq!(last_ended(&r).map(|b| b.index), Some(1));
+        r.builds = vec![
+            build(1, BuildStatus::Ok),
+            build(2, BuildStatus::Failed),
+            build(3, BuildStatus::Building),
+        ];
+        assert_eq!(last_ended(&r).map(|b| b.index), Some(2));
     }
 }
