@@ -117,3 +117,52 @@ pub fn read(
     let plan = memlife_tflm::interpreter_plan(mem, symbols, &tflm, interpreter, model, cursors)?;
     Some(of(&plan, cursors.head_bytes()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memlife_tflm::{Operator, PlannedTensor};
+
+    #[test]
+    fn lists_are_capped_and_what_is_past_a_cap_is_counted() {
+        let tensor = |index: u32| PlannedTensor {
+            index,
+            name: Some(format!("t{index}")),
+            type_name: "int8",
+            shape: vec![1, 16],
+            bytes: Some(16),
+            kind: TensorKind::Planned,
+            address: Some(0x2000_0000),
+            offset: Some(0),
+            first_op: Some(0),
+            last_op: Some(1),
+        };
+        let p = TensorPlan {
+            subgraphs: 1,
+            tensors: (0..MAX_PLAN_TENSORS as u32 + 3).map(tensor).collect(),
+            scratch: Vec::new(),
+            operators: vec![Operator {
+                index: 0,
+                name: "FULLY_CONNECTED".into(),
+                inputs: vec![0],
+                outputs: vec![1],
+                live_bytes: 32,
+            }],
+            planned_bytes: 32,
+            reuse_factor: Some(f64::INFINITY),
+            peak_live_bytes: 32,
+            peak_operator: Some(0),
+            overlaps: Vec::new(),
+            overlaps_total: 0,
+        };
+        let r = of(&p, 16);
+        assert_eq!(r.tensors.len(), MAX_PLAN_TENSORS);
+        assert_eq!(r.tensors_unlisted, 3);
+        assert_eq!(r.tensors[1].kind, "planned");
+        assert_eq!(r.tensors[1].type_name, "int8");
+        assert_eq!(r.operators[0].live_bytes, 32);
+        assert_eq!(r.head_bytes, 16);
+        // JSON has no infinity: a reuse factor that is not finite is left out.
+        assert_eq!(r.reuse_factor, None);
+    }
+}
