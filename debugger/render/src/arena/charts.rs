@@ -184,7 +184,7 @@ fn axis(c: &mut Canvas, top: f64, plot_h: f64, max: u64) {
 
 /// The tensor lifetime chart: each planned tensor a bar from its first to its last operator
 /// (x) at its offset in the head (y, downwards), as tall as its bytes; scratch buffers at their
-/// operator; tensors in a listed overlap red, the shared bytes outlined.
+/// operator; tensors in a listed overlap red, the shared bytes outlined in black.
 pub fn lifetimes(plan: &ArenaPlan) -> Option<String> {
     let tensors: Vec<_> = plan
         .tensors
@@ -244,9 +244,13 @@ pub fn lifetimes(plan: &ArenaPlan) -> Option<String> {
             if bad { " (OVERLAPS a live buffer)" } else { "" }
         );
         let (fill, extra) = if bad {
+            // Translucent: the other side of the overlap shows through.
             (
                 LEAKED,
-                format!(r#" class="overlap" data-tensor="{}""#, t.index),
+                format!(
+                    r#" class="overlap" data-tensor="{}" opacity="0.7""#,
+                    t.index
+                ),
             )
         } else {
             (HEAD, format!(r#" data-tensor="{}""#, t.index))
@@ -278,7 +282,7 @@ pub fn lifetimes(plan: &ArenaPlan) -> Option<String> {
             let (s, e) = (o.start.saturating_sub(base), o.end.saturating_sub(base));
             c.outline(
                 (x - 1.0, y(s), w + 2.0, (e.saturating_sub(s)) as f64 * scale),
-                LEAKED,
+                INK,
                 2.5,
             );
         }

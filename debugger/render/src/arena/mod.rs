@@ -26,9 +26,9 @@ use std::fmt::Write;
 
 use memlife_report::model::{ArenaBuild, ArenaPlan, ArenaRecord, ModelArena};
 
+use crate::Result;
 use crate::escape::text;
 use crate::palette::{Kind, kind_colour};
-use crate::{Result, kib};
 
 pub use charts::Column;
 
@@ -211,11 +211,8 @@ fn plan_html(h: &mut String, plan: &ArenaPlan) {
         .map_or_else(|| "-".to_string(), |r| format!("{r:.2}"));
     let _ = writeln!(
         h,
-        "<p>Planned tensors and scratch buffers: <b data-figure=\"planned_bytes\">{}</b> B in a head of <b data-figure=\"plan_head_bytes\">{}</b> B ({}); reuse factor <b data-figure=\"reuse_factor\">{reuse}</b>; most live at once: <b data-figure=\"peak_live_bytes\">{}</b> B.</p>",
-        plan.planned_bytes,
-        plan.head_bytes,
-        kib(plan.head_bytes),
-        plan.peak_live_bytes
+        "<p>Planned tensors and scratch buffers: <b data-figure=\"planned_bytes\">{}</b> B in a head of <b data-figure=\"plan_head_bytes\">{}</b> B; reuse factor <b data-figure=\"reuse_factor\">{reuse}</b>; most live at once: <b data-figure=\"peak_live_bytes\">{}</b> B.</p>",
+        plan.planned_bytes, plan.head_bytes, plan.peak_live_bytes
     );
     if plan.overlaps_total > 0 {
         let _ = writeln!(
