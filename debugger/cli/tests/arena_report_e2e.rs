@@ -193,8 +193,7 @@ fn healthy_report_has_a_section_per_model_with_the_jsons_figures_and_the_trace_a
         );
         let last = ev
             .iter()
-            .filter(|e| e["ph"] == "C" && e["name"] == counter.as_str())
-            .last()
+            .rfind(|e| e["ph"] == "C" && e["name"] == counter.as_str())
             .unwrap_or_else(|| panic!("no counter {counter}"));
         // A build still going when the run ended has no persistent figure yet.
         if b["steps_unlisted"] == 0 && b["status"] != "building" {
