@@ -88,6 +88,9 @@ struct GdbBuild {
     untraced: u64,
     /// The plan: AllocationInfo bytes below the tail, planner bytes above the head, the peak.
     plan: (u64, u64, u64),
+    /// After AllocateTensors: `buffer_head_`, `buffer_tail_`, head, tail, `arena_used_bytes`,
+    /// free gap.
+    allocated: Option<[u64; 6]>,
 }
 
 /// `node -1  [OP]  N x  S B -> D  caller[  (planning, temporary)]`.
@@ -165,6 +168,19 @@ fn tflmwalk(elf: &Path, cycles: u32) -> Vec<GdbBuild> {
                 );
             } else if line.contains("B untraced") {
                 b.untraced = number_after(line, "= ");
+            } else if let Some(rest) = line.trim().strip_prefix("AllocateTensors ok: ") {
+                let hex = |key: &str| {
+                    let at = rest.find(key).unwrap() + key.len();
+                    u64::from_str_radix(rest[at..].split_whitespace().next().unwrap(), 16).unwrap()
+                };
+                b.allocated = Some([
+                    hex("buffer_head_ 0x"),
+                    hex("buffer_tail_ 0x"),
+                    number_after(rest, "head "),
+                    number_after(rest, "tail "),
+                    number_after(rest, "arena_used_bytes "),
+                    number_after(rest, "free gap "),
+                ]);
             } else if line.contains("plan (first GetMaximumMemorySize)") {
                 b.plan = (
                     number_after(line, "AllocationInfo "),
@@ -195,6 +211,7 @@ fn category_of(caller: &str) -> &'static str {
         ("AllocateNodeAndRegistrations", "kNodeAndRegistrationArray"),
         ("AllocatePOD", "kOpData"),
         ("AllocatePersistentBuffer", "kPersistentBufferData"),
+        ("RequestScratchBufferInArena", "scratch-buffer-handle"),
     ] {
         if caller.contains(function) {
             return category;
@@ -249,6 +266,98 @@ fn memlife_steps(build: &Value) -> Steps {
     steps
 }
 
+/// One build's steps (node, operator, category, bytes asked and used), their sums, its plan
+/// peak and its arena after AllocateTensors, against tflmwalk's reading `g` of the same build.
+fn equals_tflmwalk(name: &str, b: &Value, g: &GdbBuild, persistent: u64) {
+    // Every step, with its node, operator and category, as gdb saw it.
+    let ours = memlife_steps(b);
+    assert!(!ours.is_empty(), "{name}: no steps");
+    assert_eq!(ours, gdb_steps(g), "{name}: steps");
+    // The allocator object, which gdb cannot see allocated (its AllocateFromTail is inlined),
+    // is what the tail moved beyond the traced allocations.
+    let allocator: Vec<u64> = b["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["category"] == "arena-allocator")
+        .map(|s| u(&s["bytes"]))
+        .collect();
+    assert_eq!(allocator, vec![g.untraced], "{name}: the allocator object");
+    assert_eq!(g.untraced, 20, "{name}");
+
+    // The steps sum to the persistent bytes, per operator and per category alike.
+    let sum = |list: &str, key: &str| -> u64 {
+        b[list].as_array().unwrap().iter().map(|s| u(&s[key])).sum()
+    };
+    assert_eq!(sum("steps", "bytes"), persistent, "{name}: steps");
+    assert_eq!(sum("operators", "bytes"), persistent, "{name}: operators");
+    assert_eq!(sum("categories", "used_bytes"), persistent, "{name}");
+    assert_eq!(u(&b["persistent_bytes"]), persistent, "{name}");
+    assert_eq!(
+        u(&b["buffer_tail"]) - u(&b["buffer_head"]),
+        u(&b["arena_bytes"])
+    );
+
+    // Per operator: gdb's per-node tail drops, and the operator names of each node.
+    let mut per_node: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut names: BTreeMap<i64, String> = BTreeMap::new();
+    for r in g.rows.iter().filter(|r| !r.temporary) {
+        *per_node.entry(r.node).or_default() += r.count * r.drop;
+        if r.node >= 0 {
+            names.insert(r.node, r.op.clone());
+        }
+    }
+    *per_node.entry(-1).or_default() += g.untraced;
+    let ops = b["operators"].as_array().unwrap();
+    let ours: BTreeMap<i64, u64> = ops
+        .iter()
+        .map(|o| (o["node"].as_i64().unwrap(), u(&o["bytes"])))
+        .collect();
+    assert_eq!(ours, per_node, "{name}: bytes per node");
+    for o in ops.iter().filter(|o| o["node"].as_i64().unwrap() >= 0) {
+        let node = o["node"].as_i64().unwrap();
+        assert_eq!(o["operator"].as_str(), names.get(&node).map(String::as_str));
+        assert_eq!(
+            u(&o["init_bytes"]) + u(&o["prepare_bytes"]),
+            u(&o["bytes"]),
+            "{name} node {node}"
+        );
+    }
+
+    // The plan's temporary peak: AllocationInfo below the tail, the planner above the head.
+    let peaks = b["peaks"].as_array().unwrap();
+    let plan = peaks.iter().find(|p| p["kind"] == "plan").unwrap();
+    assert_eq!(
+        (
+            u(&plan["below_tail"]),
+            u(&plan["above_head"]),
+            u(&plan["bytes"])
+        ),
+        g.plan,
+        "{name}: the plan's temporary peak"
+    );
+
+    // The arena when AllocateTensors returned, as gdb read it there.
+    let allocated = b["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["at"] == "allocated")
+        .unwrap_or_else(|| panic!("{name}: no figures at allocated: {b}"));
+    assert_eq!(
+        Some([
+            u(&b["buffer_head"]),
+            u(&b["buffer_tail"]),
+            u(&allocated["head_bytes"]),
+            u(&allocated["persistent_bytes"]),
+            u(&allocated["arena_used_bytes"]),
+            u(&allocated["free_bytes"]),
+        ]),
+        g.allocated,
+        "{name}: the arena after AllocateTensors"
+    );
+}
+
 #[test]
 fn healthy_steps_per_operator_and_category_equal_tflmwalks_reading() {
     let elf = elf("tflm", "healthy");
@@ -263,73 +372,7 @@ fn healthy_steps_per_operator_and_category_equal_tflmwalks_reading() {
         assert_eq!(b["status"], "ok", "{name}: {b}");
         assert_eq!(b["steps_unlisted"], 0, "{name}");
 
-        // Every step, with its node, operator and category, as gdb saw it.
-        let ours = memlife_steps(b);
-        assert!(!ours.is_empty(), "{name}: no steps");
-        assert_eq!(ours, gdb_steps(g), "{name}: steps");
-        // The allocator object, which gdb cannot see allocated (its AllocateFromTail is inlined),
-        // is what the tail moved beyond the traced allocations.
-        let allocator: Vec<u64> = b["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["category"] == "arena-allocator")
-            .map(|s| u(&s["bytes"]))
-            .collect();
-        assert_eq!(allocator, vec![g.untraced], "{name}: the allocator object");
-        assert_eq!(g.untraced, 20, "{name}");
-
-        // The steps sum to the persistent bytes, per operator and per category alike.
-        let sum = |list: &str, key: &str| -> u64 {
-            b[list].as_array().unwrap().iter().map(|s| u(&s[key])).sum()
-        };
-        assert_eq!(sum("steps", "bytes"), persistent, "{name}: steps");
-        assert_eq!(sum("operators", "bytes"), persistent, "{name}: operators");
-        assert_eq!(sum("categories", "used_bytes"), persistent, "{name}");
-        assert_eq!(u(&b["persistent_bytes"]), persistent, "{name}");
-        assert_eq!(
-            u(&b["buffer_tail"]) - u(&b["buffer_head"]),
-            u(&b["arena_bytes"])
-        );
-
-        // Per operator: gdb's per-node tail drops, and the operator names of each node.
-        let mut per_node: BTreeMap<i64, u64> = BTreeMap::new();
-        let mut names: BTreeMap<i64, String> = BTreeMap::new();
-        for r in g.rows.iter().filter(|r| !r.temporary) {
-            *per_node.entry(r.node).or_default() += r.count * r.drop;
-            if r.node >= 0 {
-                names.insert(r.node, r.op.clone());
-            }
-        }
-        *per_node.entry(-1).or_default() += g.untraced;
-        let ops = b["operators"].as_array().unwrap();
-        let ours: BTreeMap<i64, u64> = ops
-            .iter()
-            .map(|o| (o["node"].as_i64().unwrap(), u(&o["bytes"])))
-            .collect();
-        assert_eq!(ours, per_node, "{name}: bytes per node");
-        for o in ops.iter().filter(|o| o["node"].as_i64().unwrap() >= 0) {
-            let node = o["node"].as_i64().unwrap();
-            assert_eq!(o["operator"].as_str(), names.get(&node).map(String::as_str));
-            assert_eq!(
-                u(&o["init_bytes"]) + u(&o["prepare_bytes"]),
-                u(&o["bytes"]),
-                "{name} node {node}"
-            );
-        }
-
-        // The plan's temporary peak: AllocationInfo below the tail, the planner above the head.
-        let peaks = b["peaks"].as_array().unwrap();
-        let plan = peaks.iter().find(|p| p["kind"] == "plan").unwrap();
-        assert_eq!(
-            (
-                u(&plan["below_tail"]),
-                u(&plan["above_head"]),
-                u(&plan["bytes"])
-            ),
-            g.plan,
-            "{name}: the plan's temporary peak"
-        );
+        equals_tflmwalk(name, b, g, persistent);
 
         // firmware/README.md's figures: tail, head, temporary peak, smallest arena.
         assert_eq!(u(&m["persistent_bytes"]), persistent, "{name}");
@@ -562,4 +605,133 @@ fn monitor_heap_shows_the_arenas() {
     let text = format!("{}{}", stdout(&out), stderr(&out));
     assert!(text.contains("arena_used_bytes() = 1472"), "{text}");
     assert!(text.contains("FULLY_CONNECTED"), "{text}");
+}
+
+/// In an audit that observes cycles, each build's arena figures at the lifecycle's boundaries
+/// (BuildInterpreter's return to ReleaseModel's entry: nothing moves the cursors between)
+/// equal gdb's reading when AllocateTensors returned, and each build knows its phase and cycle.
+#[test]
+fn arena_figures_at_each_phase_equal_gdbs_reading() {
+    let elf = elf("tflm", "healthy");
+    let gdb = tflmwalk(&elf, 3);
+    let dir = tempdir("arena-phases");
+    let cfg = write_test_config(
+        &dir,
+        &elf,
+        "[phases]\nload = \"app::LoadModel\"\nbuild = \"app::BuildInterpreter\"\n\
+         run = \"app::RunInference\"\nrelease = \"app::ReleaseModel\"\n",
+    );
+    let script = dir.join("cycles.rhai");
+    std::fs::write(&script, "let t = target();\nt.cycles(3);\n").unwrap();
+    let report = dir.join("r.json");
+    let out = run_memlife(&[
+        "audit",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--json",
+        report.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let v: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let builds = v["arenas"]["builds"].as_array().unwrap();
+    assert_eq!(builds.len(), 3, "{}", v["arenas"]);
+    for (i, (b, g)) in builds.iter().zip(&gdb).enumerate() {
+        let name = &g.model;
+        assert!(b["model"].as_str().unwrap().contains(name.as_str()), "{b}");
+        assert_eq!(u(&b["cycle"]), i as u64 + 1, "{name}");
+        assert!(
+            b["phase"]
+                .as_str()
+                .unwrap()
+                .starts_with("app::BuildInterpreter"),
+            "{name}: {}",
+            b["phase"]
+        );
+        let [_, _, head, tail, used, gap] = g.allocated.unwrap();
+        let at_phases: Vec<String> = b["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["when"] != "")
+            .map(|f| {
+                let same = (
+                    u(&f["head_bytes"]),
+                    u(&f["persistent_bytes"]),
+                    u(&f["arena_used_bytes"]),
+                    u(&f["free_bytes"]),
+                ) == (head, tail, used, gap);
+                assert!(same, "{name}: {f} against gdb's {:?}", g.allocated);
+                format!(
+                    "{} {}",
+                    f["at"].as_str().unwrap().split('(').next().unwrap(),
+                    f["when"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            at_phases,
+            [
+                "app::BuildInterpreter return",
+                "app::RunInference entry",
+                "app::RunInference return",
+                "app::ReleaseModel entry"
+            ],
+            "{name}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The scratch scenario: micro_speech's DEPTHWISE_CONV_2D asks for its input statistics in Init
+/// and a 7840-byte scratch buffer in Prepare (a 12-byte handle in the tail, the buffer in the
+/// plan); firmware/README.md: tail 1100 (node 0 148 B: Init 24 + 48, Prepare 2 x 32 + 12), head
+/// 13808, planning temporaries 180 + 5 x 36.
+#[test]
+fn scratch_steps_have_the_scratch_handle_and_equal_tflmwalks_reading() {
+    let elf = elf("tflm", "scratch");
+    let gdb = tflmwalk(&elf, 2);
+    let v = arena_json("scratch");
+    let g = &gdb[1];
+    assert_eq!(g.model, "micro_speech");
+    let m = model(&v, "micro_speech");
+    let b = build_of(&v, m);
+    equals_tflmwalk("micro_speech", b, g, 1100);
+    let node0 = b["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["node"] == 0)
+        .unwrap();
+    assert_eq!(node0["operator"], "DEPTHWISE_CONV_2D");
+    assert_eq!(
+        (
+            u(&node0["init_bytes"]),
+            u(&node0["prepare_bytes"]),
+            u(&node0["bytes"])
+        ),
+        (72, 76, 148)
+    );
+    let handles: Vec<(&Value, &Value, u64)> = b["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["category"] == "scratch-buffer-handle")
+        .map(|s| (&s["node"], &s["stage"], u(&s["bytes"])))
+        .collect();
+    assert_eq!(handles, [(&Value::from(0), &Value::from("prepare"), 12)]);
+    assert_eq!(
+        (
+            u(&m["head_bytes"]),
+            u(&m["temp_peak"]),
+            u(&m["arena_bytes"])
+        ),
+        (13808, 360, 16384)
+    );
+    // The plan's 360 B fit the 1476-byte gap: tail and head set the minimum, at most their
+    // 14908 B here; in a smaller arena the five 16-aligned persistent buffers may take less
+    // padding (under 16 B each), as magic_wand's does (firmware/README.md).
+    let needs = u(&m["needs"]);
+    assert_eq!(m["exact"], true, "{m}");
+    assert!((14908 - 5 * 15..=14908).contains(&needs), "{m}");
 }
