@@ -136,6 +136,10 @@ mod tests {
             deferred: Vec::new(),
             deferred_unlisted: 0,
             injected: Vec::new(),
+            tasks: Vec::new(),
+            injected_unlisted: 0,
+            models: Vec::new(),
+            arenas: None,
             error,
             exit_code,
         }

@@ -55,7 +55,7 @@ mod target;
 mod tdesc;
 
 pub use client::{ConnectOptions, Features, GdbRemote, Server};
-pub use qemu::QemuProcess;
+pub use qemu::{QemuProcess, Serial};
 pub use semihosting_dir::{DEFAULT_MAX_WRITE, SemihostingDir};
 pub use spawn::{Spawned, spawn_dying_with_parent};
 pub use tdesc::{RegisterInfo, RegisterLayout};

@@ -23,7 +23,8 @@
 //! - `walk`: one read of every task ([`TaskSnapshot`]).
 //! - [`task`]: [`Task`], [`TaskState`], [`TaskSnapshot`] and what they hold.
 //! - [`heap`]: the tasks' TCB and stack blocks in a heap walk.
-//! - `current`: who runs now ([`Running`]), in at most two round trips.
+//! - `current`: who runs now and the tick count ([`Now`]), in at most two round trips; the
+//!   running task's unused stack.
 //! - [`render`]: a snapshot as the table and the JSON of `memlife tasks`
 //!   (docs/tasks-json.md).
 //! - [`anomaly`]: [`Anomaly`] and its kinds.
@@ -58,8 +59,8 @@ pub use layout::KernelLayout;
 pub use list::MAX_LIST_ITEMS;
 pub use port::Port;
 pub use task::{
-    Allocation, HeapBlock, HighWater, RegisterSource, Running, StackBounds, StackFill, StackTop,
-    Task, TaskRegisters, TaskSnapshot, TaskState,
+    Allocation, HeapBlock, HighWater, Now, RegisterSource, Running, StackBounds, StackFill,
+    StackTop, Task, TaskRegisters, TaskSnapshot, TaskState,
 };
 pub use walk::{MAX_STACK_BYTES, MAX_TASKS, MAX_TOTAL_STACK_BYTES, STACK_FILL};
 
@@ -124,7 +125,37 @@ impl FreeRtos {
     /// Who runs now, given the core's xPSR: an ISR in handler mode (no read), `main` before
     /// the scheduler starts, else the current task and its name (two round trips).
     pub fn running(&self, mem: &mut dyn Memory, xpsr: u32) -> Result<Running, RtosError> {
-        current::running(self, mem, xpsr)
+        Ok(current::now(self, mem, xpsr, false)?.running)
+    }
+
+    /// Who runs now and the tick count (`xTickCount`), given the core's xPSR: in handler mode
+    /// one read (the tick count), otherwise two round trips (the globals together, then the
+    /// running task's name).
+    pub fn now(&self, mem: &mut dyn Memory, xpsr: u32) -> Result<Now, RtosError> {
+        current::now(self, mem, xpsr, true)
+    }
+
+    /// Whether the kernel fills new stacks with 0xa5, as far as the build tells.
+    pub fn stack_fill(&self) -> StackFill {
+        self.stack_fill
+    }
+
+    /// The lowest address of the stack of the task whose TCB is at `tcb` (`pxStack`); `None`
+    /// when the TCB cannot be read or holds none.
+    pub fn stack_low(&self, mem: &mut dyn Memory, tcb: u64) -> Result<Option<u64>, RtosError> {
+        current::stack_low(self, mem, tcb)
+    }
+
+    /// The bytes still holding the 0xa5 fill from `low` upward, reading at most `limit` bytes
+    /// (and never more than [`MAX_STACK_BYTES`]): a stack's unused depth when `low` is its
+    /// `pxStack`. `None` when the memory cannot be read.
+    pub fn unused_stack(
+        &self,
+        mem: &mut dyn Memory,
+        low: u64,
+        limit: u64,
+    ) -> Result<Option<u64>, RtosError> {
+        current::unused_stack(mem, low, limit)
     }
 }
 
