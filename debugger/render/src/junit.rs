@@ -132,7 +132,6 @@ mod tests {
             labels: BTreeMap::new(),
             components: BTreeMap::new(),
             heap_map: None,
-            arenas: None,
             deferred: Vec::new(),
             deferred_unlisted: 0,
             injected: Vec::new(),

@@ -123,7 +123,6 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         )]),
         components: BTreeMap::new(),
         heap_map: None,
-        arenas: None,
         deferred: Vec::new(),
         deferred_unlisted: 0,
         injected: Vec::new(),
