@@ -5,7 +5,19 @@
 
 #![allow(dead_code)] // each target uses one harness
 
+pub mod image;
+mod rtos;
+mod tflm;
+
 use std::path::Path;
+
+#[allow(unused_imports)] // each target uses a part
+pub use rtos::{
+    REGISTER_BYTES, RTOS_BOARDS, RtosFixture, rtos, rtos_fixtures, rtos_seed, rtos_tasks,
+    snapshot_registers,
+};
+#[allow(unused_imports)]
+pub use tflm::{TflmFixture, TflmReach, tflm, tflm_arenas, tflm_fixture};
 
 use memlife_core::{Memory, Snapshot};
 use memlife_heap::{HeapWalker, WalkContext};

@@ -308,6 +308,180 @@ fn server_packet_path() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The TFLM fixture: the firmware build's ELF and the committed snapshot of it.
+fn tflm_fixture() -> harness::TflmFixture {
+    harness::tflm_fixture(
+        &memlife_testkit::firmware::elf("tflm", "healthy"),
+        &fixtures("tflm").join("tflm-healthy.mlsnap"),
+    )
+}
+
+/// The committed fixtures of a crate: `debugger/CRATE/testdata`.
+fn fixtures(krate: &str) -> PathBuf {
+    memlife_testkit::firmware::repo()
+        .join("debugger")
+        .join(krate)
+        .join("testdata")
+}
+
+/// `image` with damage where the parsers look (`hot`: image offset ranges), or anywhere: words
+/// replaced by small, huge, random values or pointers into the hot ranges (lists and chains
+/// that loop or lead astray), bytes flipped, a hot range cut short by zeros.
+fn damage(image: &mut [u8], hot: &[(usize, usize)], base: u64, rng: &mut Xorshift) {
+    let len = image.len();
+    let pick = |rng: &mut Xorshift| -> usize {
+        let at = match hot.get(rng.below(hot.len() as u64 + 1) as usize) {
+            Some(&(s, e)) if e > s => s + rng.below((e - s) as u64) as usize,
+            _ => rng.below(len as u64) as usize,
+        };
+        at.min(len.saturating_sub(4)) & !3
+    };
+    for _ in 0..=rng.below(12) {
+        let at = pick(rng);
+        let word = match rng.below(6) {
+            0 => rng.below(64) as u32,
+            1 => u32::MAX,
+            2 => rng.next_u32(),
+            // A pointer to another hot word, or just past the image.
+            3 => (base + pick(rng) as u64) as u32,
+            4 => (base + len as u64 + rng.below(64)) as u32,
+            _ => {
+                image[at] ^= 1 << rng.below(8);
+                continue;
+            }
+        };
+        image[at..at + 4].copy_from_slice(&word.to_le_bytes());
+    }
+    if rng.below(16) == 0
+        && let Some(&(s, e)) = hot.get(rng.below(hot.len() as u64) as usize)
+    {
+        let cut = s + rng.below((e - s).max(1) as u64) as usize;
+        image[cut.min(len)..e.min(len)].fill(0);
+    }
+}
+
+/// The image offsets of `(address, len)` ranges that lie in `template`.
+fn hot_offsets(template: &Snapshot, ranges: &[(u64, u64)]) -> Vec<(usize, usize)> {
+    ranges
+        .iter()
+        .filter_map(|&(a, n)| {
+            let s = harness::image::offset_of(template, a)?;
+            Some((s, s + n as usize))
+        })
+        .collect()
+}
+
+#[test]
+fn tflm_arenas_and_plans_over_arbitrary_memory() {
+    let f = tflm_fixture();
+    let real = harness::image::image_of(&f.template, &f.template);
+    // The fixture itself: one arena, its plan, as `memlife heap` reads it.
+    let whole = harness::tflm(&f, &real);
+    assert_eq!((whole.arenas, whole.plans), (1, 1), "{whole:?}");
+    assert!(whole.tensors >= 8, "{whole:?}");
+    // Where the parsers look: the arena allocator, the arena, the interpreter, the model's
+    // root tables.
+    let arenas = harness::tflm_arenas(&f, &mut f.template.clone()).unwrap();
+    let mut ranges = Vec::new();
+    for a in &arenas {
+        ranges.push((a.allocator.address, 64));
+        ranges.push((a.start, a.size));
+        if let Some(i) = &a.interpreter {
+            ranges.push((i.address, 256));
+            ranges.push((i.model.saturating_sub(64), 4096));
+        }
+    }
+    let hot = hot_offsets(&f.template, &ranges);
+    let base = f.template.regions[0].start;
+    let started = Instant::now();
+    let (mut found, mut planned) = (0, 0);
+    cases(0x5eed_0007, 600, |_, rng| {
+        let data = match rng.below(8) {
+            // Noise, or the real RAM cut short (the template's bytes after the cut).
+            0 => {
+                let n = 1 + rng.below(4096) as usize;
+                rng.bytes(n)
+            }
+            1 => real[..rng.below(real.len() as u64) as usize].to_vec(),
+            _ => {
+                let mut d = real.clone();
+                damage(&mut d, &hot, base, rng);
+                d
+            }
+        };
+        let reach = harness::tflm(&f, &data);
+        found += usize::from(reach.arenas > 0);
+        planned += usize::from(reach.plans > 0);
+    });
+    bounded("tflm", started, Duration::from_secs(300));
+    // Most damage leaves an arena to find and a plan to check: the cases reach the plan, not
+    // only the scan's refusals.
+    assert!(
+        found >= 300 && planned >= 200,
+        "{found} arenas, {planned} plans"
+    );
+}
+
+#[test]
+fn rtos_tasks_over_arbitrary_memory() {
+    let boards = harness::RTOS_BOARDS;
+    let all = harness::rtos_fixtures(&fixtures("rtos"));
+    let started = Instant::now();
+    let mut read = 0;
+    for (index, f) in all.iter().enumerate() {
+        let seed = harness::rtos_seed(index as u8, f, &f.template);
+        let whole = harness::rtos(&all, &seed);
+        assert!(whole >= 10, "{}: {whole} tasks", boards[index]);
+        // Where the parsers look: the kernel's lists, each TCB, each saved context and the
+        // bottom of each stack (the high-water mark).
+        let tasks = harness::rtos_tasks(
+            f,
+            &mut f.template.clone(),
+            harness::snapshot_registers(&f.template).as_ref(),
+        )
+        .unwrap();
+        let layout = f.kernel.layout();
+        let mut ranges = vec![
+            (layout.current_tcb.addr, layout.current_tcb.size),
+            (layout.ready_lists.addr, layout.ready_lists.size),
+            (layout.delayed[0].addr, layout.delayed[0].size),
+            (layout.delayed[1].addr, layout.delayed[1].size),
+            (layout.pending_ready.addr, layout.pending_ready.size),
+        ];
+        ranges.extend(layout.termination.iter().map(|g| (g.addr, g.size)));
+        ranges.extend(layout.suspended.iter().map(|g| (g.addr, g.size)));
+        for t in &tasks.tasks {
+            ranges.push((t.tcb, layout.tcb.size));
+            ranges.push((t.top_of_stack, 0xd0));
+            ranges.push((t.stack.low, 64));
+        }
+        let hot = hot_offsets(&f.template, &ranges);
+        let base = f.template.regions[0].start;
+        let head = harness::REGISTER_BYTES + 1;
+        cases(0x5eed_0008 + index as u64, 500, |_, rng| {
+            let mut data = seed.clone();
+            match rng.below(8) {
+                // No core registers, or the core's with a random exception number and sp.
+                0 => data[0] &= !2,
+                1 => {
+                    data[1 + 64..1 + 68].copy_from_slice(&rng.next_u32().to_le_bytes());
+                    let sp = (base + rng.below(0x3_0000)) as u32;
+                    data[1 + 52..1 + 56].copy_from_slice(&sp.to_le_bytes());
+                }
+                2 => data.truncate(head + rng.below((data.len() - head) as u64) as usize),
+                _ => {}
+            }
+            let head = head.min(data.len());
+            let (_, image) = data.split_at_mut(head);
+            damage(image, &hot, base, rng);
+            read += harness::rtos(&all, &data);
+        });
+    }
+    bounded("rtos", started, Duration::from_secs(300));
+    // Most damage leaves tasks to read: the cases reach the TCBs, frames and stacks.
+    assert!(read >= 5_000, "only {read} tasks read in all");
+}
+
 /// Inputs the fuzzers found crashes with (`fuzz/regressions`), through every harness.
 #[test]
 fn regressions_found_by_fuzzing() {
@@ -318,6 +492,8 @@ fn regressions_found_by_fuzzing() {
         &testdata("heap4-fragmentation.mlsnap"),
         &scratch,
     );
+    let tflm = tflm_fixture();
+    let rtos = harness::rtos_fixtures(&fixtures("rtos"));
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let data = std::fs::read(entry.unwrap().path()).unwrap();
@@ -325,6 +501,8 @@ fn regressions_found_by_fuzzing() {
         harness::snapshot(&data);
         harness::elf(&data);
         harness::server_packets(&mut bridge, &data);
+        harness::tflm(&tflm, &data);
+        harness::rtos(&rtos, &data);
         n += 1;
     }
     let _ = std::fs::remove_dir_all(&scratch);
