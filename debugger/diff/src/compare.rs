@@ -607,6 +607,45 @@ mod tests {
         assert!(step.exceeded && step.worse);
     }
 
+    /// `report(1)` with a TFLM model whose build's operator 1 took `step` persistent bytes.
+    fn with_arena(step: u64) -> AuditReport {
+        report(1, |v| {
+            v["arenas"] = serde_json::json!({
+                "generation": "2020",
+                "models": [{"model": "g_model", "build": 1, "persistent_bytes": 600 + step,
+                    "head_bytes": 1024, "needs": 1700 + step, "exact": true}],
+                "builds": [{"index": 1, "model": "g_model", "status": "ok", "operators": [
+                    {"node": -1, "operator": "setup", "bytes": 600},
+                    {"node": 0, "operator": "FULLY_CONNECTED", "bytes": 0},
+                    {"node": 1, "operator": "SOFTMAX", "bytes": step}]}],
+            });
+        })
+    }
+
+    #[test]
+    fn an_operator_whose_arena_step_grew_exceeds_its_budget() {
+        let d = run_diff(&with_arena(32), &with_arena(32 + 4096));
+        assert_eq!(d.verdict, Verdict::Exceeded);
+        let step = d
+            .changes
+            .iter()
+            .find(|c| c.figure == Kind::ArenaStep)
+            .unwrap();
+        assert_eq!(step.name(), "arena step g_model: 1 SOFTMAX");
+        assert_eq!((step.base, step.head), (Some(32.0), Some(4128.0)));
+        assert!(step.exceeded && step.worse);
+        let names: Vec<String> = d.changes.iter().map(Change::name).collect();
+        for n in ["arena persistent g_model", "smallest arena g_model"] {
+            assert!(names.contains(&n.to_string()), "{names:?}");
+        }
+        assert!(!names.iter().any(|n| n.contains("arena head")), "{names:?}");
+        // A few bytes more stay within the default budget (256 B or 5 %).
+        assert_eq!(
+            run_diff(&with_arena(32), &with_arena(48)).verdict,
+            Verdict::Within
+        );
+    }
+
     #[test]
     fn a_change_in_one_cycle_only_is_its_own_row_and_small_ones_pass() {
         let base = report(2, |_| {});

@@ -41,6 +41,14 @@ pub enum Kind {
     Allocs,
     /// Frees traced in a phase.
     Frees,
+    /// A TFLM model's persistent (tail) arena bytes after its build.
+    ArenaPersistent,
+    /// A TFLM model's head bytes: its planned activations and scratch buffers.
+    ArenaHead,
+    /// The smallest arena a TFLM model's build works in.
+    ArenaNeeds,
+    /// The persistent bytes one operator (or the interpreter's setup) took in a TFLM build.
+    ArenaStep,
 }
 
 /// A figure's unit.
@@ -68,7 +76,7 @@ impl Unit {
 
 impl Kind {
     /// Every kind, in the order the tables list them.
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 18] = [
         Kind::HeapPeak,
         Kind::LoadPeak,
         Kind::BuildResident,
@@ -83,6 +91,10 @@ impl Kind {
         Kind::MinEverFree,
         Kind::Allocs,
         Kind::Frees,
+        Kind::ArenaPersistent,
+        Kind::ArenaHead,
+        Kind::ArenaNeeds,
+        Kind::ArenaStep,
     ];
 
     /// The `[diff.NAME]` table name.
@@ -102,6 +114,10 @@ impl Kind {
             Kind::MinEverFree => "min_ever_free",
             Kind::Allocs => "allocs",
             Kind::Frees => "frees",
+            Kind::ArenaPersistent => "arena_persistent",
+            Kind::ArenaHead => "arena_head",
+            Kind::ArenaNeeds => "arena_needs",
+            Kind::ArenaStep => "arena_step",
         }
     }
 
@@ -122,6 +138,10 @@ impl Kind {
             Kind::MinEverFree => "minimum ever free",
             Kind::Allocs => "allocations",
             Kind::Frees => "frees",
+            Kind::ArenaPersistent => "arena persistent",
+            Kind::ArenaHead => "arena head",
+            Kind::ArenaNeeds => "smallest arena",
+            Kind::ArenaStep => "arena step",
         }
     }
 
@@ -377,7 +397,49 @@ pub fn extract(run: &AuditReport) -> Figures {
         );
     }
     leaks(run, &keys, &mut put);
+    arenas(run, &mut put);
     out
+}
+
+/// Per TFLM model (its name is the item): the persistent and head bytes of its build, the
+/// smallest arena that works (when known), and each operator's persistent step, as
+/// `MODEL: N OPERATOR` (`MODEL: setup` for what the interpreter took outside any operator).
+fn arenas(
+    run: &AuditReport,
+    put: &mut impl FnMut(Kind, Option<&PhaseKey>, Option<String>, Figure),
+) {
+    let Some(record) = &run.arenas else { return };
+    let fig = |value: u64, at: Option<String>| Figure {
+        value: value as f64,
+        function: None,
+        at,
+        site: None,
+    };
+    for m in &record.models {
+        let name = Some(m.model.clone());
+        put(
+            Kind::ArenaPersistent,
+            None,
+            name.clone(),
+            fig(m.persistent_bytes, None),
+        );
+        put(Kind::ArenaHead, None, name.clone(), fig(m.head_bytes, None));
+        if let Some(needs) = m.needs {
+            let at = (!m.exact).then(|| "a lower bound".to_string());
+            put(Kind::ArenaNeeds, None, name, fig(needs, at));
+        }
+        let Some(build) = record.build_of(m) else {
+            continue;
+        };
+        for o in &build.operators {
+            let item = if o.node < 0 {
+                format!("{}: setup", m.model)
+            } else {
+                format!("{}: {} {}", m.model, o.node, o.operator)
+            };
+            put(Kind::ArenaStep, None, Some(item), fig(o.bytes, None));
+        }
+    }
 }
 
 /// Free bytes after each cycle's release (or its last phase), the largest drop from one cycle

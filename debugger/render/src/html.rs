@@ -19,6 +19,7 @@ use crate::{Result, delta, kib};
 const STYLE: &str = r#"
 body { font-family: sans-serif; color: #222; margin: 24px auto; max-width: 1000px; padding: 0 12px; line-height: 1.4; }
 h1 { font-size: 22px; margin-bottom: 4px; }
+h3 { font-size: 15px; margin-bottom: 4px; }
 h2 { font-size: 18px; border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }
 section { break-inside: avoid; }
 svg { max-width: 100%; height: auto; display: block; }
@@ -101,6 +102,9 @@ pub fn render_html(report: &AuditReport) -> Result<String> {
     stairs(&mut h, &views, &mut palette)?;
     layers(&mut h, &views)?;
     heap_map(&mut h, report, &mut palette);
+    if let Some(arenas) = &report.arenas {
+        crate::arena::sections_html(&mut h, arenas)?;
+    }
     trend(&mut h, report, &views)?;
     folded(&mut h, report);
     facts(&mut h, report);

@@ -27,6 +27,8 @@
 //! - [`peakbar`]: each phase peak as a stacked bar of its components.
 //! - [`palette`]: a component's colour, by a keyword rule on its name.
 //! - `html`: the page.
+//! - `arena`: the page's TensorFlow Lite Micro sections (arena map, tail per operator, tensor
+//!   lifetimes, activation curve), one per model.
 //! - `trace`: the Perfetto / `chrome://tracing` JSON.
 //! - [`diff`]: the page of `memlife diff --report`: two runs drawn together, with the same
 //!   views and chart builders as the audit page.
@@ -35,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod arena;
 mod charts;
 pub mod diff;
 mod escape;

@@ -1,7 +1,8 @@
 //! The run as a Chrome trace event file (the JSON object format), which ui.perfetto.dev and
 //! `chrome://tracing` open: phases and spans as complete (`X`) slices on their own threads, used
 //! and free heap as counter (`C`) tracks, allocations and frees as instant (`i`) events with
-//! their size, address and site, and `M` metadata naming the process and threads.
+//! their size, address and site, `M` metadata naming the process and threads, and TFLM's arena
+//! steps on a thread of their own (`crate::arena::trace`).
 //!
 //! Time: the target has no clock memlife reads, so `ts` counts the steps of the report's
 //! timeline (`memlife_report::views::timeline`), one step = [`STEP_US`] µs. Durations compare event counts, not seconds.
@@ -19,6 +20,7 @@ const PID: u64 = 1;
 const TID_PHASES: u64 = 1;
 const TID_SPANS: u64 = 2;
 const TID_ALLOCS: u64 = 3;
+const TID_ARENA: u64 = 4;
 
 fn ts(step: u64) -> u64 {
     step * STEP_US
@@ -102,6 +104,11 @@ pub fn trace_json(report: &AuditReport) -> Value {
                 "phase": e.phase, "span": e.span,
             }
         }));
+    }
+    if let Some(arenas) = &report.arenas {
+        ev.extend(crate::arena::trace::events(
+            arenas, &t, PID, TID_ARENA, STEP_US,
+        ));
     }
     json!({
         "traceEvents": ev,

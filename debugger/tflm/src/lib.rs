@@ -100,5 +100,5 @@ pub use live::{
 pub use plan::{
     BufferRef, Operator, Overlap, PlannedTensor, ScratchBuffer, TensorKind, TensorPlan,
 };
-pub use read::{MAX_ARENAS, heap_arenas, read_arenas};
+pub use read::{MAX_ARENAS, heap_arenas, interpreter_plan, read_arenas};
 pub use scan::{Container, ContainerKind, containers};

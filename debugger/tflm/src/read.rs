@@ -412,3 +412,41 @@ fn read_interpreter(
             .map(|b| b != 0),
     }
 }
+
+/// The tensor plan of the interpreter at `interpreter` (model root table `model`) over the
+/// single arena whose allocator has `cursors`, read at a stop where its `AllocateTensors` has
+/// just returned ok (the arena observer knows both, so no container scan is needed). The
+/// model is read within the constant section holding it, else under the page budget. `None`
+/// when the model or the runtime arrays cannot be read (said in the log).
+pub fn interpreter_plan(
+    mem: &mut dyn Memory,
+    symbols: &Symbols,
+    tflm: &Tflm,
+    interpreter: u64,
+    model: u64,
+    cursors: &crate::live::Cursors,
+) -> Option<crate::plan::TensorPlan> {
+    if !cursors.consistent() {
+        return None;
+    }
+    let mut ram = Ram::new(mem, symbols);
+    let sections = runtime::Sections {
+        non_persistent: (cursors.buffer_head, cursors.buffer_tail),
+        head_bytes: cursors.head_bytes(),
+        persistent: (cursors.tail, cursors.buffer_tail),
+    };
+    let mut anomalies = Vec::new();
+    let plan = runtime::read_plan(
+        &mut ram,
+        tflm,
+        interpreter,
+        model,
+        &sections,
+        &[],
+        &mut anomalies,
+    );
+    for a in &anomalies {
+        tracing::info!("TFLM plan of {interpreter:#010x}: {}", a.message);
+    }
+    plan
+}

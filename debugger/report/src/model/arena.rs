@@ -29,6 +29,13 @@ pub struct ArenaRecord {
     pub builds_unlisted: u64,
 }
 
+impl ArenaRecord {
+    /// The build a model's figures are from ([`ModelArena::build`]), when it is listed.
+    pub fn build_of(&self, model: &ModelArena) -> Option<&ArenaBuild> {
+        self.builds.iter().find(|b| b.index == model.build)
+    }
+}
+
 /// One model's arena, from its last build that ran to its end (else its last build).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
@@ -142,6 +149,10 @@ pub struct ArenaBuild {
     pub figures: Vec<ArenaFigures>,
     /// The interpreter was destroyed.
     pub released: bool,
+    /// The tensor plan, read when `AllocateTensors` returned ok (absent otherwise, and for a
+    /// build past those listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::model::ArenaPlan>,
 }
 
 /// One persistent allocation: the tail moved down.

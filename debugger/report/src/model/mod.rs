@@ -17,8 +17,10 @@
 //! - [`firmware_time`]: what the audit's halts cost the firmware's own time.
 //! - [`tasks`]: an RTOS firmware's tasks: their allocations and stack margins.
 //! - [`arena`]: TensorFlow Lite Micro's arenas observed while they were built.
+//! - [`arena_plan`]: a build's tensor plan (offsets, lifetimes, live bytes, overlaps).
 
 pub mod arena;
+pub mod arena_plan;
 pub mod checks;
 pub mod deferred;
 pub mod firmware_time;
@@ -34,6 +36,7 @@ pub use arena::{
     ArenaBuild, ArenaFigures, ArenaRecord, ArenaStep, BuildStatus, CategoryTotal, ModelArena,
     OperatorTotal, TempPeak,
 };
+pub use arena_plan::{ArenaPlan, PlanBuffer, PlanOperator, PlanOverlap, PlanScratch, PlanTensor};
 pub use checks::{CheckResult, CheckSummary, ScriptError, Verdict, summarize};
 pub use deferred::{DeferredBlock, MAX_LISTED};
 pub use firmware_time::{FirmwareTime, TickCount};

@@ -374,11 +374,12 @@ impl Build {
         demand.smallest(start)
     }
 
-    /// Drops the steps and figures (a build past those the report lists); its totals and
+    /// Drops the steps, figures and plan (a build past those the report lists); its totals and
     /// demand stay.
     pub fn forget_details(&mut self) {
         self.record.steps = Vec::new();
         self.record.figures = Vec::new();
+        self.record.plan = None;
     }
 
     /// The record for the report, with its totals and the smallest arena.

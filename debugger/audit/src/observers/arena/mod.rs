@@ -14,7 +14,8 @@
 //! - `GreedyMemoryPlanner::GetMaximumMemorySize`'s first call in a build (entry: the planner's
 //!   buffers and the bytes its arrays take per buffer; return: the head the plan needs): the
 //!   plan's temporary peak;
-//! - `AllocateTensors`' entry and return (its status), `Invoke`'s return (inferences), the
+//! - `AllocateTensors`' entry and return (its status; when ok, the tensor plan), `Invoke`'s
+//!   entry (the first: the plan again, as the inference uses it) and return (inferences), the
 //!   destructor (the arena is gone);
 //! - at every phase boundary, the cursors of every live arena.
 //!
@@ -28,17 +29,19 @@
 //!
 //! # Layout
 //! - `hooks`: the functions broken on; `category`: what an allocation holds and its stage;
-//! - `build`: one build as it accumulates; `record`: the builds and models for the report.
+//! - `build`: one build as it accumulates; `record`: the builds and models for the report;
+//! - `plan`: a build's tensor plan, read when its `AllocateTensors` returned ok.
 
 mod build;
 mod category;
 mod hooks;
+mod plan;
 mod record;
 
 use std::rc::Rc;
 
 use memlife_dwarf::Symbols;
-use memlife_report::model::{ArenaFigures, ArenaRecord};
+use memlife_report::model::{ArenaFigures, ArenaRecord, BuildStatus};
 use memlife_tflm::{Cursors, LiveLayout, TailRequest, Tflm};
 
 use crate::debugger::Debugger;
@@ -268,7 +271,30 @@ impl ArenaObserver {
             // TfLiteStatus: a C enum in r0.
             b.allocated(regs.arg(0) & 0xffff_ffff, cursors.as_ref(), used);
         }
+        self.read_plan(ctx, i, cursors.as_ref());
         self.figures(ctx, i, "allocated", "", None);
+    }
+
+    /// Build `i`'s tensor plan, when its `AllocateTensors` returned ok: read at that return,
+    /// and again at its first `Invoke` (what the application did to its tensors in between,
+    /// such as pointing one at another's buffer, is what the inference uses).
+    fn read_plan(&mut self, ctx: &mut Ctx<'_>, i: usize, cursors: Option<&Cursors>) {
+        let (Some(b), Some(c)) = (self.builds.get_mut(i), cursors) else {
+            return;
+        };
+        if b.record.status != BuildStatus::Ok {
+            return;
+        }
+        let plan = plan::read(
+            ctx.memory(),
+            &self.symbols,
+            &self.layout,
+            b.record.interpreter,
+            c,
+        );
+        if plan.is_some() {
+            b.record.plan = plan;
+        }
     }
 
     /// At `AllocateFromTail`'s entry: what is asked, by whom, for which build.
@@ -424,6 +450,15 @@ impl ArenaObserver {
     fn invoking(&mut self, ctx: &mut Ctx<'_>) {
         let Some(regs) = ctx.regs() else { return };
         if let Some(i) = self.build_of(regs.arg(0)) {
+            let allocator = self
+                .builds
+                .get(i)
+                .filter(|b| b.record.inferences == 0)
+                .map(|b| b.record.allocator);
+            if let Some(allocator) = allocator {
+                let cursors = self.layout.cursors(ctx.memory(), allocator);
+                self.read_plan(ctx, i, cursors.as_ref());
+            }
             self.invoking.push(i);
             ctx.await_return(regs.return_address(), regs.sp, INVOKED);
         }
