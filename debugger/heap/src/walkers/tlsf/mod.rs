@@ -19,6 +19,7 @@ mod layout;
 mod params;
 pub(crate) mod poison;
 mod pool;
+mod spec;
 
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
@@ -33,7 +34,8 @@ use crate::{
 };
 use layout::Layouts;
 pub use poison::Poisoning;
-use pool::{PoolSpec, walk_pool};
+use pool::walk_pool;
+use spec::PoolSpec;
 
 const NAME: &str = AllocatorKind::EspIdfTlsf.name();
 const CU: &[&str] = &["heap_caps_init.c", "heap_caps.c"];
