@@ -54,7 +54,8 @@ mod spawn;
 mod target;
 mod tdesc;
 
-pub use client::{ConnectOptions, Features, GdbRemote, Server};
+pub use client::reset::Server;
+pub use client::{ConnectOptions, Features, GdbRemote};
 pub use qemu::QemuProcess;
 pub use semihosting_dir::{DEFAULT_MAX_WRITE, SemihostingDir};
 pub use spawn::{Spawned, spawn_dying_with_parent};
