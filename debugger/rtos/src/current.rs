@@ -11,6 +11,14 @@ use crate::{FreeRtos, RtosError};
 /// IPSR: the exception number in the low 9 bits of xPSR; 0 in thread mode.
 pub(crate) const IPSR_MASK: u32 = 0x1ff;
 
+impl FreeRtos {
+    /// Who runs now, given the core's xPSR: an ISR in handler mode (no read), `main` before
+    /// the scheduler starts, else the current task and its name (two round trips).
+    pub fn running(&self, mem: &mut dyn Memory, xpsr: u32) -> Result<Running, RtosError> {
+        running(self, mem, xpsr)
+    }
+}
+
 /// See [`FreeRtos::running`].
 pub(crate) fn running(
     kernel: &FreeRtos,

@@ -353,6 +353,18 @@ fn budget_stack_reads(parsed: &mut [Parsed], anomalies: &mut Vec<Anomaly>) {
     }
 }
 
+impl FreeRtos {
+    /// Reads every task from memory. `core` is the halted core's registers, when known: the
+    /// running task's registers, and whether the core is in an exception handler.
+    pub fn read_tasks(
+        &self,
+        mem: &mut dyn Memory,
+        core: Option<&CoreRegisters>,
+    ) -> Result<TaskSnapshot, RtosError> {
+        read_tasks(self, mem, core)
+    }
+}
+
 /// Reads every task. See [`FreeRtos::read_tasks`].
 pub(crate) fn read_tasks(
     kernel: &FreeRtos,
