@@ -5,18 +5,9 @@
 use memlife_core::BreakpointKind;
 
 use crate::bridge::Bridge;
+pub(crate) use crate::dump_on::DumpOn;
 use crate::error::{Capability, Context, Result, ServeError};
 use crate::event::{DumpOnEnd, ServeEvent};
-
-/// A `monitor dump-on` request.
-#[derive(Debug, Clone)]
-pub(crate) struct DumpOn {
-    pub symbol: String,
-    pub addr: u64,
-    /// May contain `{n}`, the 1-based count of dumps written for this symbol.
-    pub path: String,
-    pub written: u32,
-}
 
 impl Bridge {
     /// Walks the heap and writes its JSON to `path` under the dump directory (a client's
