@@ -112,6 +112,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = memlife_server::options::DEFAULT_AUDIT_DEADLINE.as_secs_f64(),
           value_parser = memlife_core::limits::parse_timeout)]
     pub audit_deadline: f64,
+    /// Serve the core as one thread even when the ELF has FreeRTOS (by default every task is a
+    /// gdb thread: `info threads`, `thread N`, `bt` in any task).
+    #[arg(long)]
+    pub no_threads: bool,
 }
 
 /// `memlife audit`.

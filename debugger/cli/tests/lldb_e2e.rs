@@ -6,44 +6,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex, mpsc};
-use std::time::Duration;
-
 use common::*;
 
-/// `memlife serve` on the heap4 leak firmware with these backend options; its guard, its
-/// address and its log.
-fn start(backend: &[&str]) -> (ChildGuard, String, Arc<Mutex<String>>) {
-    let elf = elf("heap4", "leak-on-switch");
-    let mut cmd = memlife();
-    cmd.args(["serve", "--elf"])
-        .arg(&elf)
-        .args(backend)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut guard = ChildGuard(cmd.spawn().expect("spawn memlife serve"));
-    let err = guard.0.stderr.take().unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = mpsc::channel();
-    let sink = Arc::clone(&log);
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("memlife serve: listening on ") {
-                let _ = tx.send(addr.trim().to_string());
-            }
-            let mut l = sink.lock().unwrap();
-            l.push_str(&line);
-            l.push('\n');
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("memlife serve printed no address: {}", log.lock().unwrap()));
-    (guard, addr, log)
+/// `memlife serve` on the heap4 leak firmware with these backend options.
+fn start(backend: &[&str]) -> serve::Served {
+    serve::start(&elf("heap4", "leak-on-switch"), backend)
 }
 
 /// The number after `prefix` on each line that starts with it (leading spaces ignored).
@@ -79,7 +46,8 @@ fn counter_reads(text: &str) -> Vec<u64> {
 /// watchpoint on `xFreeBytesRemaining`, detach.
 fn lldb_session(backend: &[&str]) {
     let elf = elf("heap4", "leak-on-switch");
-    let (_guard, addr, log) = start(backend);
+    let served = start(backend);
+    let addr = served.addr.clone();
     let counter = "memory read --size 4 --format d --count 1 &xFreeBytesRemaining";
     let out = lldb_batch(
         &elf,
@@ -98,7 +66,7 @@ fn lldb_session(backend: &[&str]) {
         ],
     );
     let text = format!("{}{}", stdout(&out), stderr(&out));
-    let log = log.lock().unwrap().clone();
+    let log = served.log();
     assert!(out.status.success(), "{text}\n{log}");
     assert!(text.contains("stop reason = breakpoint 1.1"), "{text}");
     assert!(

@@ -3,20 +3,18 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use common::*;
 
-/// A running `memlife serve`, its address, and everything it printed on stderr so far.
+/// A running `memlife serve` (common's [`serve::Served`]) and its `--dump-dir`.
 struct Server {
-    guard: ChildGuard,
+    served: serve::Served,
     addr: String,
-    log: Arc<Mutex<String>>,
     /// Its `--dump-dir`: clients' dumps and reports land here.
     dumps: PathBuf,
 }
@@ -33,57 +31,30 @@ impl Server {
         static SERVERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dumps = tempdir(&format!("serve-dumps-{n}"));
-        let mut cmd = memlife();
-        cmd.args(["serve", "--elf"])
-            .arg(elf)
-            .args(["--qemu", "netduinoplus2", "--listen", "127.0.0.1:0"])
-            .arg("--dump-dir")
-            .arg(&dumps)
-            .arg("--script-dir")
-            .arg(repo().join("scripts"))
-            .args(flags)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut guard = ChildGuard(cmd.spawn().expect("spawn memlife serve"));
-        let err = guard.0.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("memlife serve: listening on ") {
-                    let _ = tx.send(addr.trim().to_string());
-                }
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
+        let served = serve::start_with(elf, &["--qemu", "netduinoplus2"], |cmd| {
+            cmd.arg("--dump-dir")
+                .arg(&dumps)
+                .arg("--script-dir")
+                .arg(repo().join("scripts"))
+                .args(flags)
+                .envs(env.iter().copied());
         });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| {
-                panic!("memlife serve printed no address: {}", log.lock().unwrap())
-            });
-        assert!(addr.starts_with("127.0.0.1:"), "{addr}");
         Server {
-            guard,
-            addr,
-            log,
+            addr: served.addr.clone(),
+            served,
             dumps,
         }
     }
 
     fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
+        self.served.log()
     }
 
     /// Waits for the server to end (after `monitor shutdown`) and checks it ended well.
     fn wait_exit(mut self) {
         let start = Instant::now();
         loop {
-            if let Some(status) = self.guard.0.try_wait().unwrap() {
+            if let Some(status) = self.served.guard.0.try_wait().unwrap() {
                 assert!(status.success(), "memlife serve failed: {}", self.log());
                 return;
             }
@@ -508,7 +479,7 @@ fn running(pid: u32) -> bool {
 #[test]
 fn killing_memlife_takes_its_qemu_down() {
     let server = Server::start(&elf("heap4", "healthy"));
-    let pid = server.guard.0.id();
+    let pid = server.served.guard.0.id();
     let qemu =
         qemu_of(pid).unwrap_or_else(|| panic!("no QEMU in memlife's group: {}", server.log()));
     assert!(running(qemu));
@@ -925,7 +896,8 @@ fn monitor_audit_stops_on_interrupt_and_at_its_deadline() {
     s.write_all(b"+$c#63").unwrap();
     std::thread::sleep(Duration::from_millis(500));
     s.write_all(&[0x03]).unwrap();
-    let stop = read_until(&mut s, &["$S", "$T"], Duration::from_secs(10));
+    // The whole signal number, not just the packet's first byte (a read may end between).
+    let stop = read_until(&mut s, &["$S02", "$T02"], Duration::from_secs(10));
     assert!(stop.contains("$T02") || stop.contains("$S02"), "{stop}");
     s.write_all(b"+$D#44").unwrap();
     read_until(&mut s, &["$OK"], Duration::from_secs(10));

@@ -6,10 +6,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Output, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::Output;
 use std::time::Duration;
 
 use common::*;
@@ -333,51 +331,11 @@ fn the_leak_through_six_comparators_is_the_one_gdb_remote_finds() {
 }
 
 /// `memlife serve` through the virtual probe, and everything it printed so far.
-struct Server {
-    guard: ChildGuard,
-    addr: String,
-    log: Arc<Mutex<String>>,
-}
+struct Server;
 
 impl Server {
-    fn start(elf: &Path) -> Server {
-        let mut cmd = memlife();
-        cmd.args(["serve", "--elf"])
-            .arg(elf)
-            .args(CHIP)
-            .args(["--listen", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut guard = ChildGuard(cmd.spawn().expect("spawn memlife serve"));
-        let err = guard.0.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("memlife serve: listening on ") {
-                    let _ = tx.send(addr.trim().to_string());
-                }
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no address: {}", log.lock().unwrap()));
-        Server { guard, addr, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.guard.0.kill();
+    fn start(elf: &Path) -> serve::Served {
+        serve::start(elf, CHIP)
     }
 }
 

@@ -64,32 +64,18 @@ const TEMP_ATTEMPTS: u32 = 16;
 /// Writes `bytes` to `path` atomically (see the module docs). Missing parent directories are
 /// created.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let name = path.file_name().ok_or_else(|| {
-        WriteError::new(
-            path,
-            invalid("the path names no file (it ends in `..` or `/`)"),
-        )
-    })?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, e))?;
-    imp::write_in(
-        dir,
-        Base::Followed,
-        &[],
-        Path::new(name),
-        bytes,
-        Place::Replace,
-    )
-    .map_err(|e| WriteError::new(path, e))
+    write_placed(path, bytes, Place::Replace)
 }
 
 /// Writes `bytes` to `path` atomically, as [`write_atomic`] does, only if nothing is at `path`:
 /// fails with [`std::io::ErrorKind::AlreadyExists`] (and leaves what is there untouched) when a
 /// file, directory or symbolic link has that name, also one created during the write.
 pub fn write_atomic_new(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_placed(path, bytes, Place::New)
+}
+
+/// `path` split into its directory (created when missing) and file name, then written there.
+fn write_placed(path: &Path, bytes: &[u8], place: Place) -> Result<(), WriteError> {
     let name = path.file_name().ok_or_else(|| {
         WriteError::new(
             path,
@@ -101,7 +87,7 @@ pub fn write_atomic_new(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, e))?;
-    imp::write_in(dir, Base::Followed, &[], Path::new(name), bytes, Place::New)
+    imp::write_in(dir, Base::Followed, &[], Path::new(name), bytes, place)
         .map_err(|e| WriteError::new(path, e))
 }
 

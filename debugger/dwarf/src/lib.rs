@@ -58,6 +58,8 @@ pub struct Symbols {
     source: Option<source::SourceIndex>,
     has_dwarf: bool,
     unwinder: Option<Unwinder>,
+    /// Entry addresses of the RTOS task-exit traps the image has ([`unwind::TASK_EXIT_TRAPS`]).
+    task_exits: Vec<u64>,
     /// Demangled names of the C++ function symbols, with their index in the symbol table.
     demangled: Vec<(usize, String)>,
 }
@@ -120,6 +122,7 @@ impl Symbols {
         let dwarf = elf::load_dwarf(&file, &bytes, elf.endian, name)?;
         let has_dwarf = dwarf.is_some();
         let unwinder = Unwinder::from_object(&file, &bytes, elf.endian, elf.address_size);
+        let task_exits = unwind::task_exit_traps(&elf.symbols);
         let (vars, types, returns, source) = match dwarf {
             Some(dwarf) => {
                 let (vars, types, returns) = vars::collect(&dwarf, name)?;
@@ -143,6 +146,7 @@ impl Symbols {
             source,
             has_dwarf,
             unwinder,
+            task_exits,
             demangled,
         })
     }
@@ -346,6 +350,13 @@ impl Symbols {
     /// The call frame information (`.debug_frame`, `.eh_frame`); `None` when the image has none.
     pub fn unwinder(&self) -> Option<&Unwinder> {
         self.unwinder.as_ref()
+    }
+
+    /// Where the RTOS task-exit traps of [`unwind::TASK_EXIT_TRAPS`] start (FreeRTOS's
+    /// `prvTaskExitError`, the return address a task's entry function is given), thumb bit
+    /// cleared; empty when the image has none.
+    pub fn task_exit_traps(&self) -> &[u64] {
+        &self.task_exits
     }
 
     /// Walks the stack of a halted core; see [`unwind::backtrace`].

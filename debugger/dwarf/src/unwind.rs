@@ -18,20 +18,30 @@
 //! - where no FDE covers the pc (a leaf without CFI), "caller pc = lr, sp unchanged" is tried
 //!   once.
 //!
-//! The walk ends, and says why in [`UnwindEnd`], at pc 0, at a pc outside every function, at an
-//! `EXC_RETURN` value (an exception frame: interrupt handlers are not unwound into the
-//! interrupted code), at a repeated `(pc, sp)`, at the frame limit, or at the first read error.
-//! It is bounded and never panics on target data.
+//! Two return addresses are not calls:
+//! - an `EXC_RETURN` value (`0xFFFFFFxx`): the caller is an exception entry. The walk crosses
+//!   the exception frame the core stacked (memlife-core's `cortex_m::exception`) and goes on in
+//!   the interrupted code, whose pc is where it resumes (looked up as it is). The frame is on
+//!   the main stack at the handler's CFA, or on the process stack (a task an interrupt
+//!   stopped), which the walk can read only when given the process stack pointer
+//!   ([`unwind_with_psp`]);
+//! - an RTOS's task-exit trap ([`TASK_EXIT_TRAPS`]): the frame is a task's entry function, the
+//!   outermost frame of its stack.
+//!
+//! The walk ends, and says why in [`UnwindEnd`], at pc 0, at a task's entry, at a pc outside
+//! every function, at an exception frame it cannot read, at a repeated `(pc, sp)`, at the frame
+//! limit, or at the first read error. It is bounded and never panics on target data.
 
 use std::collections::HashSet;
 
 use gimli::UnwindSection;
 use memlife_core::Memory;
-use memlife_core::cortex_m::{self, CoreRegisters};
+use memlife_core::cortex_m::exception::Stack;
+use memlife_core::cortex_m::{self, CoreRegisters, ExcReturn, ExceptionFrame};
 use object::{Object, ObjectSection};
 
-use crate::Symbols;
 use crate::elf::{ElfBytes, Reader, section_reader};
+use crate::{ElfSymbol, SymbolKind, Symbols};
 
 /// DWARF register number of the stack pointer (r13) on ARM.
 const SP: usize = 13;
@@ -43,6 +53,24 @@ const PC: usize = 15;
 const MAX_SAVE_AREA: i64 = 4096;
 /// Inlined frames reported per physical frame at most.
 const MAX_INLINE: usize = 16;
+
+/// Functions an RTOS gives a task's entry function as its return address, so that a task that
+/// returns lands in them; no code calls them. FreeRTOS's Cortex-M ports put `prvTaskExitError`
+/// in a new task's `lr` (`portTASK_RETURN_ADDRESS`, unless the firmware sets
+/// `configTASK_RETURN_ADDRESS`). A return address at one of them ends the walk at the task's
+/// entry function ([`UnwindEnd::TaskEntry`]): read as a call, it would be looked up two bytes
+/// before the trap, in whatever function the linker put there (`xPortPendSVHandler` in the
+/// Cortex-M3 port's own order), a frame that never was.
+pub const TASK_EXIT_TRAPS: &[&str] = &["prvTaskExitError"];
+
+/// The entry addresses (thumb bit cleared) of the [`TASK_EXIT_TRAPS`] among `symbols`.
+pub(crate) fn task_exit_traps(symbols: &[ElfSymbol]) -> Vec<u64> {
+    symbols
+        .iter()
+        .filter(|s| s.kind == SymbolKind::Function && TASK_EXIT_TRAPS.contains(&s.name.as_str()))
+        .map(|s| s.address & !1)
+        .collect()
+}
 
 /// One frame of a backtrace. A physical frame whose pc lies in inlined code is reported as
 /// several frames (the inlined functions first), all with the same `pc` and `sp`.
@@ -60,6 +88,9 @@ pub struct Frame {
     pub line: Option<u32>,
     /// This frame is a function inlined into the next frame (same pc, no stack frame of its own).
     pub inlined: bool,
+    /// An exception interrupted this code (the frames before it are the handler's): `pc` is
+    /// where it resumes, not a return address.
+    pub interrupted: bool,
 }
 
 impl std::fmt::Display for Frame {
@@ -79,6 +110,9 @@ impl std::fmt::Display for Frame {
         if self.inlined {
             write!(f, " [inlined]")?;
         }
+        if self.interrupted {
+            write!(f, " [interrupted]")?;
+        }
         Ok(())
     }
 }
@@ -91,7 +125,14 @@ pub enum UnwindEnd {
     /// The outermost frame: no return address is known (`main` that never returns), or the
     /// return address is 0 or the reset value of `lr` (`0xffffffff`, above the reset handler).
     Outermost,
-    /// The return address is an `EXC_RETURN` value: the frame above is an exception entry.
+    /// The return address is an RTOS's task-exit trap ([`TASK_EXIT_TRAPS`]): the last frame
+    /// is a task's entry function, the outermost frame of the task's stack.
+    TaskEntry {
+        /// The trap's address.
+        exit: u64,
+    },
+    /// The return address is an `EXC_RETURN` value whose exception frame the walk cannot read:
+    /// it is on the process stack and no process stack pointer was given, or it does not parse.
     ExceptionFrame {
         /// The `EXC_RETURN` value found in `lr`.
         exc_return: u32,
@@ -136,6 +177,20 @@ pub struct Backtrace {
     pub frames: Vec<Frame>,
     /// Why the walk stopped.
     pub end: UnwindEnd,
+    /// The registers of the code the first exception frame crossed had interrupted.
+    pub interrupted: Option<Interrupted>,
+}
+
+/// The registers of code an exception interrupted, recovered from its exception frame.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Interrupted {
+    /// The `EXC_RETURN` value the handler returns with.
+    pub exc_return: u32,
+    /// r0..r15: r0..r3, r12, lr and pc as stacked, sp above the frame, r4..r11 as the walk
+    /// recovered them through the handler's frames (`None`: not known).
+    pub regs: [Option<u32>; 16],
+    /// The stacked xPSR, without the padding flag.
+    pub xpsr: u32,
 }
 
 /// The CFI sections of one image.
@@ -275,55 +330,56 @@ pub fn unwind(
     regs: &CoreRegisters,
     max_frames: usize,
 ) -> Backtrace {
+    unwind_with_psp(symbols, mem, regs, None, max_frames)
+}
+
+/// [`unwind`] for a core whose process stack pointer is `psp` (a probe reads it; `sp` in
+/// handler mode is the main stack pointer): an exception frame on the process stack (a task
+/// an interrupt stopped) is crossed too. Without it such a walk ends at the frame
+/// ([`UnwindEnd::ExceptionFrame`]).
+pub fn unwind_with_psp(
+    symbols: &Symbols,
+    mem: &mut dyn Memory,
+    regs: &CoreRegisters,
+    psp: Option<u32>,
+    max_frames: usize,
+) -> Backtrace {
     let mut frames = Vec::new();
-    let mut cur: Regs = regs.r.map(Some);
-    let mut pc = u64::from(regs.pc() & !1);
-    let mut sp = u64::from(regs.sp());
-    let mut first = true;
-    let mut fallback_used = false;
+    let mut interrupted = None;
+    let mut cur = Cursor {
+        regs: regs.r.map(Some),
+        pc: u64::from(regs.pc() & !1),
+        sp: u64::from(regs.sp()),
+        exact: true,
+        fallback_used: false,
+    };
+    let mut resumed = false;
     let mut seen = HashSet::new();
     let end = loop {
         if frames.len() >= max_frames {
             break UnwindEnd::Limit;
         }
-        if !seen.insert((pc, sp)) {
+        if !seen.insert((cur.pc, cur.sp)) {
             break UnwindEnd::Loop;
         }
         // For callers, look up the call instruction rather than the return address.
-        let lookup = if first { pc } else { pc.saturating_sub(2) };
-        let in_function = symbols.function_at(lookup).is_some();
-        push_frames(symbols, &mut frames, pc, sp, lookup, max_frames);
-        if !in_function && !first {
-            break UnwindEnd::NotInFunction { pc };
-        }
-        first = false;
-        let row = match symbols.unwinder().map(|u| u.row(lookup)) {
-            Some(Ok(row)) => row,
-            Some(Err(e)) => {
-                break UnwindEnd::BadCfi {
-                    reason: e.to_string(),
-                };
-            }
-            None => None,
+        let lookup = if cur.exact {
+            cur.pc
+        } else {
+            cur.pc.saturating_sub(2)
         };
-        let (next, next_sp) = match row {
-            Some(row) => match step(&row, &cur, mem) {
-                Ok(x) => x,
-                Err(end) => break end,
-            },
-            None => {
-                // A leaf without CFI: it has not touched sp or lr (the best guess there is).
-                if fallback_used || cur[LR].is_none() {
-                    break UnwindEnd::NoUnwindInfo { pc };
-                }
-                fallback_used = true;
-                let mut next = cur;
-                next[PC] = cur[LR];
-                for r in [0, 1, 2, 3, 12] {
-                    next[r] = None;
-                }
-                (next, sp)
-            }
+        let in_function = symbols.function_at(lookup).is_some();
+        let pushed = frames.len();
+        push_frames(symbols, &mut frames, cur.pc, cur.sp, lookup, max_frames);
+        for f in frames.iter_mut().skip(pushed) {
+            f.interrupted = resumed;
+        }
+        if !in_function && !cur.exact {
+            break UnwindEnd::NotInFunction { pc: cur.pc };
+        }
+        let (next, next_sp) = match caller(symbols, &mut cur, lookup, mem) {
+            Ok(x) => x,
+            Err(end) => break end,
         };
         let Some(ra) = next[PC] else {
             break UnwindEnd::Outermost;
@@ -332,20 +388,146 @@ pub fn unwind(
         if ra == cortex_m::LR_AT_RESET {
             break UnwindEnd::Outermost;
         }
-        if cortex_m::ExcReturn::from_lr(ra).is_some() {
-            break UnwindEnd::ExceptionFrame { exc_return: ra };
+        if let Some(exc) = ExcReturn::from_lr(ra) {
+            match cross(exc, next_sp, &next, psp, mem) {
+                Ok(crossed) => {
+                    interrupted.get_or_insert_with(|| crossed.interrupted.clone());
+                    cur = crossed.cursor;
+                    resumed = true;
+                    continue;
+                }
+                Err(end) => break end,
+            }
         }
         if ra & !1 == 0 {
             break UnwindEnd::Outermost;
         }
-        cur = next;
+        if symbols.task_exit_traps().contains(&u64::from(ra & !1)) {
+            break UnwindEnd::TaskEntry {
+                exit: u64::from(ra & !1),
+            };
+        }
+        cur.regs = next;
         // `lr` was spent as the return address; the caller's own `lr` is not recoverable.
-        cur[LR] = None;
-        cur[SP] = u32::try_from(next_sp).ok();
-        pc = u64::from(ra & !1);
-        sp = next_sp;
+        cur.regs[LR] = None;
+        cur.regs[SP] = u32::try_from(next_sp).ok();
+        cur.pc = u64::from(ra & !1);
+        cur.sp = next_sp;
+        cur.exact = false;
+        resumed = false;
     };
-    Backtrace { frames, end }
+    Backtrace {
+        frames,
+        end,
+        interrupted,
+    }
+}
+
+/// Where a walk stands: the registers of the frame being unwound.
+struct Cursor {
+    regs: Regs,
+    pc: u64,
+    sp: u64,
+    /// `pc` is where the code stopped or resumes (frame 0, code an exception interrupted), not a
+    /// return address: it is looked up as it is.
+    exact: bool,
+    /// The one "caller pc = lr" guess for code without CFI is used up (once per stack context).
+    fallback_used: bool,
+}
+
+/// The caller's registers (`next[PC]` = the return address) and sp, by the CFI row at `lookup`,
+/// or by "caller pc = lr" once where no CFI covers it.
+fn caller(
+    symbols: &Symbols,
+    cur: &mut Cursor,
+    lookup: u64,
+    mem: &mut dyn Memory,
+) -> Result<(Regs, u64), UnwindEnd> {
+    let row = match symbols.unwinder().map(|u| u.row(lookup)) {
+        Some(Ok(row)) => row,
+        Some(Err(e)) => {
+            return Err(UnwindEnd::BadCfi {
+                reason: e.to_string(),
+            });
+        }
+        None => None,
+    };
+    if let Some(row) = row {
+        return step(&row, &cur.regs, mem);
+    }
+    // A leaf without CFI: it has not touched sp or lr (the best guess there is).
+    if cur.fallback_used || cur.regs[LR].is_none() {
+        return Err(UnwindEnd::NoUnwindInfo { pc: cur.pc });
+    }
+    cur.fallback_used = true;
+    let mut next = cur.regs;
+    next[PC] = cur.regs[LR];
+    for r in [0, 1, 2, 3, 12] {
+        next[r] = None;
+    }
+    Ok((next, cur.sp))
+}
+
+/// An exception frame crossed: where the interrupted code stands.
+struct Crossed {
+    cursor: Cursor,
+    interrupted: Interrupted,
+}
+
+/// Crosses the exception frame an `EXC_RETURN` return address stands for. The frame is at the
+/// handler's CFA (`cfa`) on the main stack, or at `psp` on the process stack. The interrupted
+/// code's registers are the stacked ones, r4..r11 as unwound so far (the core does not stack
+/// them; ARMv8-M's additional state context does), and the sp above the frame.
+fn cross(
+    exc: ExcReturn,
+    cfa: u64,
+    regs: &Regs,
+    psp: Option<u32>,
+    mem: &mut dyn Memory,
+) -> Result<Crossed, UnwindEnd> {
+    let unreadable = UnwindEnd::ExceptionFrame {
+        exc_return: exc.value(),
+    };
+    let at = match exc.stack() {
+        Stack::Main => u32::try_from(cfa).ok(),
+        Stack::Process => psp,
+    }
+    .ok_or_else(|| unreadable.clone())?;
+    let frame = ExceptionFrame::read(mem, exc, at)
+        .map_err(|e| UnwindEnd::ReadError {
+            addr: u64::from(at),
+            reason: e.to_string(),
+        })?
+        .ok_or_else(|| unreadable.clone())?;
+    // The stacked registers, sp above the frame and xPSR without its padding flag; r4..r11
+    // are the additional state context's, or else not stacked (zeros here, not taken).
+    let stacked = frame
+        .interrupted(&CoreRegisters::default())
+        .ok_or(unreadable)?;
+    let mut next = *regs;
+    let taken: &[usize] = if frame.r4_r11.is_some() {
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, SP, LR, PC]
+    } else {
+        &[0, 1, 2, 3, 12, SP, LR, PC]
+    };
+    for &i in taken {
+        next[i] = Some(stacked.r[i]);
+    }
+    let interrupted = Interrupted {
+        exc_return: exc.value(),
+        regs: next,
+        xpsr: stacked.xpsr,
+    };
+    Ok(Crossed {
+        cursor: Cursor {
+            regs: next,
+            pc: u64::from(stacked.pc() & !1),
+            sp: u64::from(stacked.sp()),
+            exact: true,
+            fallback_used: false,
+        },
+        interrupted,
+    })
 }
 
 /// Adds the frames of one physical frame (inlined functions first).
@@ -366,6 +548,7 @@ fn push_frames(
             file: None,
             line: None,
             inlined: false,
+            interrupted: false,
         });
         return;
     }
@@ -381,6 +564,7 @@ fn push_frames(
             file: loc.file,
             line: loc.line,
             inlined: i + 1 < n,
+            interrupted: false,
         });
     }
 }
@@ -529,6 +713,268 @@ mod tests {
                 Ok((next, _)) => assert_eq!(next[PC], None, "case {i}"),
                 Err(other) => panic!("case {i}: {other:?}"),
             }
+        }
+    }
+
+    /// Stacks built by hand over the RTOS firmware's own CFI (no QEMU): the task-exit trap and
+    /// exception frames.
+    mod rtos {
+        use super::*;
+
+        /// Where the synthetic stacks live.
+        const RAM: u64 = 0x2000_0000;
+        const RAM_LEN: usize = 0x1000;
+        /// The stack pointer frame 0 starts with.
+        const TOP: u32 = 0x2000_0800;
+
+        struct Fw {
+            symbols: Symbols,
+            ram: Vec<u8>,
+        }
+
+        impl Fw {
+            fn new(board: &str) -> Fw {
+                let elf = memlife_testkit::firmware::elf("rtos", &format!("{board}-healthy"));
+                Fw {
+                    symbols: Symbols::load(&elf).unwrap(),
+                    ram: vec![0x5a; RAM_LEN],
+                }
+            }
+
+            fn start(&self, function: &str) -> u32 {
+                self.symbols.function(function).unwrap().0 as u32
+            }
+
+            /// An address in the middle of `function`'s body (where its frame is set up).
+            fn middle(&self, function: &str) -> u32 {
+                let (start, size) = self.symbols.function(function).unwrap();
+                (start + size / 2) as u32 & !1
+            }
+
+            fn put(&mut self, addr: u32, value: u32) {
+                let off = (u64::from(addr) - RAM) as usize;
+                self.ram[off..off + 4].copy_from_slice(&value.to_le_bytes());
+            }
+
+            /// Writes the frame of the code at `pc` (looked up at `lookup`) whose sp is `sp`,
+            /// saving `ra` where its CFI says `lr` is saved; the caller's sp.
+            fn frame(&mut self, lookup: u64, sp: u32, ra: u32) -> u32 {
+                let row = self
+                    .symbols
+                    .unwinder()
+                    .unwrap()
+                    .row(lookup)
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(usize::from(row.cfa_register), SP, "{lookup:#x}");
+                let cfa = (i64::from(sp) + row.cfa_offset) as u32;
+                let lr = row.rules.iter().find_map(|(r, rule)| match rule {
+                    gimli::RegisterRule::Offset(n) if usize::from(*r) == LR => Some(*n),
+                    _ => None,
+                });
+                let at = lr.unwrap_or_else(|| panic!("{lookup:#x} saves no lr"));
+                self.put((i64::from(cfa) + at) as u32, ra);
+                cfa
+            }
+
+            fn memory(&self) -> Snapshot {
+                let mut s = Snapshot::default();
+                s.add_region(RAM, self.ram.clone()).unwrap();
+                s
+            }
+
+            fn unwind(&self, regs: &CoreRegisters, psp: Option<u32>) -> Backtrace {
+                unwind_with_psp(&self.symbols, &mut self.memory(), regs, psp, 32)
+            }
+
+            fn exit(&self) -> u32 {
+                let traps = self.symbols.task_exit_traps();
+                assert_eq!(traps.len(), 1);
+                traps[0] as u32
+            }
+        }
+
+        fn regs(pc: u32, lr: u32, sp: u32) -> CoreRegisters {
+            let mut r = [0u32; 16];
+            r[PC] = pc;
+            r[LR] = lr;
+            r[SP] = sp;
+            CoreRegisters::new(r, 0x0100_0000)
+        }
+
+        fn names(bt: &Backtrace) -> Vec<&str> {
+            bt.frames
+                .iter()
+                .map(|f| f.function.as_deref().unwrap_or("??"))
+                .collect()
+        }
+
+        /// A task that never ran (its entry function's first instruction, `lr` the trap
+        /// `pxPortInitialiseStack` put there) and a task in its body (the trap saved on its
+        /// stack): both chains end at the entry function. Before, the trap was read as a call
+        /// and the chain went on in the function the linker put before it (xPortPendSVHandler
+        /// on the Cortex-M3 build).
+        #[test]
+        fn a_chain_ends_at_the_tasks_entry_function() {
+            for board in ["mps2-an385", "netduinoplus2"] {
+                let mut fw = Fw::new(board);
+                let exit = fw.exit();
+                let entry = fw.start("worker_task");
+                let bt = fw.unwind(&regs(entry, exit | 1, TOP), None);
+                assert_eq!(names(&bt), ["worker_task"], "{board}");
+                assert_eq!(
+                    bt.end,
+                    UnwindEnd::TaskEntry {
+                        exit: u64::from(exit)
+                    }
+                );
+
+                // mem_alloc called from producer_task's body, which saved the trap as its
+                // return address.
+                let call = fw.middle("producer_task") | 1;
+                fw.frame(u64::from(call & !1) - 2, TOP, exit | 1);
+                let bt = fw.unwind(&regs(fw.start("mem_alloc"), call, TOP), None);
+                let names = names(&bt);
+                assert_eq!(names.last(), Some(&"producer_task"), "{board}: {names:?}");
+                assert!(!names.contains(&"xPortPendSVHandler"), "{board}: {names:?}");
+                assert_eq!(
+                    bt.end,
+                    UnwindEnd::TaskEntry {
+                        exit: u64::from(exit)
+                    }
+                );
+                assert_eq!(bt.interrupted, None);
+            }
+        }
+
+        /// The eight words the core stacks on exception entry: r0..r3, r12, lr, pc, xPSR.
+        fn stack_frame(fw: &mut Fw, at: u32, lr: u32, pc: u32, xpsr: u32) {
+            for (i, v) in [0xA0, 0xA1, 0xA2, 0xA3, 0xAC, lr, pc, xpsr]
+                .iter()
+                .enumerate()
+            {
+                fw.put(at + 4 * i as u32, *v);
+            }
+        }
+
+        /// The SysTick handler at its first instruction, `lr` an EXC_RETURN: the walk crosses
+        /// the exception frame into the code it interrupted (a task's body), whose pc is where
+        /// it resumes, and ends at the task's entry. On the main stack the frame is at the
+        /// handler's sp; on the process stack at the given PSP; without a PSP the walk stops
+        /// at the frame, as before.
+        #[test]
+        fn a_handlers_chain_goes_on_in_the_interrupted_task() {
+            for board in ["mps2-an385", "netduinoplus2"] {
+                let mut fw = Fw::new(board);
+                let exit = fw.exit();
+                let handler = fw.start("xPortSysTickHandler");
+                let resume = fw.middle("producer_task");
+                // The task's frame above the exception frame (and its padding word).
+                let task_sp = TOP + 0x24;
+                fw.frame(u64::from(resume), task_sp, exit | 1);
+                stack_frame(&mut fw, TOP, 0x0800_0001, resume, 0x0100_0000 | 1 << 9);
+
+                let bt = fw.unwind(&regs(handler, 0xFFFF_FFF9, TOP), None);
+                assert_eq!(
+                    names(&bt),
+                    ["xPortSysTickHandler", "producer_task"],
+                    "{board}"
+                );
+                assert!(!bt.frames[0].interrupted && bt.frames[1].interrupted);
+                assert_eq!(bt.frames[1].pc, u64::from(resume));
+                assert_eq!(bt.frames[1].sp, u64::from(task_sp), "padding word skipped");
+                assert_eq!(
+                    bt.end,
+                    UnwindEnd::TaskEntry {
+                        exit: u64::from(exit)
+                    }
+                );
+                let i = bt.interrupted.as_ref().unwrap();
+                assert_eq!(i.exc_return, 0xFFFF_FFF9);
+                assert_eq!(i.regs[PC], Some(resume));
+                assert_eq!(i.regs[SP], Some(task_sp));
+                assert_eq!(
+                    i.regs[..4],
+                    [Some(0xA0), Some(0xA1), Some(0xA2), Some(0xA3)]
+                );
+                assert_eq!(i.xpsr, 0x0100_0000, "without the padding flag");
+
+                // The same frame on the process stack: read at the PSP given, else not at all.
+                let handler_sp = TOP - 0x100;
+                let bt = fw.unwind(&regs(handler, 0xFFFF_FFFD, handler_sp), Some(TOP));
+                assert_eq!(
+                    names(&bt),
+                    ["xPortSysTickHandler", "producer_task"],
+                    "{board}"
+                );
+                assert_eq!(
+                    bt.end,
+                    UnwindEnd::TaskEntry {
+                        exit: u64::from(exit)
+                    }
+                );
+                let bt = fw.unwind(&regs(handler, 0xFFFF_FFFD, handler_sp), None);
+                assert_eq!(names(&bt), ["xPortSysTickHandler"], "{board}");
+                assert_eq!(
+                    bt.end,
+                    UnwindEnd::ExceptionFrame {
+                        exc_return: 0xFFFF_FFFD
+                    }
+                );
+            }
+        }
+
+        /// An extended frame (FP context: EXC_RETURN bit 4 clear) is 26 words: the task's sp
+        /// is above all of them.
+        #[test]
+        fn an_extended_frame_moves_the_interrupted_sp_past_the_fp_registers() {
+            let mut fw = Fw::new("netduinoplus2");
+            let exit = fw.exit();
+            let resume = fw.middle("producer_task");
+            let task_sp = TOP + 26 * 4;
+            fw.frame(u64::from(resume), task_sp, exit | 1);
+            stack_frame(&mut fw, TOP, 0x0800_0001, resume, 0x0100_0000);
+            let handler = fw.start("xPortSysTickHandler");
+            let bt = fw.unwind(&regs(handler, 0xFFFF_FFE9, TOP), None);
+            assert_eq!(names(&bt), ["xPortSysTickHandler", "producer_task"]);
+            assert_eq!(bt.frames[1].sp, u64::from(task_sp));
+            assert_eq!(
+                bt.end,
+                UnwindEnd::TaskEntry {
+                    exit: u64::from(exit)
+                }
+            );
+        }
+
+        /// Exception frames that cannot be read or make no sense end the walk with a reason.
+        #[test]
+        fn an_unreadable_or_wrapping_exception_frame_ends_the_walk() {
+            let fw = Fw::new("mps2-an385");
+            let handler = fw.start("xPortSysTickHandler");
+            // Outside the RAM: the read fails.
+            let bt = fw.unwind(&regs(handler, 0xFFFF_FFF9, 0x3000_0000), None);
+            assert!(
+                matches!(
+                    bt.end,
+                    UnwindEnd::ReadError {
+                        addr: 0x3000_0000,
+                        ..
+                    }
+                ),
+                "{:?}",
+                bt.end
+            );
+            // A PSP at the top of the address space: the frame would wrap.
+            let bt = fw.unwind(&regs(handler, 0xFFFF_FFFD, TOP), Some(u32::MAX - 8));
+            assert!(
+                matches!(
+                    bt.end,
+                    UnwindEnd::ReadError { .. } | UnwindEnd::ExceptionFrame { .. }
+                ),
+                "{:?}",
+                bt.end
+            );
+            assert_eq!(bt.frames.len(), 1);
         }
     }
 

@@ -170,23 +170,43 @@ fn backtrace_from_pv_port_malloc_reaches_main() {
 }
 
 #[test]
-fn backtrace_without_cfi_falls_back_to_lr_once_and_stops_on_exc_return() {
+fn backtrace_without_cfi_falls_back_to_lr_once_and_crosses_exc_return_frames() {
     let (_qemu, mut t, symbols) = start();
     let (malloc, _) = symbols.function("pvPortMalloc").unwrap();
     t.add_breakpoint(malloc, BreakpointKind::Software).unwrap();
     run_to(&mut t, malloc);
     let mut regs = CoreRegisters::read_r0_to_r15(&mut t).unwrap();
 
-    // An EXC_RETURN in lr at a function entry: the frame above is an exception frame.
-    regs.r[14] = 0xFFFF_FFF9;
+    // An EXC_RETURN in lr at a function entry: the frame above is an exception frame. On the
+    // process stack with no PSP given, the walk cannot read it and stops there.
+    regs.r[14] = 0xFFFF_FFFD;
     let bt = unwind::unwind(&symbols, &mut t, &regs, 64);
     assert_eq!(bt.frames.len(), 1);
     assert_eq!(
         bt.end,
         UnwindEnd::ExceptionFrame {
-            exc_return: 0xFFFF_FFF9
+            exc_return: 0xFFFF_FFFD
         }
     );
+    // On the main stack it is the eight words at sp: the walk goes on at the pc stacked there
+    // (here whatever the real stack holds), marked as interrupted code.
+    regs.r[14] = 0xFFFF_FFF9;
+    let bt = unwind::unwind(&symbols, &mut t, &regs, 64);
+    let mut stacked = |i: u64| {
+        let mut b = [0u8; 4];
+        memlife_core::Memory::read(&mut t, u64::from(regs.sp()) + 4 * i, &mut b).unwrap();
+        u32::from_le_bytes(b)
+    };
+    let interrupted = bt
+        .interrupted
+        .as_ref()
+        .expect("the exception frame was crossed");
+    assert_eq!(interrupted.exc_return, 0xFFFF_FFF9);
+    assert_eq!(interrupted.regs[15], Some(stacked(6)));
+    assert_eq!(interrupted.regs[14], Some(stacked(5)));
+    assert!(bt.frames.len() > 1, "{}", show(&bt.frames));
+    assert_eq!(bt.frames[1].pc, u64::from(stacked(6) & !1));
+    assert!(bt.frames[1].interrupted && !bt.frames[0].interrupted);
 
     // pc outside every function: frame 0 is reported, then lr is tried once.
     let real = CoreRegisters::read_r0_to_r15(&mut t).unwrap();

@@ -28,6 +28,8 @@
 //! - [`render`]: a snapshot as the table and the JSON of `memlife tasks`
 //!   (docs/tasks-json.md).
 //! - [`anomaly`]: [`Anomaly`] and its kinds.
+//! - `testing` (feature `testing`, and this crate's own tests): a synthetic kernel in fake RAM
+//!   for the tests of code that reads tasks (this crate's, `memlife serve`'s threads).
 
 pub mod anomaly;
 mod current;
@@ -41,8 +43,8 @@ pub mod port;
 mod read;
 pub mod render;
 pub mod task;
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 mod walk;

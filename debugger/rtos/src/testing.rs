@@ -1,8 +1,9 @@
-//! Unit-test support: a synthetic single-core kernel in fake RAM, laid out as FreeRTOS V11
-//! lays out a 32-bit build with the trace facility, `pxEndOfStack`, mutexes, static
-//! allocation and one notification slot. Tests add tasks to lists, then damage what they
-//! want.
-#![allow(clippy::unwrap_used)]
+//! Test support (this crate's tests, and others' with the feature `testing`): a synthetic
+//! single-core kernel in fake RAM, laid out as FreeRTOS V11 lays out a 32-bit build with the
+//! trace facility, `pxEndOfStack`, mutexes, static allocation and one notification slot. Tests
+//! add tasks to lists, then damage what they want. Its functions panic on misuse (they are for
+//! tests only).
+#![allow(clippy::unwrap_used, missing_docs)]
 
 use std::collections::BTreeMap;
 
@@ -117,12 +118,19 @@ pub fn frame_words(kind: FrameKind, pc: u32) -> Vec<u32> {
 }
 
 /// A fake RAM image of the kernel being built.
+#[derive(Debug)]
 pub struct Builder {
     pub layout: KernelLayout,
     pub ram: Vec<u8>,
     /// List address -> the items on it, in order.
     lists: BTreeMap<u64, Vec<u64>>,
     tasks: u64,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Builder {
@@ -227,7 +235,7 @@ impl Builder {
         }
         self.put(self.layout.current_tcb.addr, current as u32);
         self.put(self.layout.task_count.unwrap().addr, self.tasks as u32);
-        memlife_testkit::ram::at(BASE, self.ram)
+        ram_at(self.ram)
     }
 
     /// Writes every list's links as [`Builder::finish`] would, and keeps building (for tests
@@ -248,6 +256,13 @@ impl Builder {
 
     /// The RAM as it is.
     pub fn memory(self) -> Snapshot {
-        memlife_testkit::ram::at(BASE, self.ram)
+        ram_at(self.ram)
     }
+}
+
+/// A target whose memory is `ram` at [`BASE`] and nothing else.
+fn ram_at(ram: Vec<u8>) -> Snapshot {
+    let mut snap = Snapshot::default();
+    snap.add_region(BASE, ram).unwrap();
+    snap
 }

@@ -21,9 +21,25 @@ impl Arch for CortexM {
     }
 }
 
-/// The core registers in gdbstub's register trait (a foreign trait needs a local type).
+/// The core registers in gdbstub's register trait (a foreign trait needs a local type), with
+/// those the server does not know (a task's registers an exception frame it cannot read holds).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct CortexMRegs(pub CoreRegisters);
+pub struct CortexMRegs(pub CoreRegisters, pub Unknown);
+
+/// Registers not known: bit n is r<n>, bit 16 xPSR. gdb shows them `<unavailable>` (the `g`
+/// packet sends `xx` for each of their bytes).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Unknown(pub u32);
+
+impl Unknown {
+    /// Every register.
+    pub const ALL: Unknown = Unknown(0x1_FFFF);
+
+    /// Whether the register at `index` (0..=15 for r0..r15, 16 for xPSR) is unknown.
+    pub fn has(self, index: usize) -> bool {
+        index < 17 && self.0 & (1 << index) != 0
+    }
+}
 
 impl Registers for CortexMRegs {
     type ProgramCounter = u32;
@@ -33,13 +49,17 @@ impl Registers for CortexMRegs {
     }
 
     fn gdb_serialize(&self, mut write_byte: impl FnMut(Option<u8>)) {
-        for b in self.0.to_gdb_g_bytes() {
-            write_byte(Some(b));
+        for (i, word) in self.0.to_gdb_g_bytes().chunks_exact(4).enumerate() {
+            let known = !self.1.has(i);
+            for &b in word {
+                write_byte(known.then_some(b));
+            }
         }
     }
 
     fn gdb_deserialize(&mut self, bytes: &[u8]) -> Result<(), ()> {
         self.0 = CoreRegisters::from_gdb_g_bytes(bytes).ok_or(())?;
+        self.1 = Unknown::default();
         Ok(())
     }
 }
@@ -101,6 +121,29 @@ mod tests {
         back.gdb_deserialize(&bytes).unwrap();
         assert_eq!(back, regs);
         assert!(back.gdb_deserialize(&bytes[..60]).is_err());
+    }
+
+    /// Unknown registers go out as `xx` bytes (None), the others as they are.
+    #[test]
+    fn unknown_registers_are_unavailable_in_the_g_packet() {
+        let mut regs = CortexMRegs::default();
+        regs.0.r[15] = 0x0800_1234;
+        regs.1 = Unknown(1 << 4 | 1 << 16);
+        let mut bytes = Vec::new();
+        regs.gdb_serialize(|b| bytes.push(b));
+        assert_eq!(bytes.len(), 68);
+        assert!(bytes[16..20].iter().all(Option::is_none), "r4");
+        assert!(bytes[64..68].iter().all(Option::is_none), "xpsr");
+        assert_eq!(
+            bytes[60..64],
+            [Some(0x34), Some(0x12), Some(0x00), Some(0x08)]
+        );
+        let mut all = CortexMRegs(CoreRegisters::default(), Unknown::ALL);
+        let mut n = 0;
+        all.gdb_serialize(|b| n += usize::from(b.is_none()));
+        assert_eq!(n, 68);
+        all.gdb_deserialize(&[0; 68]).unwrap();
+        assert_eq!(all.1, Unknown::default());
     }
 
     #[test]

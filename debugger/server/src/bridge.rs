@@ -2,13 +2,14 @@
 //! watchpoints, memlife's dump-on breakpoints), the state that outlives one client (phases, the
 //! last audit, how the firmware ended), and what a client's arrival, departure and the
 //! backend's stops do to it. gdbstub's traits over it are in `gdb_target`, the wait for stops in
-//! `event_loop`, the monitor commands in `monitor`.
+//! `event_loop`, the monitor commands in `monitor`, a FreeRTOS firmware's tasks as threads in
+//! `threads` and `gdb_threads`.
 
 use std::rc::Rc;
 use std::time::Duration;
 
-use gdbstub::common::Signal;
-use gdbstub::stub::SingleThreadStopReason;
+use gdbstub::common::{Signal, Tid};
+use gdbstub::stub::MultiThreadStopReason;
 use gdbstub::target::ext::breakpoints::WatchKind as GdbWatchKind;
 use memlife_core::{BreakpointKind, StopReason, Target, WatchKind};
 use memlife_dwarf::Symbols;
@@ -18,6 +19,10 @@ use crate::dumps::DumpOn;
 use crate::event::{DumpOnEnd, EventSink, ServeEvent, ended_text};
 use crate::guard::ClientSignals;
 use crate::options::{Restart, ServeOptions};
+use crate::threads::{CORE_TID, CurrentThread, Threads};
+
+/// A stop as gdb hears of it, with the thread it names.
+pub(crate) type StopReport = MultiThreadStopReason<u32>;
 
 /// A watchpoint gdb inserted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,12 +72,18 @@ pub struct Bridge {
     pub(crate) link: memlife_heap::LinkState,
     /// How `monitor audit` uses the target's debug hardware.
     pub(crate) tuning: memlife_audit::EngineTuning,
+    /// A FreeRTOS firmware's tasks, served as threads (`None`: the core is the one thread).
+    pub(crate) threads: Option<Threads>,
     events: Option<EventSink>,
 }
 
 impl Bridge {
     /// Wraps a backend; `symbols` come from the firmware ELF.
     pub fn new(target: Box<dyn Target>, symbols: Symbols, options: ServeOptions) -> Bridge {
+        let threads = options
+            .threads
+            .then(|| threads_for(&symbols, options.events.as_ref()))
+            .flatten();
         Bridge {
             target,
             symbols: Rc::new(symbols),
@@ -96,8 +107,35 @@ impl Bridge {
             client: None,
             link: options.link,
             tuning: options.tuning,
+            threads,
             events: options.events,
         }
+    }
+
+    /// The thread that runs, as the client's connection answers `qC` with it (`None` without
+    /// threads: gdbstub's own answer stands).
+    pub(crate) fn current_thread(&self) -> Option<CurrentThread> {
+        self.threads.as_ref().map(|t| t.current.clone())
+    }
+
+    /// The target runs or was changed: what was read of the stop no longer holds.
+    pub(crate) fn forget_stop(&mut self) {
+        if let Some(t) = &mut self.threads {
+            t.forget_stop();
+        }
+    }
+
+    /// The thread a stop names: the core's without threads, else the one that runs.
+    pub(crate) fn stop_thread(&mut self) -> Tid {
+        let Some(threads) = &mut self.threads else {
+            return CORE_TID;
+        };
+        threads
+            .current(self.target.as_mut(), &self.symbols)
+            .unwrap_or_else(|e| {
+                tracing::debug!("naming the stop's thread: {e}");
+                CORE_TID
+            })
     }
 
     /// Tells the server's user.
@@ -160,12 +198,16 @@ impl Bridge {
     pub(crate) fn on_attach(&mut self) {
         self.pending = None;
         self.stepping = false;
+        self.forget_stop();
         if self.ended.is_some() {
             return;
         }
         if let Err(e) = self.ensure_halted() {
             tracing::warn!("halting the target for a new client: {e}");
+            return;
         }
+        // Named before the first packet: the connection answers `qC` with it.
+        self.stop_thread();
     }
 
     /// A client left: remove what it inserted and end its dump-ons; `resume` lets the core
@@ -220,7 +262,7 @@ impl Bridge {
     pub(crate) fn on_backend_stop(
         &mut self,
         reason: StopReason,
-    ) -> memlife_core::Result<Option<SingleThreadStopReason<u32>>> {
+    ) -> memlife_core::Result<Option<StopReport>> {
         if let StopReason::Breakpoint(pc) = reason
             && self.dump_on.iter().any(|d| d.addr == pc)
         {
@@ -235,8 +277,22 @@ impl Bridge {
         Ok(Some(self.translate(reason)))
     }
 
-    /// A backend stop as gdb hears of it.
-    pub(crate) fn translate(&self, reason: StopReason) -> SingleThreadStopReason<u32> {
+    /// A backend stop as gdb hears of it, naming the thread that runs. Without threads the
+    /// report is what a single-threaded stub sends (a step and a signal without a thread);
+    /// with them every stop names its thread.
+    pub(crate) fn translate(&mut self, reason: StopReason) -> StopReport {
+        let multi = self.threads.is_some();
+        let tid = match reason {
+            StopReason::Exited(_) | StopReason::Terminated(_) => CORE_TID,
+            _ => self.stop_thread(),
+        };
+        let signal = |signal| {
+            if multi {
+                MultiThreadStopReason::SignalWithThread { tid, signal }
+            } else {
+                MultiThreadStopReason::Signal(signal)
+            }
+        };
         match reason {
             StopReason::Breakpoint(pc) => {
                 let hw = self
@@ -244,13 +300,13 @@ impl Bridge {
                     .iter()
                     .any(|&(a, k)| a == pc && k == BreakpointKind::Hardware);
                 if hw {
-                    SingleThreadStopReason::HwBreak(())
+                    MultiThreadStopReason::HwBreak(tid)
                 } else {
-                    SingleThreadStopReason::SwBreak(())
+                    MultiThreadStopReason::SwBreak(tid)
                 }
             }
-            StopReason::Watchpoint { addr, kind } => SingleThreadStopReason::Watch {
-                tid: (),
+            StopReason::Watchpoint { addr, kind } => MultiThreadStopReason::Watch {
+                tid,
                 kind: match kind {
                     WatchKind::Write => GdbWatchKind::Write,
                     WatchKind::Read => GdbWatchKind::Read,
@@ -258,11 +314,32 @@ impl Bridge {
                 },
                 addr: addr as u32,
             },
-            StopReason::Step => SingleThreadStopReason::DoneStep,
-            StopReason::Halted => SingleThreadStopReason::Signal(Signal::SIGINT),
-            StopReason::Signal(s) => SingleThreadStopReason::Signal(Signal(s)),
-            StopReason::Exited(code) => SingleThreadStopReason::Exited(code as u8),
-            StopReason::Terminated(s) => SingleThreadStopReason::Terminated(Signal(s)),
+            StopReason::Step if multi => signal(Signal::SIGTRAP),
+            StopReason::Step => MultiThreadStopReason::DoneStep,
+            StopReason::Halted => signal(Signal::SIGINT),
+            StopReason::Signal(s) => signal(Signal(s)),
+            StopReason::Exited(code) => MultiThreadStopReason::Exited(code as u8),
+            StopReason::Terminated(s) => MultiThreadStopReason::Terminated(Signal(s)),
         }
     }
+}
+
+/// The threads of a FreeRTOS kernel in `symbols`, telling the server's user what it found.
+fn threads_for(symbols: &Symbols, events: Option<&EventSink>) -> Option<Threads> {
+    if !memlife_rtos::FreeRtos::present(symbols) {
+        return None;
+    }
+    let threads = Threads::detect(symbols);
+    let event = match &threads {
+        Ok(t) => ServeEvent::RtosThreads {
+            served: true,
+            detail: t.kernel.port().evidence.clone(),
+        },
+        Err(e) => ServeEvent::RtosThreads {
+            served: false,
+            detail: e.to_string(),
+        },
+    };
+    crate::event::emit(events, event);
+    threads.ok()
 }

@@ -13,8 +13,10 @@
 //! It also answers LLDB's `qHostInfo` and `qWatchpointSupportInfo` before gdbstub sees them:
 //! gdbstub's `qHostInfo` has no `watchpoint_exceptions_received` key and it has no
 //! `qWatchpointSupportInfo`, and without both LLDB reports a write watchpoint's old value as the
-//! new one when the stop comes before the store. Every other packet, and every packet of
-//! gdb-multiarch (which sends neither), goes to gdbstub byte for byte.
+//! new one when the stop comes before the store. When a FreeRTOS firmware's tasks are served as
+//! threads it answers `qC` (the thread that runs), which gdbstub answers only in extended mode.
+//! Every other packet goes to gdbstub byte for byte, and so does every packet of a client to a
+//! server that answers none of these (gdb-multiarch sends neither LLDB packet).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -27,6 +29,7 @@ use std::time::{Duration, Instant};
 use gdbstub::conn::{Connection, ConnectionExt};
 
 use crate::guard::{ClientSignal, ClientSignals};
+use crate::threads::CurrentThread;
 
 /// The most a packet may take from `$` to its checksum.
 pub const PACKET_DEADLINE: Duration = Duration::from_secs(10);
@@ -166,6 +169,10 @@ pub struct ClientConn {
     connected: Instant,
     /// The client sent a whole packet: no handshake deadline any more.
     greeted: bool,
+    /// The thread that runs, when threads are served (`qC`).
+    threads: Option<CurrentThread>,
+    /// The client offered `multiprocess+`: thread ids go out as `p1.TID`, as gdbstub writes them.
+    multiprocess: bool,
 }
 
 impl ClientConn {
@@ -187,7 +194,19 @@ impl ClientConn {
             unacked: None,
             connected,
             greeted: false,
+            threads: None,
+            multiprocess: false,
         }
+    }
+
+    /// Answers `qC` with the thread that runs (a FreeRTOS firmware's tasks served as threads).
+    pub(crate) fn answer_threads(&mut self, current: CurrentThread) {
+        self.threads = Some(current);
+    }
+
+    /// Whether memlife answers some packets itself (else every byte goes to gdbstub as read).
+    fn answers_any(&self) -> bool {
+        self.watch_stops != WatchStops::Unknown || self.threads.is_some()
     }
 
     /// The next byte from the client (or the one `peek` kept), tracked for the deadline.
@@ -234,7 +253,7 @@ impl ClientConn {
 
     /// memlife's reply to a whole packet `raw` (`$body#cc`), when it is one memlife answers and
     /// its checksum is right (a bad one goes to gdbstub, which asks for it again).
-    fn own_reply(&self, raw: &[u8]) -> Option<String> {
+    fn own_reply(&mut self, raw: &[u8]) -> Option<String> {
         if self.frame != Frame::Idle || raw.len() < 4 || raw[raw.len() - 3] != b'#' {
             return None;
         }
@@ -244,6 +263,16 @@ impl ClientConn {
             .and_then(|h| u8::from_str_radix(h, 16).ok())?;
         if body.iter().fold(0u8, |a, &b| a.wrapping_add(b)) != sum {
             return None;
+        }
+        if body.starts_with(b"qSupported") {
+            self.multiprocess = body
+                .split(|&b| b == b';' || b == b':')
+                .any(|f| f == b"multiprocess+");
+        }
+        if body == b"qC" {
+            let tid = self.threads.as_ref()?.get()?;
+            let pid = if self.multiprocess { "p1." } else { "" };
+            return Some(format!("QC{pid}{:x}", tid.get()));
         }
         self.watch_stops.answer(body)
     }
@@ -350,7 +379,7 @@ impl ConnectionExt for ClientConn {
                     _ => {}
                 }
             }
-            if b != b'$' || self.watch_stops == WatchStops::Unknown {
+            if b != b'$' || !self.answers_any() {
                 return Ok(b);
             }
             let raw = self.read_packet()?;
@@ -608,6 +637,48 @@ mod tests {
         assert_eq!(take(&mut c, 19), b"$QStartNoAckMode#b0");
         assert_eq!(take(&mut c, 13), b"$qHostInfo#00");
         assert_eq!(replies(&mut client, 10), "$num:4;#f9");
+    }
+
+    fn packet(body: &str) -> Vec<u8> {
+        frame_reply(body)
+    }
+
+    /// With threads served, `qC` names the thread that runs, as `p1.TID` once the client offered
+    /// `multiprocess+` (gdb), plain otherwise (the first client's packets pass through whole);
+    /// before the thread is known, and without threads, `qC` goes to gdbstub.
+    #[test]
+    fn qc_names_the_thread_that_runs() {
+        let (mut c, mut client) = pair(WatchStops::Unknown);
+        let current = CurrentThread::default();
+        c.answer_threads(current.clone());
+        Write::write_all(&mut client, &packet("QStartNoAckMode")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(take(&mut c, 19), packet("QStartNoAckMode"));
+        Write::write_all(&mut client, &packet("qC")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(take(&mut c, 6), packet("qC"), "not known yet");
+        current.set(std::num::NonZeroUsize::new(0x2000_1318));
+        Write::write_all(&mut client, &packet("qC")).unwrap_or_else(|e| panic!("{e}"));
+        let supported = packet("qSupported:multiprocess+;swbreak+");
+        Write::write_all(&mut client, &supported).unwrap_or_else(|e| panic!("{e}"));
+        Write::write_all(&mut client, &packet("qC")).unwrap_or_else(|e| panic!("{e}"));
+        Write::write_all(&mut client, &packet("g")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(take(&mut c, supported.len()), supported);
+        assert_eq!(take(&mut c, 5), packet("g"));
+        let plain = packet("QC20001318");
+        let multi = packet("QCp1.20001318");
+        let both = replies(&mut client, plain.len() + multi.len());
+        assert_eq!(
+            both.as_bytes(),
+            [plain, multi].concat(),
+            "no-ack mode: the replies alone"
+        );
+
+        let (mut c, mut client) = pair(WatchStops::Unknown);
+        Write::write_all(&mut client, &packet("qC")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            take(&mut c, 6),
+            packet("qC"),
+            "no threads: gdbstub's answer"
+        );
     }
 
     #[test]

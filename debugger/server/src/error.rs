@@ -52,6 +52,15 @@ pub enum ServeError {
         #[source]
         source: memlife_heap::HeapError,
     },
+    /// The FreeRTOS tasks could not be read.
+    #[error("{context}")]
+    Rtos {
+        /// What memlife was doing.
+        context: String,
+        /// Why.
+        #[source]
+        source: memlife_rtos::RtosError,
+    },
     /// `monitor audit` could not start the audit engine.
     #[error("{context}")]
     Audit {

@@ -105,6 +105,20 @@ pub enum ServeEvent {
         /// The backend's words.
         error: String,
     },
+    /// The ELF has a FreeRTOS kernel: whether its tasks are served as gdb threads (told once,
+    /// when the server starts).
+    RtosThreads {
+        /// They are.
+        served: bool,
+        /// How the port was recognised, or why the tasks cannot be read.
+        detail: String,
+    },
+    /// A client wrote registers of a task that is not running: refused (gdb only says it
+    /// could not write them).
+    RegisterWriteRefused {
+        /// The task's thread, as gdb lists it.
+        thread: String,
+    },
 }
 
 /// The sentence that says how the firmware ended.
@@ -170,6 +184,22 @@ impl std::fmt::Display for ServeEvent {
             ServeEvent::BreakpointRefused { addr, error } => {
                 write!(f, "breakpoint at {addr:#010x} refused: {error}")
             }
+            ServeEvent::RtosThreads {
+                served: true,
+                detail,
+            } => write!(f, "FreeRTOS tasks are served as gdb threads ({detail})"),
+            ServeEvent::RtosThreads {
+                served: false,
+                detail,
+            } => write!(
+                f,
+                "FreeRTOS found, but its tasks are not served as threads: {detail}"
+            ),
+            ServeEvent::RegisterWriteRefused { thread } => write!(
+                f,
+                "register write to {thread} refused: the task is not running, its registers \
+                 are the copy its port saved on its stack (write that memory to change them)"
+            ),
         }
     }
 }

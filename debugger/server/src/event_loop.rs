@@ -4,13 +4,11 @@
 
 use std::time::Duration;
 
-use gdbstub::common::Signal;
 use gdbstub::conn::ConnectionExt;
-use gdbstub::stub::SingleThreadStopReason;
 use gdbstub::stub::run_blocking::{BlockingEventLoop, Event, WaitForStopReasonError};
 use memlife_core::{StopReason, TargetError, interrupt};
 
-use crate::bridge::Bridge;
+use crate::bridge::{Bridge, StopReport};
 use crate::client::SharedConn;
 use crate::error::{Capability, Context, ServeError};
 
@@ -18,8 +16,7 @@ use crate::error::{Capability, Context, ServeError};
 const POLL: Duration = Duration::from_millis(10);
 
 /// What the wait gives gdbstub, or why it failed.
-type Waited =
-    Result<Event<SingleThreadStopReason<u32>>, WaitForStopReasonError<ServeError, std::io::Error>>;
+type Waited = Result<Event<StopReport>, WaitForStopReasonError<ServeError, std::io::Error>>;
 
 /// The blocking event loop.
 pub enum EventLoop {}
@@ -29,7 +26,7 @@ impl EventLoop {
     /// already known (a single step, the firmware's end), else one the backend has at once (a
     /// fake target's scripted stop, memlife's dump-on stops handled on the way), else the
     /// target halted now.
-    pub(crate) fn stop_now(target: &mut Bridge) -> Option<SingleThreadStopReason<u32>> {
+    pub(crate) fn stop_now(target: &mut Bridge) -> Option<StopReport> {
         if let Some(stop) = target.pending.take() {
             return Some(target.translate(stop));
         }
@@ -61,7 +58,7 @@ fn client_byte(conn: &mut SharedConn) -> Result<Option<u8>, std::io::Error> {
 impl BlockingEventLoop for EventLoop {
     type Target = Bridge;
     type Connection = SharedConn;
-    type StopReason = SingleThreadStopReason<u32>;
+    type StopReason = StopReport;
 
     fn wait_for_stop_reason(target: &mut Bridge, conn: &mut SharedConn) -> Waited {
         loop {
@@ -82,15 +79,13 @@ impl BlockingEventLoop for EventLoop {
         }
     }
 
-    fn on_interrupt(
-        target: &mut Bridge,
-    ) -> Result<Option<SingleThreadStopReason<u32>>, ServeError> {
+    fn on_interrupt(target: &mut Bridge) -> Result<Option<StopReport>, ServeError> {
         target.stepping = false;
         if let Some(how) = &target.ended {
             return Ok(Some(target.translate(*how)));
         }
         let Some(c) = target.target.control() else {
-            return Ok(Some(SingleThreadStopReason::Signal(Signal::SIGINT)));
+            return Ok(Some(target.translate(StopReason::Halted)));
         };
         let reason = if c.is_halted() {
             StopReason::Halted
@@ -108,7 +103,7 @@ enum Backend {
     /// One of memlife's own stops (dump-on), handled and continued.
     Continued,
     /// A stop gdb must hear of.
-    Stopped(SingleThreadStopReason<u32>),
+    Stopped(StopReport),
 }
 
 /// One short wait (`wait`) on the running backend.

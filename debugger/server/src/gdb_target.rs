@@ -1,6 +1,8 @@
 //! gdbstub's traits over the [`Bridge`]: registers, memory, resume and step, breakpoints and
-//! watchpoints, monitor commands. A backend error that ends the link ends the session; any
-//! other is gdb's ordinary "cannot do that" (`E` reply).
+//! watchpoints, monitor commands, for the core as one thread (a FreeRTOS firmware's threads
+//! are in `gdb_threads`, over the same memory, run control and breakpoints). A backend error
+//! that ends the link ends the session; any other is gdb's ordinary "cannot do that" (`E`
+//! reply).
 
 use gdbstub::common::Signal;
 use gdbstub::target::ext::base::BaseOps;
@@ -22,7 +24,7 @@ use crate::bridge::{Bridge, GdbWatchpoint};
 use crate::error::{Capability, Context, ServeError};
 use crate::event::ServeEvent;
 
-fn fatal_or_not(e: memlife_core::TargetError) -> GdbTargetError<ServeError> {
+pub(crate) fn fatal_or_not(e: memlife_core::TargetError) -> GdbTargetError<ServeError> {
     match e.kind() {
         ErrorKind::Transport | ErrorKind::Gone => GdbTargetError::Fatal(ServeError::Target {
             context: "the target failed".into(),
@@ -82,7 +84,11 @@ impl gdbstub::target::Target for Bridge {
     type Error = ServeError;
 
     fn base_ops(&mut self) -> BaseOps<'_, CortexM, ServeError> {
-        BaseOps::SingleThread(self)
+        if self.threads.is_some() {
+            BaseOps::MultiThread(self)
+        } else {
+            BaseOps::SingleThread(self)
+        }
     }
 
     fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
@@ -94,58 +100,56 @@ impl gdbstub::target::Target for Bridge {
     }
 }
 
-impl SingleThreadBase for Bridge {
-    fn read_registers(&mut self, regs: &mut CortexMRegs) -> TargetResult<(), Self> {
+impl Bridge {
+    /// The core's registers as the one thread (zeros once the firmware ended: gdb gives up the
+    /// connection when `g` fails, and every monitor command says what happened).
+    pub(crate) fn core_registers(&mut self) -> TargetResult<CoreRegisters, Self> {
         if self.ended.is_some() {
-            // Nothing to read, but gdb gives up the connection when `g` fails: zeros, and
-            // every monitor command says what happened.
-            regs.0 = CoreRegisters::default();
-            return Ok(());
+            return Ok(CoreRegisters::default());
         }
         self.ensure_halted().map_err(fatal_or_not)?;
-        regs.0 = CoreRegisters::read(self.target.as_mut()).map_err(fatal_or_not)?;
-        Ok(())
+        CoreRegisters::read(self.target.as_mut()).map_err(fatal_or_not)
     }
 
-    fn write_registers(&mut self, regs: &CortexMRegs) -> TargetResult<(), Self> {
-        let mut now = CortexMRegs::default();
-        self.read_registers(&mut now)?;
-        regs.0
-            .write_changed(self.target.as_mut(), &now.0)
+    /// Writes the registers that differ from `now` (what the client was shown).
+    pub(crate) fn write_core_registers(
+        &mut self,
+        regs: &CoreRegisters,
+        now: &CoreRegisters,
+    ) -> TargetResult<(), Self> {
+        self.forget_stop();
+        regs.write_changed(self.target.as_mut(), now)
             .map_err(fatal_or_not)
     }
 
-    /// A read that runs past the end of readable memory gives gdb the bytes before it (gdb asks
-    /// for the rest and then names the first address it cannot read).
-    fn read_addrs(&mut self, start_addr: u32, data: &mut [u8]) -> TargetResult<usize, Self> {
+    /// Memory as gdb reads it. A read that runs past the end of readable memory gives the bytes
+    /// before it (gdb asks for the rest and then names the first address it cannot read).
+    pub(crate) fn read_memory(&mut self, start: u32, data: &mut [u8]) -> TargetResult<usize, Self> {
         if self.ended.is_some() {
             return Err(GdbTargetError::NonFatal);
         }
         self.ensure_halted().map_err(fatal_or_not)?;
-        memlife_core::memory::read_available(self.target.as_memory(), u64::from(start_addr), data)
+        memlife_core::memory::read_available(self.target.as_memory(), u64::from(start), data)
             .map_err(fatal_or_not)
     }
 
-    fn write_addrs(&mut self, start_addr: u32, data: &[u8]) -> TargetResult<(), Self> {
+    pub(crate) fn write_memory(&mut self, start: u32, data: &[u8]) -> TargetResult<(), Self> {
         if self.ended.is_some() {
             return Err(GdbTargetError::NonFatal);
         }
         self.ensure_halted().map_err(fatal_or_not)?;
+        self.forget_stop();
         let Some(w) = self.target.memory_write() else {
             return Err(GdbTargetError::NonFatal);
         };
-        w.write(u64::from(start_addr), data).map_err(fatal_or_not)
+        w.write(u64::from(start), data).map_err(fatal_or_not)
     }
 
-    fn support_resume(&mut self) -> Option<SingleThreadResumeOps<'_, Self>> {
-        Some(self)
-    }
-}
-
-impl SingleThreadResume for Bridge {
-    fn resume(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
+    /// Lets the core run (gdb's continue, whichever thread it names).
+    pub(crate) fn resume_core(&mut self) -> Result<(), ServeError> {
         self.pending = None;
         self.stepping = false;
+        self.forget_stop();
         if let Some(how) = &self.ended {
             // Nothing runs: gdb hears at once how the firmware ended.
             self.pending = Some(*how);
@@ -161,18 +165,14 @@ impl SingleThreadResume for Bridge {
         Ok(())
     }
 
-    fn support_single_step(&mut self) -> Option<SingleThreadSingleStepOps<'_, Self>> {
-        Some(self)
-    }
-}
-
-impl SingleThreadSingleStep for Bridge {
-    fn step(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
+    /// Steps the core one instruction (gdb's step, whichever thread it names).
+    pub(crate) fn step_core(&mut self) -> Result<(), ServeError> {
         if let Some(how) = &self.ended {
             self.pending = Some(*how);
             return Ok(());
         }
         self.ensure_halted().context("halting the target")?;
+        self.forget_stop();
         let c = self
             .target
             .control()
@@ -181,6 +181,46 @@ impl SingleThreadSingleStep for Bridge {
         self.pending = Some(stop);
         self.stepping = true;
         Ok(())
+    }
+}
+
+impl SingleThreadBase for Bridge {
+    fn read_registers(&mut self, regs: &mut CortexMRegs) -> TargetResult<(), Self> {
+        regs.0 = self.core_registers()?;
+        Ok(())
+    }
+
+    fn write_registers(&mut self, regs: &CortexMRegs) -> TargetResult<(), Self> {
+        let now = self.core_registers()?;
+        self.write_core_registers(&regs.0, &now)
+    }
+
+    fn read_addrs(&mut self, start_addr: u32, data: &mut [u8]) -> TargetResult<usize, Self> {
+        self.read_memory(start_addr, data)
+    }
+
+    fn write_addrs(&mut self, start_addr: u32, data: &[u8]) -> TargetResult<(), Self> {
+        self.write_memory(start_addr, data)
+    }
+
+    fn support_resume(&mut self) -> Option<SingleThreadResumeOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SingleThreadResume for Bridge {
+    fn resume(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
+        self.resume_core()
+    }
+
+    fn support_single_step(&mut self) -> Option<SingleThreadSingleStepOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SingleThreadSingleStep for Bridge {
+    fn step(&mut self, _signal: Option<Signal>) -> Result<(), ServeError> {
+        self.step_core()
     }
 }
 

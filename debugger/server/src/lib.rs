@@ -3,9 +3,10 @@
 //! gdb (gdb-multiarch) connects to memlife as it would to OpenOCD or QEMU; memlife forwards
 //! memory, registers, run control, breakpoints and watchpoints to the backend it holds (QEMU's
 //! gdbstub, OpenOCD, a probe server) and adds heap views as `monitor` commands, computed with
-//! memlife's own bulk reads rather than gdb's `m` packets. Clients come one after the other on
-//! one listener (the next ones wait in a short line); the backend stays connected until the
-//! server ends.
+//! memlife's own bulk reads rather than gdb's `m` packets. A FreeRTOS firmware's tasks are gdb
+//! threads (`info threads`, `thread N`, `bt` in any task; see `threads`). Clients come one
+//! after the other on one listener (the next ones wait in a short line); the backend stays
+//! connected until the server ends.
 //!
 //! ```no_run
 //! use memlife_server::{Listener, ServeOptions, serve};
@@ -29,6 +30,10 @@
 //!   a bound on a packet's size, and LLDB's watchpoint questions answered.
 //! - `bridge`: the [`Bridge`], the backend with what gdb and memlife asked of it.
 //! - `gdb_target`: gdbstub's traits over the bridge; `event_loop`: waiting for stops.
+//! - `threads`: a FreeRTOS firmware's tasks as gdb threads (ids, extra info, each task's
+//!   registers, the task-exit return address shown as 0); `gdb_threads`: gdbstub's
+//!   multi-thread traits over them.
+//! - `tasks`: `monitor tasks`, every task as `memlife tasks` prints it.
 //! - `arch`: the Cortex-M architecture gdbstub lacks (m-profile registers, target.xml).
 //! - [`monitor`]: the `monitor` commands, [`MonitorCommand`] parsed from one table with the help.
 //! - `dumps`: `monitor dump` and `dump-on` (bounded, ended when their client leaves); `dump_on`:
@@ -55,6 +60,7 @@ pub mod error;
 pub mod event;
 mod event_loop;
 mod gdb_target;
+mod gdb_threads;
 mod guard;
 pub mod heap;
 pub mod lobby;
@@ -64,6 +70,8 @@ mod place_error;
 pub mod places;
 pub mod replay;
 mod sessions;
+mod tasks;
+mod threads;
 
 use memlife_core::Target;
 use memlife_dwarf::Symbols;

@@ -25,7 +25,8 @@ pub const DEFAULT_MAX_DUMPS: u32 = 100;
 pub const DEFAULT_AUDIT_DEADLINE: Duration = Duration::from_secs(600);
 
 /// How a server runs. `ServeOptions::default()` is a server in the working directory that
-/// prints nothing, cannot restart an ended backend, and has the default limits.
+/// prints nothing, cannot restart an ended backend, has the default limits, and serves a
+/// FreeRTOS firmware's tasks as threads.
 pub struct ServeOptions {
     /// The firmware ELF's path, for the facts of `monitor report`.
     pub firmware: Option<PathBuf>,
@@ -46,6 +47,9 @@ pub struct ServeOptions {
     pub link: LinkState,
     /// How `monitor audit` uses the target's debug hardware.
     pub tuning: EngineTuning,
+    /// Serve a FreeRTOS firmware's tasks as gdb threads (on unless set; without a kernel the
+    /// core is the one thread either way).
+    pub threads: bool,
 }
 
 impl Default for ServeOptions {
@@ -60,6 +64,7 @@ impl Default for ServeOptions {
             events: None,
             link: LinkState::default(),
             tuning: EngineTuning::default(),
+            threads: true,
         }
     }
 }
@@ -76,6 +81,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("events", &self.events.is_some())
             .field("link", &self.link)
             .field("tuning", &self.tuning)
+            .field("threads", &self.threads)
             .finish()
     }
 }

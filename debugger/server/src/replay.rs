@@ -189,7 +189,7 @@ mod tests {
         assert!(reply.contains("<target"), "{reply}");
         // The read after the failed resume: the snapshot's bytes (run-length encoded).
         let last = reply.rsplit('$').next().unwrap();
-        let hex = unrle(last.split('#').next().unwrap());
+        let hex = crate::tests::unrle(last.split('#').next().unwrap());
         let mut snap = memlife_core::Snapshot::load(
             &memlife_testkit::firmware::repo()
                 .join("debugger/heap/testdata/heap4-fragmentation.mlsnap"),
@@ -201,21 +201,5 @@ mod tests {
             .map(|b| format!("{b:02x}"))
             .collect();
         assert_eq!(hex, want, "{reply}");
-    }
-
-    /// gdb's run-length encoding undone: `X*N` is X and N - 29 more of it.
-    fn unrle(s: &str) -> String {
-        let mut out = String::new();
-        let mut chars = s.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '*' {
-                let n = chars.next().map_or(0, |n| n as usize - 29);
-                let last = out.chars().last().unwrap();
-                out.extend(std::iter::repeat_n(last, n));
-            } else {
-                out.push(c);
-            }
-        }
-        out
     }
 }

@@ -60,11 +60,11 @@ fn session(bridge: &mut Bridge, arrival: Arrival) -> Result<Next> {
     }
     // A fixed buffer: a packet longer than it ends the session instead of growing memory.
     let mut buffer = vec![0u8; client::MAX_PACKET];
-    let conn = SharedConn::new(ClientConn::with_watch_stops(
-        arrival.stream,
-        bridge.watch_stops,
-        arrival.at,
-    ));
+    let mut client = ClientConn::with_watch_stops(arrival.stream, bridge.watch_stops, arrival.at);
+    if let Some(current) = bridge.current_thread() {
+        client.answer_threads(current);
+    }
+    let conn = SharedConn::new(client);
     bridge.client = Some(Rc::new(conn.clone()));
     let stub = GdbStub::builder(conn)
         .with_packet_buffer(&mut buffer)

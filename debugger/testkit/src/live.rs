@@ -32,6 +32,8 @@ pub struct State {
     pub mem: Snapshot,
     /// Registers by gdb number (r0..r15, xpsr at 25).
     pub regs: [u64; 26],
+    /// More registers by name, listed after those by `read_all_registers` (a probe's `psp`).
+    pub named: Vec<(String, u64)>,
     /// The script still to run.
     pub script: VecDeque<Run>,
     /// The core runs.
@@ -171,10 +173,12 @@ impl Registers for LiveTarget {
     }
 
     fn read_all_registers(&mut self) -> Result<Vec<(String, u64)>> {
-        let regs = self.state.borrow().regs;
+        let s = self.state.borrow();
+        let regs = s.regs;
         Ok((0..16)
             .map(|i| (format!("r{i}"), regs[i]))
             .chain([("xpsr".to_string(), regs[usize::from(cortex_m::GDB_XPSR)])])
+            .chain(s.named.iter().cloned())
             .collect())
     }
 }

@@ -72,6 +72,7 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
         // The same walk choices as `memlife heap`, for `monitor heap` and `monitor audit` alike.
         link: super::environment::link(args.walk, &env),
         tuning: env.tuning,
+        threads: !args.no_threads,
     };
     let served = memlife_server::serve(&listener, target, symbols, options);
     session.give_back(served.target);

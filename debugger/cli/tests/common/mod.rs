@@ -21,6 +21,7 @@ pub const SCENARIOS: &[&str] = &[
 ];
 
 pub mod browser;
+pub mod serve;
 
 pub use memlife_testkit::firmware::repo;
 pub use memlife_testkit::process::{

@@ -30,6 +30,8 @@ pub enum MonitorCommand {
     Heap(HeapView),
     /// `allocator`: the allocator detected and its entry points.
     Allocator,
+    /// `tasks`: every FreeRTOS task, as `memlife tasks` prints it.
+    Tasks,
     /// `dump [PATH]`.
     Dump {
         /// Under the dump directory; `None`: `memlife-dump-N.json`.
@@ -153,6 +155,13 @@ pub const COMMANDS: &[Spec] = &[
         optional: None,
         help: &["the allocator memlife detected and its entry points"],
         build: |_| MonitorCommand::Allocator,
+    },
+    Spec {
+        words: "tasks",
+        required: &[],
+        optional: None,
+        help: &["every FreeRTOS task (as `memlife tasks` prints it)"],
+        build: |_| MonitorCommand::Tasks,
     },
     Spec {
         words: "dump",
@@ -385,6 +394,12 @@ mod tests {
     }
 
     #[test]
+    fn valid_tasks() {
+        assert_eq!(parse("tasks"), Ok(MonitorCommand::Tasks));
+        assert_eq!(parse(" tasks\t"), Ok(MonitorCommand::Tasks));
+    }
+
+    #[test]
     fn valid_dump() {
         assert_eq!(parse("dump"), Ok(MonitorCommand::Dump { path: None }));
         assert_eq!(
@@ -493,6 +508,7 @@ mod tests {
             "heap blocks json",
             "heap foo",
             "allocator x",
+            "tasks json",
             "dump a b",
             "dump-on f p extra",
             "dump-off f g",

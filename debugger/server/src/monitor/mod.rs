@@ -163,7 +163,10 @@ impl Bridge {
         {
             return Ok(msg);
         }
-        self.run(command)
+        let out = self.run(command);
+        // A command may have run or reset the target: the stop's threads are read again.
+        self.forget_stop();
+        out
     }
 
     /// Runs a parsed command.
@@ -176,6 +179,7 @@ impl Bridge {
             }
             MonitorCommand::Heap(HeapView::Json) => Ok(format!("{:#}\n", self.walk()?.json)),
             MonitorCommand::Allocator => self.allocator(),
+            MonitorCommand::Tasks => self.tasks_table(),
             MonitorCommand::Dump { path } => self.dump(path),
             MonitorCommand::DumpOn { symbol, path } => self.dump_on_symbol(&symbol, path),
             MonitorCommand::DumpOff { symbol } => self.dump_off_symbol(&symbol),

@@ -7,6 +7,7 @@
 mod audit_guard;
 mod bridge;
 mod monitor;
+mod threads;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -95,4 +96,20 @@ pub(crate) fn symbols() -> Symbols {
 /// A function's entry in the fixture.
 pub(crate) fn entry(name: &str) -> u64 {
     symbols().function(name).unwrap().0
+}
+
+/// gdb's run-length encoding undone: `X*N` is X and N - 29 more of it.
+pub(crate) fn unrle(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '*' {
+            let n = chars.next().map_or(0, |n| (n as usize).saturating_sub(29));
+            let last = out.chars().last().unwrap_or('0');
+            out.extend(std::iter::repeat_n(last, n));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -70,6 +70,10 @@ fn commands_that_cannot_be_done_say_why() {
         ("report r", "no audit has run in this session"),
         ("no_such_cmd", "unknown monitor command `no_such_cmd`"),
         ("dump-on", "`dump-on` needs SYMBOL"),
+        (
+            "tasks",
+            "no FreeRTOS tasks to read: no FreeRTOS kernel found in the ELF",
+        ),
         ("heap json please", "is one too many"),
     ] {
         let e = b.monitor(line).unwrap_err();
