@@ -12,7 +12,9 @@
 //! tables are built by `addr2line` on first use.
 //!
 //! # Layout
-//! - `error`: [`SymbolError`], why loading failed.
+//! - `symbols`: [`Symbols`], the loaded image and the questions it answers directly;
+//!   [`FunctionLookup`].
+//! - `error`: [`SymbolError`], why loading failed, and the crate's [`Result`].
 //! - `elf`: the one parse of the file: symbol table ([`ElfSymbol`]), function index, sections,
 //!   the processor ([`Machine`]).
 //! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, C++ base classes
@@ -21,7 +23,9 @@
 //! - `source`: pc → function, file and line through `addr2line`, and a line table's rows.
 //! - [`location`]: where to stop as users write it: a function, `FILE:LINE` or `*ADDR`; the
 //!   places an inlined function was inlined into.
-//! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Unwinder`], [`Frame`]).
+//! - [`unwind`]: call-stack unwinding through DWARF CFI ([`Backtrace`], [`Frame`]); `cfi`: the
+//!   CFI sections of one image ([`Unwinder`]); `task_exit`: the RTOS task-exit traps where a
+//!   walk ends.
 //! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
 
 mod cfi;

@@ -6,7 +6,8 @@
 //! a float is in `s0` under the hard-float ABI: neither is read from `r0`, and the result says
 //! why instead of guessing.
 
-use super::{Value, decode};
+use super::decode::decode;
+use super::model::Value;
 use crate::Symbols;
 use crate::types::{BaseEncoding, Type, TypeId, TypeTable};
 
