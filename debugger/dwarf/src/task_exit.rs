@@ -8,7 +8,7 @@ use crate::elf::{ElfSymbol, SymbolKind};
 /// returns lands in them; no code calls them. FreeRTOS's Cortex-M ports put `prvTaskExitError`
 /// in a new task's `lr` (`portTASK_RETURN_ADDRESS`, unless the firmware sets
 /// `configTASK_RETURN_ADDRESS`). A return address at one of them ends the walk at the task's
-/// entry function ([`UnwindEnd::TaskEntry`]): read as a call, it would be looked up two bytes
+/// entry function ([`UnwindEnd::TaskEntry`](crate::UnwindEnd::TaskEntry)): read as a call, it would be looked up two bytes
 /// before the trap, in whatever function the linker put there (`xPortPendSVHandler` in the
 /// Cortex-M3 port's own order), a frame that never was.
 pub const TASK_EXIT_TRAPS: &[&str] = &["prvTaskExitError"];

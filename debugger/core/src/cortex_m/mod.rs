@@ -3,7 +3,7 @@
 //! unwinder and the audit engine). No dependencies beyond this crate's.
 //!
 //! Register numbering, three ways:
-//! - by role ([`Register`]): analysis code says "the stack pointer", not "r13";
+//! - by role ([`Register`](crate::Register)): analysis code says "the stack pointer", not "r13";
 //! - GDB's, from the `org.gnu.gdb.arm.m-profile` target description ([`GDB_TARGET_XML`]):
 //!   r0..r12 are 0..12, sp 13, lr 14, pc 15, and xPSR 25 (16..24 are the old FPA registers
 //!   gdb keeps the numbers of). memlife's backends and its GDB server speak this numbering;
