@@ -18,6 +18,9 @@
 //! - [`commands`]: one module per subcommand (`serve` runs the GDB server of `memlife-server`).
 
 mod boards;
+// The doc comments of the clap arguments are `--help`'s text, where `[diff]` names a
+// memlife.toml table, not a Rust item.
+#[allow(rustdoc::broken_intra_doc_links)]
 mod cli;
 mod commands;
 mod outputs;
