@@ -40,6 +40,8 @@
 //! - `figures`: saturating arithmetic on figures read from the target.
 //! - [`error`]: [`AuditError`], what ends an audit.
 
+#![deny(missing_docs)]
+
 pub mod buffers;
 pub mod composition;
 pub mod config;

@@ -22,6 +22,8 @@
 //! - [`input`]: reading the files users name: regular files only, of a bounded size.
 //! - [`text`]: strings from files and targets made safe for a terminal and for XML.
 
+#![deny(missing_docs)]
+
 pub mod breakpoints;
 pub mod control;
 pub mod cortex_m;

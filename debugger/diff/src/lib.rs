@@ -22,6 +22,8 @@
 //! - `error`: [`DiffError`], why two reports could not be compared.
 //! - [`text`]: terminal table and markdown.
 
+#![deny(missing_docs)]
+
 pub mod budgets;
 pub mod compare;
 mod error;

@@ -28,6 +28,8 @@
 //!   walk ends.
 //! - [`value`]: typed reads of globals into [`Value`]s for scripts and reports.
 
+#![deny(missing_docs)]
+
 mod cfi;
 pub mod demangle;
 mod elf;

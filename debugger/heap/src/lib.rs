@@ -31,6 +31,8 @@
 //! - `walkers`: one module per allocator (`freertos` covers heap_4 and heap_5, `nano`,
 //!   `dlmalloc`, `tlsf` the ESP-IDF heap with its several regions, see [`HeapRegion`]).
 
+#![deny(missing_docs)]
+
 pub mod api;
 mod context;
 pub mod detect;

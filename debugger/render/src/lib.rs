@@ -38,7 +38,7 @@
 //!   [`write_atomic`]).
 //! - `error`: [`ReportError`].
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod charts;
 pub mod diff;

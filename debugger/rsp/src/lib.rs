@@ -42,7 +42,7 @@
 //! - `spawn`: [`spawn_dying_with_parent`], a child the kernel signals when its starting thread
 //!   ends (QEMU, a wide run's memlife children).
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod client;
 mod conn;

@@ -31,6 +31,8 @@
 //! - `testing` (feature `testing`, and this crate's own tests): a synthetic kernel in fake RAM
 //!   for the tests of code that reads tasks (this crate's, `memlife serve`'s threads).
 
+#![deny(missing_docs)]
+
 pub mod anomaly;
 mod current;
 mod error;

@@ -16,6 +16,7 @@
 //! - [`rsp`]: scripted GDB servers on loopback: the exact bytes a client must send, and what
 //!   the server answers.
 
+#![deny(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::panic, clippy::expect_used)]
 
 pub mod cross_elf;

@@ -66,6 +66,8 @@
 //! - `ram`: the memory a reading looks at (containers read whole, ELF constants, budgeted pages).
 //! - [`render`]: the text section, the JSON `arenas[]` and `firmware_view.tflm`.
 
+#![deny(missing_docs)]
+
 mod arena;
 mod error;
 mod flatbuffer;
