@@ -13,6 +13,19 @@
 //! reports with no phase role, or no phase function and no site function, in common are
 //! refused ([`DiffError::Unrelated`]).
 //!
+//! ```no_run
+//! use memlife_diff::{Budgets, diff, parse, text};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let base = parse(&std::fs::read("base.json")?, "BASE")?;
+//! let head = parse(&std::fs::read("head.json")?, "HEAD")?;
+//! let d = diff(&base, &head, ("BASE", "HEAD"), &Budgets::default())?;
+//! print!("{}", text::table(&d, false));
+//! println!("{:?}", d.verdict);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - [`read`]: the audit JSON reports, read and refused when there is nothing to compare.
 //! - [`figures`]: the figures of one report, under keys that align.

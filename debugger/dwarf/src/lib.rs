@@ -11,6 +11,25 @@
 //! collected eagerly into plain tables (firmware images are small; a few milliseconds); line
 //! tables are built by `addr2line` on first use.
 //!
+//! ```no_run
+//! use std::path::Path;
+//! use memlife_dwarf::{Symbols, read_variable};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let symbols = Symbols::load(Path::new("fw.elf"))?;
+//! if let Some((addr, size)) = symbols.static_location("xStart", &["heap_4.c"]) {
+//!     println!("xStart at {addr:#010x}, {size:?} bytes");
+//! }
+//! for frame in symbols.locate(0x0800_0124) {
+//!     println!("{:?} {:?}:{:?}", frame.function, frame.file, frame.line);
+//! }
+//! // A global's value, decoded by its DWARF type, from any memlife_core::Memory.
+//! let mut snap = memlife_core::Snapshot::load(Path::new("fw.snap"))?;
+//! println!("{}", read_variable(&symbols, &mut snap, "xFreeBytesRemaining")?.to_json());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - `symbols`: [`Symbols`], the loaded image and the questions it answers directly;
 //!   [`FunctionLookup`].

@@ -11,6 +11,22 @@
 //! overflow, counter mismatch). A core halted inside malloc/free is reported as
 //! [`HeapStatus::Busy`], not as corrupt. Only failures to read memory are errors.
 //!
+//! ```no_run
+//! use std::path::Path;
+//! use memlife_heap::{HeapWalker, WalkContext, WalkerOptions};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let symbols = memlife_dwarf::Symbols::load(Path::new("fw.elf"))?;
+//! // The allocator is recognised from the symbols; `Some(kind)` would force one.
+//! let walker = memlife_heap::detect(&symbols, None, &WalkerOptions::default(), None)?;
+//! let mut ram = memlife_core::Snapshot::load(Path::new("fw.snap"))?;
+//! let heap = walker.walk(&mut ram, WalkContext::default())?;
+//! println!("{}: {} B used, {} B free, {} anomalies",
+//!     heap.allocator, heap.used, heap.total_free, heap.anomalies.len());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - `walker`: [`HeapWalker`], the trait every walker implements; `context`: [`WalkContext`],
 //!   what a walk is told that memory cannot say.

@@ -14,6 +14,22 @@
 //! will not give is an [`Anomaly`] and the read goes on. Only a layout memlife cannot resolve
 //! and a failing link are errors.
 //!
+//! ```no_run
+//! use std::path::Path;
+//! use memlife_rtos::FreeRtos;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let symbols = memlife_dwarf::Symbols::load(Path::new("fw.elf"))?;
+//! let kernel = FreeRtos::from_symbols(&symbols)?;
+//! let mut ram = memlife_core::Snapshot::load(Path::new("fw.snap"))?;
+//! let snapshot = kernel.read_tasks(&mut ram, None)?;
+//! for task in &snapshot.tasks {
+//!     println!("{} {:?}", task.name, task.state);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - `kernel`: [`FreeRtos`], the kernel resolved from the ELF once.
 //! - [`layout`]: [`KernelLayout`], the globals and the members of `TCB_t`, `List_t` and
