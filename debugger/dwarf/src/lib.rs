@@ -38,6 +38,8 @@
 //!   the processor ([`Machine`]).
 //! - `types`: the type table ([`Type`], [`TypeId`]): structs, members, C++ base classes
 //!   ([`Base`]), arrays, pointers, enums.
+//! - [`demangle`](mod@demangle): C++ and Rust linkage names as people write them
+//!   ([`demangle_name`]), and a function found by its demangled name.
 //! - `vars`: variables ([`Variable`]) collected from every compile unit, with their scope.
 //! - `source`: pc → function, file and line through `addr2line`, and a line table's rows.
 //! - [`location`]: where to stop as users write it: a function, `FILE:LINE` or `*ADDR`; the

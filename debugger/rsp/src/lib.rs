@@ -38,6 +38,8 @@
 //! - `tdesc`: target descriptions (`target.xml` with includes) and the `g` layout.
 //! - `client`: [`GdbRemote`]: handshake, memory, registers, breakpoints, run control.
 //! - `target`: the `memlife-core` trait implementations on [`GdbRemote`].
+//! - `semihosting_dir`: [`SemihostingDir`], the one host directory a firmware's semihosting
+//!   file calls may use (`--semihosting-dir`).
 //! - `qemu`: [`QemuProcess`], QEMU started halted on a free port, killed on drop.
 //! - `spawn`: [`spawn_dying_with_parent`], a child the kernel signals when its starting thread
 //!   ends (QEMU, a wide run's memlife children).
