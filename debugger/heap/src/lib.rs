@@ -67,7 +67,7 @@ mod testing;
 mod walker;
 mod walkers;
 
-pub use api::{BlockRef, EntryPoint, EntryRole, LowWaterMark, ResolvedSymbol};
+pub use api::{BlockRef, EntryPoint, EntryRole, HeaderRange, LowWaterMark, ResolvedSymbol};
 pub use context::WalkContext;
 pub use detect::detect;
 pub use error::HeapError;

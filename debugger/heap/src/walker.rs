@@ -3,8 +3,8 @@
 use memlife_core::Memory;
 
 use crate::{
-    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapState, LowWaterMark, ResolvedSymbol,
-    WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeaderRange, HeapError, HeapState, LowWaterMark,
+    ResolvedSymbol, WalkContext,
 };
 
 /// One allocator's walker, with every symbol already resolved.
@@ -25,9 +25,9 @@ pub trait HeapWalker: std::fmt::Debug + Send {
     fn entry_points(&self) -> &'static [EntryPoint];
 
     /// The bytes [`HeapWalker::block_of`] reads first for the user pointer `ptr` (the header in
-    /// front of it), as `(address, length)`, so a caller can fetch them together with other reads
-    /// at the same stop. `None` when `ptr` cannot be a block's.
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)>;
+    /// front of it), so a caller can fetch them together with other reads at the same stop.
+    /// `None` when `ptr` cannot be a block's.
+    fn header_range(&self, ptr: u64) -> Option<HeaderRange>;
 
     /// The block holding the user pointer `ptr` (as malloc returned it), or `None` when `ptr`
     /// does not look like one of its blocks. One small read; used by allocation tracing at

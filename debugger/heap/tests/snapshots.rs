@@ -468,7 +468,7 @@ fn user_pointers_map_back_to_their_blocks_through_the_declared_header() {
         assert!(used.len() > 5, "{name}");
         for b in used {
             let ptr = user_ptr(b.addr);
-            let (hdr, len) = w.header_range(ptr).unwrap();
+            let memlife_heap::HeaderRange { addr: hdr, len } = w.header_range(ptr).unwrap();
             let mut mem = Recording {
                 snap: &mut snap,
                 reads: Vec::new(),

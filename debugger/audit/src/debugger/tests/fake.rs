@@ -302,8 +302,11 @@ impl HeapWalker for FakeWalker {
         self.entries
     }
 
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
-        Some((ptr.checked_sub(8)?, 8))
+    fn header_range(&self, ptr: u64) -> Option<memlife_heap::HeaderRange> {
+        Some(memlife_heap::HeaderRange {
+            addr: ptr.checked_sub(8)?,
+            len: 8,
+        })
     }
 
     fn block_of(

@@ -28,8 +28,8 @@ use super::{optional_static, require_static, resolved_statics};
 use crate::image::MemImage;
 use crate::state::{Block, HeapState, HeapStatus};
 use crate::{
-    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol,
-    WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeaderRange, HeapError, HeapWalker, LowWaterMark,
+    ResolvedSymbol, WalkContext,
 };
 use arena::Arena;
 use counters::Counters;
@@ -198,12 +198,15 @@ impl HeapWalker for FreeRtosWalker {
     }
 
     /// The `BlockLink_t` header sits `xHeapStructSize` bytes before the user pointer.
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
-        Some((ptr.checked_sub(self.struct_size)?, 8))
+    fn header_range(&self, ptr: u64) -> Option<HeaderRange> {
+        Some(HeaderRange {
+            addr: ptr.checked_sub(self.struct_size)?,
+            len: 8,
+        })
     }
 
     fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
-        let Some((block, _)) = self.header_range(ptr) else {
+        let Some(HeaderRange { addr: block, .. }) = self.header_range(ptr) else {
             return Ok(None);
         };
         let mut hdr = [0u8; 8];
