@@ -69,7 +69,7 @@ pub use elf::{ElfSymbol, Machine, SymbolKind};
 pub use error::{Result, SymbolError};
 pub use location::{CodeLocation, InlinedInstance, LocationError, LocationSpec};
 pub use source::SourceLocation;
-pub use symbols::{FunctionLookup, Symbols};
+pub use symbols::{FunctionLookup, FunctionRange, Symbols};
 pub use types::{Base, Member, Type, TypeId, TypeTable};
 pub use unwind::{Backtrace, Frame, UnwindEnd, Unwinder};
 pub use value::{Value, ValueError, read_c_string, read_typed, read_variable, read_variable_in};

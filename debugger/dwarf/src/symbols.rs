@@ -41,6 +41,15 @@ impl std::fmt::Debug for Symbols {
     }
 }
 
+/// Where a function's code lies ([`Symbols::function`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FunctionRange {
+    /// Entry address, thumb bit cleared: where a breakpoint on the function goes.
+    pub entry: u64,
+    /// Size of its code in bytes, as the symbol table gives it.
+    pub size: u64,
+}
+
 /// What a function name stands for ([`Symbols::function_lookup`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FunctionLookup<'a> {
@@ -211,10 +220,13 @@ impl Symbols {
         &self.elf.symbols
     }
 
-    /// Entry address of a function (thumb bit cleared) and its size.
-    pub fn function(&self, name: &str) -> Option<(u64, u64)> {
+    /// Where the function `name` lies: its entry (thumb bit cleared) and its size.
+    pub fn function(&self, name: &str) -> Option<FunctionRange> {
         let sym = self.function_symbol(name)?;
-        Some((sym.address & !1, sym.size))
+        Some(FunctionRange {
+            entry: sym.address & !1,
+            size: sym.size,
+        })
     }
 
     /// The ELF symbol of a function, by its symbol name or, for C++, its demangled name.

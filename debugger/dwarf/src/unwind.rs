@@ -621,13 +621,13 @@ mod tests {
             }
 
             fn start(&self, function: &str) -> u32 {
-                self.symbols.function(function).unwrap().0 as u32
+                self.symbols.function(function).unwrap().entry as u32
             }
 
             /// An address in the middle of `function`'s body (where its frame is set up).
             fn middle(&self, function: &str) -> u32 {
-                let (start, size) = self.symbols.function(function).unwrap();
-                (start + size / 2) as u32 & !1
+                let f = self.symbols.function(function).unwrap();
+                (f.entry + f.size / 2) as u32 & !1
             }
 
             fn put(&mut self, addr: u32, value: u32) {

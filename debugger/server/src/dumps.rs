@@ -69,10 +69,11 @@ impl Bridge {
     pub(crate) fn dump_on_symbol(&mut self, symbol: &str, path: Option<String>) -> Result<String> {
         let path = path.unwrap_or_else(|| format!("memlife-{symbol}-{{n}}.json"));
         crate::places::check_relative(&path)?;
-        let (addr, _) = self
+        let addr = self
             .symbols
             .function(symbol)
-            .ok_or_else(|| ServeError::UnknownFunction(symbol.to_string()))?;
+            .ok_or_else(|| ServeError::UnknownFunction(symbol.to_string()))?
+            .entry;
         if !self.dump_on.iter().any(|d| d.addr == addr) {
             self.target
                 .breakpoints()

@@ -358,7 +358,7 @@ impl Firmware {
 
     /// The entry address of a function.
     pub fn addr(&self, function: &str) -> u64 {
-        self.symbols.function(function).unwrap().0 & !1
+        self.symbols.function(function).unwrap().entry & !1
     }
 
     /// A call of `function` with the stack pointer at `sp`, returning to `ret`.
@@ -399,7 +399,8 @@ impl Firmware {
             [u64::from(request), 0, 0, 0],
         );
         self.used += size;
-        let (addr, len) = self.symbols.function("pvPortMalloc").unwrap();
+        let malloc = self.symbols.function("pvPortMalloc").unwrap();
+        let (addr, len) = (malloc.entry, malloc.size);
         let code = self.symbols.code(addr, len as usize).unwrap();
         let exit = cortex_m::thumb::return_instructions(code, addr)[0];
         self.steps.push(Step {
