@@ -54,6 +54,10 @@ pub enum Command {
     /// allocation sites, against the budgets of [diff] in memlife.toml (exit 0 within, 1 over
     /// budget, 2 error).
     Diff(crate::commands::diff::DiffArgs),
+    /// Run a TensorFlow Lite Micro firmware until each model was built and run once, watching
+    /// each arena as it is built, and print per model its arena, the smallest that works and
+    /// the spare.
+    Arena(crate::commands::arena::ArenaArgs),
 }
 
 /// `memlife init`.

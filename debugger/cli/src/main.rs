@@ -75,7 +75,7 @@ fn main() -> ExitCode {
 }
 
 /// The exit status after Ctrl-C or SIGTERM: 128 + SIGINT, as shells report it.
-const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// The first Ctrl-C (or SIGTERM) asks the running command to stop: waits on the target end,
 /// the script aborts, and the normal cleanup runs (breakpoints removed, reports written, the

@@ -224,6 +224,62 @@ fn healthy_against_another_healthy_run_passes_with_no_change() {
     assert_eq!(table.lines().count(), 2, "rows listed:\n{table}");
 }
 
+/// Outputs that cannot be written are each named with the operating system's reason, and the
+/// closing line counts right: none written, or how many others were.
+#[test]
+fn outputs_that_cannot_be_written_say_why_and_how_many() {
+    let old = repo().join("debugger/diff/tests/fixtures/healthy-0.1.0.json");
+    let old = old.to_str().unwrap();
+    let dir = tempdir("diff-outputs");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let under = |name: &str| file.join(name).to_str().unwrap().to_string();
+    let (json, md, report) = (under("d.json"), under("d.md"), under("report"));
+    let out = run_memlife(&[
+        "diff",
+        old,
+        old,
+        "--json",
+        &json,
+        "--markdown",
+        &md,
+        "--report",
+        &report,
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), Some(2), "{err}");
+    assert!(
+        err.contains("none of the diff's 3 outputs could be written"),
+        "{err}"
+    );
+    for flag in ["--json", "--markdown", "--report"] {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("error: {flag} ")))
+            .unwrap();
+        assert!(
+            line.contains("a-file is not a directory") || line.contains("Not a directory"),
+            "{line}"
+        );
+    }
+    let good = dir.join("d.json");
+    let out = run_memlife(&[
+        "diff",
+        old,
+        old,
+        "--json",
+        good.to_str().unwrap(),
+        "--markdown",
+        &md,
+    ]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("1 of the diff's outputs could not be written (the other one was)"),
+        "{err}"
+    );
+    assert!(good.is_file());
+}
+
 /// A report written by memlife 0.1.0 before the report model was shared (the healthy example,
 /// one cycle; debugger/diff/tests/fixtures) still reads, and this build's audit of the same
 /// firmware changes none of its figures.

@@ -375,6 +375,71 @@ fn children_and_their_qemus_die_with_a_killed_wide_run() {
     assert!(!alive(qemu), "the QEMU {qemu} outlived the killed wide run");
 }
 
+/// SIGTERM to a wide run whose one target hangs: the target is stopped, memlife exits 130, and
+/// the summary says the run was interrupted with that exit code, not that it finished.
+#[test]
+fn a_wide_run_stopped_by_sigterm_says_so_in_its_summary() {
+    let dir = tempdir("wide-term");
+    let hang = dir.join("hang.rhai");
+    std::fs::write(&hang, "let t = target();\nt.run_to(\"main\", 2);\n").unwrap();
+    let file = dir.join("matrix.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[matrix]]\nname = \"hang\"\nconfig = {}\nelf = {}\nscript = {}\ntimeout = 600\n",
+            toml_path(&example("healthy")),
+            toml_path(&elf("heap4", "healthy")),
+            toml_path(&hang)
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let mut cmd = memlife();
+    cmd.args(["audit", "--config"])
+        .arg(&file)
+        .args(["--target-timeout", "600", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut run = ChildGuard(cmd.spawn().unwrap());
+    let parent = run.0.id();
+    let started = std::time::Instant::now();
+    while children_of(parent)
+        .into_iter()
+        .all(|c| children_of(c).is_empty())
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the wide run started no child with a QEMU"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &parent.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = run.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(60),
+            "the wide run did not end after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(130));
+    let s = summary(&out);
+    assert_eq!(
+        (&s["finished"], &s["interrupted"], &s["exit"]),
+        (&false.into(), &true.into(), &130.into()),
+        "{s:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Whether python3's XML parser (expat, strict about XML 1.0's characters) reads `path`.
 fn well_formed(path: &Path) -> Result<(), String> {
     let out = std::process::Command::new("python3")

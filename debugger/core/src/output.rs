@@ -86,7 +86,7 @@ fn write_placed(path: &Path, bytes: &[u8], place: Place) -> Result<(), WriteErro
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, in_directory(dir, e)))?;
     imp::write_in(dir, Base::Followed, &[], Path::new(name), bytes, place)
         .map_err(|e| WriteError::new(path, e))
 }
@@ -141,7 +141,7 @@ pub fn write_under(root: &Path, rel: &Path, bytes: &[u8]) -> Result<PathBuf, Wri
     let Some((name, dirs)) = parts.split_last() else {
         return Err(WriteError::new(&target, invalid("the path is empty")));
     };
-    std::fs::create_dir_all(root).map_err(|e| WriteError::new(&target, e))?;
+    std::fs::create_dir_all(root).map_err(|e| WriteError::new(&target, in_directory(root, e)))?;
     imp::write_in(
         root,
         Base::NoLink,
@@ -152,6 +152,17 @@ pub fn write_under(root: &Path, rel: &Path, bytes: &[u8]) -> Result<PathBuf, Wri
     )
     .map_err(|e| WriteError::new(&target, e))?;
     Ok(target)
+}
+
+/// An error creating `dir`, saying which directory (the OS's "File exists" alone reads as if the
+/// output file itself were in the way).
+fn in_directory(dir: &Path, e: std::io::Error) -> std::io::Error {
+    let why = if dir.exists() && !dir.is_dir() {
+        format!("{} is not a directory", dir.display())
+    } else {
+        format!("cannot create the directory {}: {e}", dir.display())
+    };
+    std::io::Error::new(e.kind(), why)
 }
 
 fn invalid(why: &str) -> std::io::Error {

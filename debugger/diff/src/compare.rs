@@ -265,6 +265,15 @@ fn equal(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
 
+/// A report's memlife version as a note shows it (reports before 0.2 may not have one).
+fn version(v: &str) -> &str {
+    if v.is_empty() {
+        "an unknown version"
+    } else {
+        v
+    }
+}
+
 /// Compares `base` with `head`; `names` are how the caller calls them (`BASE.json`).
 pub fn diff(
     base: &AuditReport,
@@ -316,6 +325,15 @@ pub fn diff(
                 e.message
             ));
         }
+    }
+    if base.run.memlife != head.run.memlife {
+        notes.push(format!(
+            "written by different memlife versions: {} by {}, {} by {} (a figure whose definition changed between them shows as a change)",
+            version(&base.run.memlife),
+            names.0,
+            version(&head.run.memlife),
+            names.1
+        ));
     }
     if ib.allocator != ih.allocator {
         notes.push(format!(
@@ -538,6 +556,22 @@ mod tests {
 
     fn run_diff(base: &AuditReport, head: &AuditReport) -> Diff {
         diff(base, head, ("BASE", "HEAD"), &Budgets::default()).unwrap()
+    }
+
+    #[test]
+    fn reports_of_different_memlife_versions_are_named() {
+        let base = report(1, |v| v["run"]["memlife"] = "0.3.0".into());
+        let head = report(1, |v| v["run"]["memlife"] = "0.4.0".into());
+        let d = diff(&base, &head, ("a.json", "b.json"), &Budgets::default()).unwrap();
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains("different memlife versions: 0.3.0 by a.json, 0.4.0 by b.json")),
+            "{:?}",
+            d.notes
+        );
+        let same = diff(&head, &head, ("a", "b"), &Budgets::default()).unwrap();
+        assert!(same.notes.iter().all(|n| !n.contains("versions")));
     }
 
     #[test]

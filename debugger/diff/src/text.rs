@@ -4,6 +4,8 @@
 
 use std::fmt::Write;
 
+use memlife_core::text::printable;
+
 use crate::compare::{Change, Diff, Verdict};
 use crate::figures::Unit;
 use crate::sites::{SiteChange, SiteStatus};
@@ -120,6 +122,13 @@ pub fn headline(d: &Diff) -> String {
     }
 }
 
+/// Report text (a site's function, a check's message, a layer name from firmware RAM) as the
+/// terminal and the markdown show it: escape sequences, bidirectional overrides and zero-width
+/// characters written out (`\u{1b}`), and no line breaks, which would forge rows.
+fn shown(s: &str) -> String {
+    printable(s).replace('\n', "\\n").replace('\t', " ")
+}
+
 fn base_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
@@ -137,10 +146,10 @@ pub fn table(d: &Diff, color: bool) -> String {
     let _ = writeln!(
         out,
         "memlife diff: {} ({}) -> {} ({})",
-        d.base.name,
-        base_name(&d.base.elf),
-        d.head.name,
-        base_name(&d.head.elf)
+        shown(&d.base.name),
+        shown(base_name(&d.base.elf)),
+        shown(&d.head.name),
+        shown(base_name(&d.head.elf))
     );
     let head = headline(d);
     let _ = writeln!(
@@ -158,12 +167,12 @@ pub fn table(d: &Diff, color: bool) -> String {
             .map(|c| {
                 [
                     if c.exceeded { "!".into() } else { " ".into() },
-                    c.name(),
-                    c.scope(),
+                    shown(&c.name()),
+                    shown(&c.scope()),
                     value(c.unit, c.base),
                     value(c.unit, c.head),
                     delta(c),
-                    format!("{}  {}", budget(c), at(c)),
+                    shown(&format!("{}  {}", budget(c), at(c))),
                 ]
             })
             .collect();
@@ -217,24 +226,34 @@ pub fn table(d: &Diff, color: bool) -> String {
     if !d.sites.is_empty() {
         let _ = writeln!(out, "\nallocation sites:");
         for s in &d.sites {
-            let _ = writeln!(out, "  {}", site_line(s));
+            let _ = writeln!(out, "  {}", shown(&site_line(s)));
         }
     }
     if !d.checks.is_empty() {
         let _ = writeln!(out, "\nchecks:");
         for c in &d.checks {
-            let _ = writeln!(out, "  {}: {} -> {}: {}", c.name, c.base, c.head, c.message);
+            let _ = writeln!(
+                out,
+                "  {}: {} -> {}: {}",
+                shown(&c.name),
+                c.base,
+                c.head,
+                shown(&c.message)
+            );
         }
     }
     for n in &d.notes {
-        let _ = writeln!(out, "note: {n}");
+        let _ = writeln!(out, "note: {}", shown(n));
     }
     out
 }
 
-/// Markdown cells hold no `|` or line breaks.
+/// Markdown cells hold no `|`, no line breaks and nothing a terminal would act on (the file is
+/// also read with `cat`).
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+    printable(s)
+        .replace('|', "\\|")
+        .replace(['\n', '\r', '\t'], " ")
 }
 
 /// The markdown for a pull-request comment.
@@ -382,6 +401,39 @@ mod tests {
             md.contains("✅ memlife diff: WITHIN: no change") && !md.contains("| figure |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn report_text_cannot_drive_the_terminal() {
+        // A layer name read from firmware RAM: an OSC title sequence ended by BEL, a
+        // right-to-left override and a line break that would forge a row.
+        let hostile = "conv\u{1b}]0;pwned\u{7}\u{202e}b\nFAKE";
+        let tweak = |v: &mut serde_json::Value| {
+            v["labels"]["op_init"][1] = hostile.into();
+        };
+        let base = report(1, tweak);
+        let head = report(1, |v| {
+            tweak(v);
+            v["phases"][1]["spans"][1]["delta"] = 9488.into();
+        });
+        let d = diff(&base, &head, ("a", "b"), &Budgets::default()).unwrap();
+        for (what, text) in [("table", table(&d, false)), ("markdown", markdown(&d))] {
+            assert!(
+                !text.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+                "{what}: {text}"
+            );
+            assert!(
+                text.contains("conv\\u{1b}]0;pwned\\u{7}\\u{202e}b"),
+                "{what}: {text}"
+            );
+            assert!(
+                !text.lines().any(|l| l.starts_with("FAKE")),
+                "{what}: {text}"
+            );
+        }
+        // Colour stays: only memlife's own sequences reach the terminal.
+        let coloured = table(&d, true);
+        assert_eq!(coloured.matches('\u{1b}').count(), 4, "{coloured}");
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! cycle_starts = "load"           # the role whose every call begins a cycle (t.cycles)
 //! [budgets]                       # numbers scripts read with budget("build_step")
 //! build_step = 4096
+//! # arena_spare = 4096             # scripts/arena.rhai: warn when an arena is this much too big
 //! [trace]
 //! method = "trace"                # trace | sample | watermark
 //! skip = ["mem_alloc", "mem_free"]   # wrappers skipped when naming an allocation site

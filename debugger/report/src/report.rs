@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use memlife_core::output::{WriteError, write_atomic};
 
 use crate::model::{
-    CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure, PeakMethod,
-    PhaseRecord, RunFacts, ScriptError, Totals, TraceEvent, Verdict, summarize,
+    ArenaRecord, CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure,
+    PeakMethod, PhaseRecord, RunFacts, ScriptError, Totals, TraceEvent, Verdict, summarize,
 };
 
 /// Everything an audit recorded.
@@ -61,6 +61,9 @@ pub struct AuditReport {
     pub deferred_unlisted: u64,
     /// Allocations memlife made fail (`t.fail_alloc`), with what the phase returned.
     pub injected: Vec<InjectedFailure>,
+    /// TensorFlow Lite Micro's arenas observed while they were built (firmware with TFLM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arenas: Option<ArenaRecord>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -146,6 +149,8 @@ pub struct EngineRecord {
     pub deferred_unlisted: u64,
     /// Allocations made to fail.
     pub injected: Vec<InjectedFailure>,
+    /// TFLM's arenas, when the firmware has TFLM.
+    pub arenas: Option<ArenaRecord>,
 }
 
 /// What the script recorded.
@@ -197,6 +202,7 @@ impl AuditReport {
             deferred: engine.deferred,
             deferred_unlisted: engine.deferred_unlisted,
             injected: engine.injected,
+            arenas: engine.arenas,
             error: script.error,
             exit_code,
         }

@@ -1,5 +1,6 @@
 //! Walking the heap of a halted target for the monitor commands, rendered the way `memlife
-//! heap` renders it (`memlife_heap::render`).
+//! heap` renders it (`memlife_heap::render`, and TensorFlow Lite Micro's arenas with
+//! `memlife_tflm::render`).
 
 use memlife_core::Target;
 use memlife_dwarf::Symbols;
@@ -28,8 +29,18 @@ pub fn walk_rendered(
     let walked =
         memlife_heap::walk_halted(walker, symbols, target, link).context("walking the heap")?;
     let ctx = render::Context::of(target, symbols, walked.link);
-    let json = render::json(&walked.state, Some(&ctx));
-    let text = render::text(&walked.state, &ctx);
+    let mut json = render::json(&walked.state, Some(&ctx));
+    let mut text = render::text(&walked.state, &ctx);
+    // TensorFlow Lite Micro's arenas, as `memlife heap` shows them.
+    match memlife_audit::observers::arena::in_heap(target.as_memory(), symbols, &walked.state) {
+        Ok(Some(arenas)) => {
+            memlife_tflm::render::insert_json(&mut json, &arenas);
+            text.push('\n');
+            text.push_str(&memlife_tflm::render::text(&arenas));
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!("TensorFlow Lite Micro's arenas not read: {e}"),
+    }
     Ok(RenderedHeap {
         state: walked.state,
         json,

@@ -79,6 +79,10 @@
 //! - `runtime`: an interpreter's model, runtime tensors, registrations and scratch buffers,
 //!   read for its plan.
 //! - `arena`: the arena view ([`Arena`]) and [`minimum_arena_bytes`].
+//! - `demand`: what a build asked of its arena, in order ([`ArenaDemand`]), and the smallest
+//!   arena that holds it, replayed with TFLM's alignment.
+//! - `live`: what a run-time observer reads at its stops ([`LiveLayout`]): cursors, the node
+//!   being prepared, operator names, the planner, a model's name.
 //! - `plan`: the tensor plan ([`TensorPlan`]), lifetimes, live bytes, reuse, overlaps.
 //! - `flatbuffer`, `model`: the bounded flatbuffer reader and the TFLite schema fields used.
 //! - `ram`: the memory a reading looks at (containers read whole, ELF constants, budgeted pages).
@@ -87,10 +91,12 @@
 #![deny(missing_docs)]
 
 mod arena;
+mod demand;
 mod error;
 mod flatbuffer;
 mod layout;
 mod link;
+mod live;
 mod model;
 mod plan;
 mod ram;
@@ -104,10 +110,15 @@ mod tests;
 pub use arena::{
     ARENA_ALIGNMENT, Arena, ArenaAnomaly, Interpreter, Object, PersistentArena, minimum_arena_bytes,
 };
+pub use demand::{ArenaDemand, DemandStep, Shortfall, TailRequest};
 pub use error::TflmError;
 pub use layout::{Generation, Tflm};
+pub use live::{
+    AllocatorLayout, Cursors, InterpreterLayout, LiveLayout, ModelSummary, NodeLayout,
+    PlannerFigures, PlannerLayout,
+};
 pub use plan::{
     BufferRef, Operator, Overlap, PlannedTensor, ScratchBuffer, TensorKind, TensorPlan,
 };
-pub use read::{MAX_ARENAS, read_arenas};
+pub use read::{MAX_ARENAS, heap_arenas, read_arenas};
 pub use scan::{Container, ContainerKind, containers};

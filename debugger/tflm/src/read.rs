@@ -18,6 +18,22 @@ use crate::scan::{self, Container, Found};
 /// At most this many arenas are reported (each is a validated object; a firmware has a few).
 pub const MAX_ARENAS: usize = 64;
 
+/// The live arenas of a halted target, when the ELF has TFLM: looked for in the heap's blocks
+/// in use (`(address, size)`), the heap's bounds `heap` left out, and the image's statics
+/// (what `memlife heap`, `monitor heap` and a script's `h.arenas` show). `None` without TFLM.
+pub fn heap_arenas(
+    mem: &mut dyn Memory,
+    symbols: &Symbols,
+    used_blocks: &[(u64, u64)],
+    heap: Option<(u64, u64)>,
+) -> Result<Option<Vec<Arena>>, TflmError> {
+    let Some(tflm) = Tflm::detect(symbols) else {
+        return Ok(None);
+    };
+    let containers = scan::containers(symbols, used_blocks, heap);
+    read_arenas(mem, symbols, &tflm, &containers).map(Some)
+}
+
 /// Reads every live arena of a halted target (see the crate doc for the rules). Only a lost
 /// link is an error; whatever RAM holds gives arenas with anomalies, or none.
 pub fn read_arenas(

@@ -202,6 +202,18 @@ pub fn json(arenas: &[Arena]) -> serde_json::Value {
     serde_json::to_value(arenas).unwrap_or_default()
 }
 
+/// Adds the arenas to a heap's JSON (`memlife heap --json`'s object): `arenas` and, under
+/// `firmware_view` when there is one, `tflm`.
+pub fn insert_json(heap: &mut serde_json::Value, arenas: &[Arena]) {
+    let Some(obj) = heap.as_object_mut() else {
+        return;
+    };
+    obj.insert("arenas".into(), json(arenas));
+    if let Some(fv) = obj.get_mut("firmware_view").and_then(|f| f.as_object_mut()) {
+        fv.insert("tflm".into(), firmware_view(arenas));
+    }
+}
+
 /// `firmware_view.tflm`: per arena, what the firmware's own `interpreter->arena_used_bytes()`
 /// returns now.
 pub fn firmware_view(arenas: &[Arena]) -> serde_json::Value {

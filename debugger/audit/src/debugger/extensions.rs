@@ -28,6 +28,11 @@ impl Extensions {
         self.list.is_empty()
     }
 
+    /// Their names, in the order they were added.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.list.iter().map(|o| o.name())
+    }
+
     /// Adds one and lets it set its breakpoints.
     pub fn add(
         &mut self,

@@ -16,6 +16,7 @@ use super::progress::{ProgressFn, Reporter};
 use crate::config::{AuditConfig, EngineSettings, PeakMethod};
 use crate::error::AuditError;
 use crate::events::{AuditSession, Observer, ObserverId, Open, Role};
+use crate::observers::arena::ArenaObserver;
 use crate::observers::trace::Sites;
 use crate::observers::{AllocationTrace, Faults, Injection, Lifecycle, Spans, Watermark};
 use crate::session::{Session, SessionOptions};
@@ -153,6 +154,10 @@ impl Debugger {
         self.trace.set_used(state.used);
         if self.settings.method == PeakMethod::Trace {
             self.set_tracing(true)?;
+        }
+        // TensorFlow Lite Micro's builds, watched when the ELF has a TFLM the observer follows.
+        if let Some(arena) = ArenaObserver::for_elf(self.session.symbols_rc()) {
+            self.add_observer(Box::new(arena))?;
         }
         Ok(())
     }

@@ -30,11 +30,13 @@
 //!   ([`FailureWait`], [`FailureRun`]); `fail_alloc`: the failure asked for.
 //! - `plan`: the breakpoints a cycle needs, checked against the target's before the run.
 //! - `extensions`: the observers added at run time.
+//! - `arena_run`: a TFLM firmware run until each model was built and run once ([`ArenaEnd`]).
 //! - `progress`: [`Progress`] for the progress bar.
 //!
 //! The engine's unit tests (`tests`) drive it over a fake target that replays a script of
 //! calls and returns.
 
+mod arena_run;
 mod cycle_run;
 mod extensions;
 mod facade;
@@ -54,6 +56,7 @@ pub(crate) mod tests;
 
 pub use crate::observers::{AllocSite, FailChoice, Injected, LiveAlloc};
 pub use crate::session::BreakpointUse;
+pub use arena_run::ArenaEnd;
 pub use cycle_run::{Cycle, CycleRun, PhaseCall};
 pub use facade::{Debugger, Refused, Settings};
 pub use failure_run::{FailureEnd, FailureRun, FailureWait};

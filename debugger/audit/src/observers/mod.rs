@@ -13,7 +13,10 @@
 //! - `watermark`: [`Watermark`]: the allocator's low-water mark reset and read per phase.
 //! - `faults`: [`Faults`]: fault handlers' stops, and the park watch after a failure.
 //! - `inject`: [`Injection`]: the allocation made to fail, and what failed.
+//! - [`arena`]: [`arena::ArenaObserver`], added at run time on a TFLM firmware: its arenas
+//!   watched while each interpreter is built.
 
+pub mod arena;
 pub mod cycles;
 pub mod faults;
 pub mod inject;

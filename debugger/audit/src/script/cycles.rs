@@ -123,8 +123,8 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
     m.insert("role".into(), opt_string(rec.alias.as_ref()));
     m.insert("cycle".into(), opt_int(rec.cycle));
     m.insert("call".into(), Dynamic::from_int(int(rec.call)));
-    m.insert("before".into(), Dynamic::from(HeapHandle(before)));
-    m.insert("after".into(), Dynamic::from(HeapHandle(after)));
+    m.insert("before".into(), Dynamic::from(HeapHandle::from(before)));
+    m.insert("after".into(), Dynamic::from(HeapHandle::from(after)));
     m.insert("delta".into(), Dynamic::from_int(rec.delta_used));
     m.insert("peak".into(), Dynamic::from_int(int(rec.peak_used)));
     m.insert(
@@ -214,11 +214,11 @@ fn cycle_map(c: &Cycle) -> Map {
     m.insert("start".into(), c.start_role.clone().into());
     m.insert(
         "before".into(),
-        Dynamic::from(HeapHandle(Rc::clone(&c.before))),
+        Dynamic::from(HeapHandle::from(Rc::clone(&c.before))),
     );
     m.insert(
         "after".into(),
-        Dynamic::from(HeapHandle(Rc::clone(&c.after))),
+        Dynamic::from(HeapHandle::from(Rc::clone(&c.after))),
     );
     let calls: Array = c
         .calls

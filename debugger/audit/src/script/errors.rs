@@ -173,8 +173,9 @@ fn failure_map(r: &FailureRun) -> Map {
     m.insert("status".into(), status);
     m.insert("during".into(), during);
     let heap = |h: &Option<Rc<HeapState>>| {
-        h.as_ref()
-            .map_or(Dynamic::UNIT, |h| Dynamic::from(HeapHandle(Rc::clone(h))))
+        h.as_ref().map_or(Dynamic::UNIT, |h| {
+            Dynamic::from(HeapHandle::from(Rc::clone(h)))
+        })
     };
     m.insert("before".into(), heap(&r.before));
     m.insert("after".into(), heap(&r.after));

@@ -3,6 +3,7 @@
 //!
 //! ```rhai
 //! let h = t.heap();                 // free, used, size, largest_free, ratio, blocks, ...
+//! for a in h.arenas { print(a.persistent_bytes); }   // TFLM's arenas, read with the walk
 //! let d = diff(before, h);          // free_delta, used_delta, allocated, freed
 //! t.heap_caps_free_size("8BIT");    // ESP-IDF heaps only
 //! ```
@@ -15,6 +16,7 @@ use rhai::{Array, Dynamic, Engine, Map, NativeCallContext};
 
 use super::convert::{int, json_to_dynamic, opt_float, opt_int};
 use super::handle::{RhaiResult, TargetHandle, err};
+use crate::error::Chain;
 use crate::figures::delta;
 
 /// Registers the heap area.
@@ -23,7 +25,17 @@ pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(
         "heap",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<HeapHandle> {
-            Ok(HeapHandle(Rc::new(t.try_with(&ctx, |d| d.walk())?)))
+            let state = t.try_with(&ctx, |d| d.walk())?;
+            // TFLM's arenas at the same stop; an ELF without TFLM has none to read.
+            let arenas = t.with(&ctx, |d| {
+                let symbols = d.symbols_rc();
+                crate::observers::arena::in_heap(d.target().as_memory(), &symbols, &state)
+            })?;
+            let arenas = match arenas {
+                Ok(a) => a.map(|a| Rc::new(memlife_tflm::render::json(&a))),
+                Err(e) => return Err(err(&ctx, Chain(&e))),
+            };
+            Ok(HeapHandle(Rc::new(state), arenas))
         },
     );
     // `t.heap_caps_free_size(caps)` and friends: a walk, then the ESP-IDF figure.
@@ -92,9 +104,16 @@ pub(crate) fn diff(a: &HeapState, b: &HeapState) -> Map {
     m
 }
 
-/// The `Heap` object of scripts: one walk, immutable.
+/// The `Heap` object of scripts: one walk, immutable, and the TFLM arenas read with it (`None`
+/// when the heap was walked at a phase boundary, or the ELF has no TFLM).
 #[derive(Clone)]
-pub struct HeapHandle(pub Rc<HeapState>);
+pub struct HeapHandle(pub Rc<HeapState>, pub Option<Rc<serde_json::Value>>);
+
+impl From<Rc<HeapState>> for HeapHandle {
+    fn from(state: Rc<HeapState>) -> Self {
+        HeapHandle(state, None)
+    }
+}
 
 /// Registers the `Heap` type and its getters.
 fn register_heap(engine: &mut Engine) {
@@ -134,6 +153,11 @@ fn register_heap(engine: &mut Engine) {
     });
     engine.register_get("poisoning", |h: &mut HeapHandle| {
         h.0.poisoning.map_or(Dynamic::UNIT, Dynamic::from)
+    });
+    // `memlife heap --json`'s `arenas` (docs/heap-json.md), read with `t.heap()`; `()` for a heap
+    // a phase recorded (its arena figures are in `t.arena_builds()`).
+    engine.register_get("arenas", |h: &mut HeapHandle| {
+        h.1.as_ref().map_or(Dynamic::UNIT, |v| json_to_dynamic(v))
     });
     engine.register_get("firmware_view", |h: &mut HeapHandle| {
         h.0.firmware_view.as_ref().map_or(Dynamic::UNIT, |v| {
@@ -322,7 +346,7 @@ mod tests {
         let mut engine = Engine::new();
         register(&mut engine);
         let mut scope = rhai::Scope::new();
-        scope.push("h", HeapHandle(Rc::new(state(0, 128))));
+        scope.push("h", HeapHandle::from(Rc::new(state(0, 128))));
         let got: Array = engine
             .eval_with_scope(
                 &mut scope,

@@ -22,12 +22,15 @@
 //!   - `spans`: span labels and functions, damaged blocks;
 //!   - `errors`: error paths (`t.fail_alloc`, `t.after_failure()`, `t.alloc_sites`);
 //!   - `target`: run control and reads (`t.run_to`, `t.reset`, `t.on_break`, `t.var`);
-//!   - `outputs`: `check`, `warn`, `skip`, `dump`, `budget`, `kib`.
+//!   - `outputs`: `check`, `warn`, `skip`, `dump`, `budget`, `kib`;
+//!   - `arena`: TensorFlow Lite Micro's builds (`t.observe_arenas()`, `t.arena_models()`,
+//!     `t.arena_builds()`, `t.arena_steps()`, `t.arena_peaks()`).
 //! - `convert`: conversions the areas share.
 //!
 //! To add a function: register it in the `register` of its area's module, next to the
 //! conversions of what it returns, with a unit test there.
 
+mod arena;
 mod convert;
 mod cycles;
 mod errors;

@@ -39,6 +39,7 @@ fn engine(print: Rc<dyn Fn(&str)>, budgets: &BTreeMap<String, f64>) -> Engine {
     super::errors::register(&mut engine);
     super::target::register(&mut engine);
     super::outputs::register(&mut engine, budgets);
+    super::arena::register(&mut engine);
     engine
 }
 

@@ -79,35 +79,59 @@ fn check_outputs(args: &DiffArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes every output asked for, each atomically and on its own; returns the failures.
-fn write_outputs(
-    args: &DiffArgs,
-    diff: &Diff,
-    base: &AuditReport,
-    head: &AuditReport,
-) -> Vec<String> {
-    let mut failures = Vec::new();
+/// An output that could not be written: the flag, the path and the whole chain of causes (the
+/// operating system's reason included).
+fn failure(flag: &str, path: &Path, error: impl Into<anyhow::Error>) -> String {
+    format!("{flag} {}: {:#}", path.display(), error.into())
+}
+
+/// What [`write_outputs`] did: how many outputs were asked for and the failures.
+struct Written {
+    requested: usize,
+    failures: Vec<String>,
+}
+
+/// Writes every output asked for, each atomically and on its own.
+fn write_outputs(args: &DiffArgs, diff: &Diff, base: &AuditReport, head: &AuditReport) -> Written {
+    let mut written = Written {
+        requested: 0,
+        failures: Vec::new(),
+    };
     if let Some(path) = &args.markdown {
+        written.requested += 1;
         let md = memlife_diff::text::markdown(diff);
         if let Err(e) = memlife_core::output::write_atomic(path, md.as_bytes()) {
-            failures.push(format!("--markdown {}: {e:#}", path.display()));
+            written.failures.push(failure("--markdown", path, e));
         }
     }
     if let Some(path) = &args.json {
-        let written = serde_json::to_vec_pretty(diff)
+        written.requested += 1;
+        let json = serde_json::to_vec_pretty(diff)
             .map_err(anyhow::Error::from)
             .and_then(|json| Ok(memlife_core::output::write_atomic(path, &json)?));
-        if let Err(e) = written {
-            failures.push(format!("--json {}: {e:#}", path.display()));
+        if let Err(e) = json {
+            written.failures.push(failure("--json", path, e));
         }
     }
     if let Some(dir) = &args.report {
+        written.requested += 1;
         match memlife_render::write_diff_report(diff, base, head, dir) {
             Ok(page) => eprintln!("memlife diff: report written to {}", page.display()),
-            Err(e) => failures.push(format!("--report {}: {e:#}", dir.display())),
+            Err(e) => written.failures.push(failure("--report", dir, e)),
         }
     }
-    failures
+    written
+}
+
+/// The closing error when outputs failed: how many, and whether any other was written.
+fn outputs_error(written: &Written) -> String {
+    let failed = written.failures.len();
+    match written.requested - failed {
+        0 if failed == 1 => "the diff's output could not be written".to_string(),
+        0 => format!("none of the diff's {failed} outputs could be written"),
+        1 => format!("{failed} of the diff's outputs could not be written (the other one was)"),
+        ok => format!("{failed} of the diff's outputs could not be written (the other {ok} were)"),
+    }
 }
 
 pub fn run(args: DiffArgs) -> Result<ExitCode> {
@@ -121,15 +145,12 @@ pub fn run(args: DiffArgs) -> Result<ExitCode> {
     );
     let diff = memlife_diff::diff(&base, &head, (&names.0, &names.1), &budgets)?;
     print_table(&diff)?;
-    let failures = write_outputs(&args, &diff, &base, &head);
-    for f in &failures {
+    let written = write_outputs(&args, &diff, &base, &head);
+    for f in &written.failures {
         eprintln!("error: {f}");
     }
-    if !failures.is_empty() {
-        bail!(
-            "{} of the diff's outputs could not be written (the others were)",
-            failures.len()
-        );
+    if !written.failures.is_empty() {
+        bail!("{}", outputs_error(&written));
     }
     Ok(ExitCode::from(diff.exit_code() as u8))
 }

@@ -41,11 +41,8 @@ pub fn run(args: HeapArgs) -> Result<ExitCode> {
     };
     let out = if args.json {
         let mut v = render::json(&state, Some(&ctx));
-        if let (Some(arenas), Some(obj)) = (&arenas, v.as_object_mut()) {
-            obj.insert("arenas".into(), memlife_tflm::render::json(arenas));
-            if let Some(fv) = obj.get_mut("firmware_view").and_then(|f| f.as_object_mut()) {
-                fv.insert("tflm".into(), memlife_tflm::render::firmware_view(arenas));
-            }
+        if let Some(arenas) = &arenas {
+            memlife_tflm::render::insert_json(&mut v, arenas);
         }
         let mut s = serde_json::to_string_pretty(&v)?;
         s.push('\n');
@@ -72,25 +69,12 @@ pub fn run(args: HeapArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// TensorFlow Lite Micro's live arenas, when the ELF has TFLM: looked for in the heap's blocks
-/// in use and the image's statics.
+/// TensorFlow Lite Micro's live arenas, when the ELF has TFLM.
 fn tflm_arenas(
     target: &mut dyn memlife_core::Target,
     symbols: &memlife_dwarf::Symbols,
     state: &memlife_heap::HeapState,
 ) -> Result<Option<Vec<memlife_tflm::Arena>>> {
-    let Some(tflm) = memlife_tflm::Tflm::detect(symbols) else {
-        return Ok(None);
-    };
-    let used: Vec<(u64, u64)> = state
-        .blocks
-        .iter()
-        .filter(|b| !b.free && !b.unclaimed)
-        .map(|b| (b.addr, b.size))
-        .collect();
-    let heap = Some((state.heap_start, state.heap_size));
-    let containers = memlife_tflm::containers(symbols, &used, heap);
-    let arenas = memlife_tflm::read_arenas(target.as_memory(), symbols, &tflm, &containers)
-        .context("reading TensorFlow Lite Micro's arenas")?;
-    Ok(Some(arenas))
+    memlife_audit::observers::arena::in_heap(target.as_memory(), symbols, state)
+        .context("reading TensorFlow Lite Micro's arenas")
 }

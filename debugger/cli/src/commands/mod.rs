@@ -2,6 +2,7 @@
 //! walking a halted target (`shared`), and memlife's environment variables (`environment`, the
 //! one place they are read).
 
+pub mod arena;
 mod audit;
 pub mod diff;
 mod environment;
@@ -33,5 +34,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Probes => probes::run(),
         Command::Init(args) => init::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Arena(args) => arena::run(args),
     }
 }

@@ -176,6 +176,7 @@ pub fn run(cmd: ChildCommand, files: &Files, limit: Option<f64>) -> Ending {
     let started = (|| -> Result<Guard> {
         std::fs::create_dir_all(&files.dir)
             .with_context(|| format!("cannot create {}", files.dir.display()))?;
+        refuse_links(files)?;
         // A previous run's outputs must not be merged as this run's when the child ends before
         // writing its own (a usage error exits 2 with none).
         for old in [files.junit(), files.json()] {
@@ -186,8 +187,8 @@ pub fn run(cmd: ChildCommand, files: &Files, limit: Option<f64>) -> Ending {
                 _ => {}
             }
         }
-        let out = std::fs::File::create(files.stdout())?;
-        let err = std::fs::File::create(files.stderr())?;
+        let out = fresh_log(&files.stdout())?;
+        let err = fresh_log(&files.stderr())?;
         // SIGTERM when this run dies, even by SIGKILL: the child then stops its own QEMU. (Its
         // worker thread spawns it and waits for it, so the thread outlives the child otherwise.)
         let spawned = memlife_rsp::spawn_dying_with_parent(&cmd.program, "TERM", |c| {
@@ -241,6 +242,39 @@ pub fn run(cmd: ChildCommand, files: &Files, limit: Option<f64>) -> Ending {
     }
 }
 
+/// Refuses a symbolic link at OUT/NAME or at its `report` folder: the child writes its outputs
+/// through the directories it is given, and a link planted there would carry them (and the
+/// JUnit and JSON this run merges) elsewhere. OUT itself is the user's choice and followed.
+fn refuse_links(files: &Files) -> Result<()> {
+    for dir in [files.dir.clone(), files.dir.join("report")] {
+        let linked = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        if linked {
+            anyhow::bail!(
+                "{} is a symbolic link: memlife writes a target's outputs only into a real directory",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A log file created anew: whatever has the name (a previous run's log, a symbolic or hard link
+/// someone planted) is removed, not written through, and the new file is created exclusively, so
+/// a link planted meanwhile makes the creation fail instead of being followed.
+fn fresh_log(path: &Path) -> Result<std::fs::File> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot remove {}", path.display()));
+        }
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))
+}
+
 fn flag(a: &mut Vec<OsString>, name: &str, value: &dyn AsRef<std::ffi::OsStr>) {
     a.push(name.into());
     a.push(value.as_ref().to_os_string());
@@ -280,5 +314,78 @@ mod tests {
             "{ending:?}"
         );
         assert_eq!(stale, (false, false));
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("memlife-child-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn echo(text: &str) -> ChildCommand {
+        ChildCommand {
+            program: "sh".into(),
+            args: vec!["-c".into(), format!("echo {text}; echo {text} >&2").into()],
+        }
+    }
+
+    #[test]
+    fn logs_are_new_files_never_written_through_a_planted_link() {
+        let root = scratch("logs");
+        let files = Files {
+            dir: root.join("target"),
+        };
+        std::fs::create_dir_all(&files.dir).unwrap();
+        let victim = root.join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, files.stdout()).unwrap();
+        std::fs::hard_link(&victim, files.stderr()).unwrap();
+        let ending = run(echo("fresh"), &files, None);
+        let kept = std::fs::read_to_string(&victim).unwrap();
+        let (out, err) = (
+            std::fs::read_to_string(files.stdout()).unwrap(),
+            std::fs::read_to_string(files.stderr()).unwrap(),
+        );
+        let linked = std::fs::symlink_metadata(files.stdout())
+            .unwrap()
+            .file_type()
+            .is_symlink();
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(matches!(ending, Ending::Exited(_)), "{ending:?}");
+        assert_eq!(kept, "keep me");
+        assert_eq!((out.as_str(), err.as_str()), ("fresh\n", "fresh\n"));
+        assert!(!linked);
+    }
+
+    #[test]
+    fn a_link_at_the_targets_folder_or_its_report_is_refused() {
+        let root = scratch("dirlink");
+        let elsewhere = root.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let linked = Files {
+            dir: root.join("linked"),
+        };
+        std::os::unix::fs::symlink(&elsewhere, &linked.dir).unwrap();
+        let report = Files {
+            dir: root.join("real"),
+        };
+        std::fs::create_dir_all(&report.dir).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, report.dir.join("report")).unwrap();
+        // A previous run's JUnit there must not be removed through the link either.
+        std::fs::write(elsewhere.join("junit.xml"), "theirs").unwrap();
+        let endings = [run(echo("x"), &linked, None), run(echo("x"), &report, None)];
+        let written: Vec<_> = std::fs::read_dir(&elsewhere)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        let _ = std::fs::remove_dir_all(&root);
+        for ending in endings {
+            assert!(
+                matches!(&ending, Ending::NotStarted(m) if m.contains("is a symbolic link")),
+                "{ending:?}"
+            );
+        }
+        assert_eq!(written, ["junit.xml"]);
     }
 }

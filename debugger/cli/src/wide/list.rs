@@ -83,6 +83,7 @@ pub fn matrix(path: &Path) -> Result<Vec<Target>> {
         .map(Target::from)
         .collect::<Vec<_>>();
     check_names(&targets, path)?;
+    check_args(&targets, path)?;
     Ok(targets)
 }
 
@@ -198,6 +199,66 @@ fn check_names(targets: &[Target], path: &Path) -> Result<()> {
                 t.name
             );
         }
+        if let Some(o) = targets[..i]
+            .iter()
+            .find(|o| o.name.eq_ignore_ascii_case(&t.name))
+        {
+            bail!(
+                "{}: [[matrix]] names `{}` and `{}` differ only in case: on a file system that ignores case (macOS, Windows) their output folders would be one",
+                path.display(),
+                o.name,
+                t.name
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The flags a wide run gives each target's audit itself, with what to write instead. An
+/// entry's `args` giving one would reach the child twice.
+const SET_BY_THE_RUN: &[(&str, &str)] = &[
+    ("--config", "the entry's `config = ...`"),
+    ("--elf", "the entry's `elf = ...`"),
+    ("--one-target", "nothing: every target is audited alone"),
+    ("--out", "nothing: the target's folder is OUT/NAME"),
+    (
+        "--json",
+        "nothing: the target's JSON is OUT/NAME/audit.json",
+    ),
+    (
+        "--junit",
+        "nothing: the target's JUnit is OUT/NAME/junit.xml",
+    ),
+    (
+        "--report",
+        "nothing: the target's report is OUT/NAME/report/",
+    ),
+    (
+        "--trace",
+        "nothing: the target's trace is OUT/NAME/trace.json",
+    ),
+    ("--shard", "`--shard` on the wide run's own command line"),
+    ("--jobs", "`-j` on the wide run's own command line"),
+    ("-j", "`-j` on the wide run's own command line"),
+];
+
+/// Refuses an entry's `args` that give a flag the run sets itself (`--config x`, `--config=x`).
+fn check_args(targets: &[Target], path: &Path) -> Result<()> {
+    for t in targets {
+        for arg in &t.overrides.args {
+            // `--config=x` and the short form glued to its value (`-j2`) name the same flag.
+            let flag = match arg.split('=').next().unwrap_or(arg) {
+                f if f.starts_with("-j") && !f.starts_with("--") => "-j",
+                f => f,
+            };
+            if let Some((flag, instead)) = SET_BY_THE_RUN.iter().find(|(f, _)| *f == flag) {
+                bail!(
+                    "{}: [[matrix]] `{}`: args may not give {flag}, which the wide run sets for each target (use {instead})",
+                    path.display(),
+                    t.name
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -252,6 +313,31 @@ mod tests {
         )
         .unwrap();
         assert!(matrix(&file).unwrap_err().to_string().contains("twice"));
+        std::fs::write(
+            &file,
+            "[[matrix]]\nname = \"board\"\n[[matrix]]\nname = \"Board\"\n",
+        )
+        .unwrap();
+        let e = matrix(&file).unwrap_err().to_string();
+        assert!(e.contains("`board` and `Board` differ only in case"), "{e}");
+        for args in [
+            r#"["--config", "x.toml"]"#,
+            r#"["--json=x.json"]"#,
+            r#"["-j", "2"]"#,
+        ] {
+            std::fs::write(&file, format!("[[matrix]]\nname = \"a\"\nargs = {args}\n")).unwrap();
+            let e = matrix(&file).unwrap_err().to_string();
+            assert!(
+                e.contains("args may not give") && e.contains("`a`"),
+                "{args}: {e}"
+            );
+        }
+        std::fs::write(
+            &file,
+            "[[matrix]]\nname = \"a\"\nargs = [\"--timeout\", \"3\"]\n",
+        )
+        .unwrap();
+        assert_eq!(matrix(&file).unwrap()[0].overrides.args, ["--timeout", "3"]);
         std::fs::write(&file, "[[matrix]]\nname = \"junit.xml\"\n").unwrap();
         assert!(
             matrix(&file)

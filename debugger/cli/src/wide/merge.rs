@@ -172,8 +172,20 @@ fn path(p: &Path) -> String {
     p.display().to_string()
 }
 
-/// The summary JSON (docs: README, "Wide runs").
-pub fn summary(outcomes: &[Outcome], info: &RunInfo, finished: bool) -> Value {
+/// Where a wide run is, for its summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    /// Targets are running (the summary written at the start).
+    Running,
+    /// Ctrl-C or SIGTERM stopped it: memlife exits 130 whatever the targets said.
+    Interrupted,
+    /// Every target was audited.
+    Finished,
+}
+
+/// The summary JSON (docs: README, "Wide runs"): `finished` only when every target was audited,
+/// `exit` the code memlife exits with (`null` while running).
+pub fn summary(outcomes: &[Outcome], info: &RunInfo, state: RunState) -> Value {
     let count = |v: Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
     let targets: Vec<Value> = outcomes
         .iter()
@@ -195,8 +207,13 @@ pub fn summary(outcomes: &[Outcome], info: &RunInfo, finished: bool) -> Value {
         .collect();
     json!({
         "memlife": env!("CARGO_PKG_VERSION"),
-        "finished": finished,
-        "exit": finished.then(|| exit_code(outcomes, info.expect)),
+        "finished": state == RunState::Finished,
+        "interrupted": state == RunState::Interrupted,
+        "exit": match state {
+            RunState::Running => None,
+            RunState::Interrupted => Some(crate::EXIT_INTERRUPTED),
+            RunState::Finished => Some(exit_code(outcomes, info.expect)),
+        },
         "jobs": info.jobs,
         "shard": info.shard,
         "listed": info.listed,
@@ -358,5 +375,37 @@ mod tests {
     fn a_child_junit_with_the_close_before_the_open_is_no_suite() {
         let bad = "</testsuite>\n<testsuite name=\"x\" tests=\"1\" failures=\"0\" errors=\"0\">";
         assert!(own_suite(bad, "t").is_none());
+    }
+
+    #[test]
+    fn the_summary_says_running_interrupted_or_finished_with_the_exit_memlife_gives() {
+        let info = RunInfo {
+            jobs: 1,
+            shard: None,
+            listed: 1,
+            seconds: 1.0,
+            expect: false,
+        };
+        let done = [outcome("a", Verdict::Fail, None)];
+        let got = |state| {
+            let v = summary(&done, &info, state);
+            (
+                v["finished"].clone(),
+                v["interrupted"].clone(),
+                v["exit"].clone(),
+            )
+        };
+        assert_eq!(
+            got(RunState::Running),
+            (false.into(), false.into(), Value::Null)
+        );
+        assert_eq!(
+            got(RunState::Interrupted),
+            (false.into(), true.into(), 130.into())
+        );
+        assert_eq!(
+            got(RunState::Finished),
+            (true.into(), false.into(), 1.into())
+        );
     }
 }

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 use crate::cli::AuditArgs;
 use child::{Ending, Files};
 use list::Target;
-use merge::{Outcome, RunInfo, Verdict};
+use merge::{Outcome, RunInfo, RunState, Verdict};
 
 /// The list to audit when the flags ask for a wide run, else `None` (one audit, as before).
 pub fn targets(args: &AuditArgs) -> Result<Option<Vec<Target>>> {
@@ -130,7 +130,7 @@ pub fn run(args: &AuditArgs, verbose: u8, targets: Vec<Target>) -> Result<ExitCo
         seconds: 0.0,
         expect: args.expect,
     };
-    write_outputs(&junit_path, &summary_path, &[], &info, false)?;
+    write_outputs(&junit_path, &summary_path, &[], &info, RunState::Running)?;
 
     let total = jobs.len();
     let queue = Mutex::new(jobs.into_iter().enumerate().collect::<VecDeque<_>>());
@@ -166,7 +166,14 @@ pub fn run(args: &AuditArgs, verbose: u8, targets: Vec<Target>) -> Result<ExitCo
     outcomes.sort_by_key(|(i, _)| *i);
     let outcomes: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
     info.seconds = started.elapsed().as_secs_f64();
-    write_outputs(&junit_path, &summary_path, &outcomes, &info, true)?;
+    // A SIGTERM that arrives after the last target ended still makes memlife exit 130: the
+    // summary says so rather than a verdict the exit status contradicts.
+    let state = if memlife_core::interrupt::requested() {
+        RunState::Interrupted
+    } else {
+        RunState::Finished
+    };
+    write_outputs(&junit_path, &summary_path, &outcomes, &info, state)?;
     merge::print_table(&outcomes, &info, &[junit_path, summary_path])?;
     if outcomes.len() < total {
         bail!(
@@ -182,16 +189,16 @@ fn write_outputs(
     summary: &Path,
     outcomes: &[Outcome],
     info: &RunInfo,
-    finished: bool,
+    state: RunState,
 ) -> Result<()> {
-    let xml = if finished {
+    let xml = if state != RunState::Running {
         merge::junit(outcomes, info.seconds)
     } else {
         merge::unfinished_junit()
     };
     memlife_render::write_atomic(junit, xml.as_bytes())
         .with_context(|| format!("cannot write {}", junit.display()))?;
-    let json = serde_json::to_string_pretty(&merge::summary(outcomes, info, finished))?;
+    let json = serde_json::to_string_pretty(&merge::summary(outcomes, info, state))?;
     memlife_render::write_atomic(summary, json.as_bytes())
         .with_context(|| format!("cannot write {}", summary.display()))?;
     Ok(())

@@ -13,7 +13,9 @@
 //! - [`folded`]: what a long run keeps of its folded cycles.
 //! - [`deferred`]: late frees.
 //! - [`run`]: facts about the run, breakpoint use, injected allocation failures.
+//! - [`arena`]: TensorFlow Lite Micro's arenas observed while they were built.
 
+pub mod arena;
 pub mod checks;
 pub mod deferred;
 pub mod folded;
@@ -22,6 +24,10 @@ pub mod phase;
 pub mod run;
 pub mod trace;
 
+pub use arena::{
+    ArenaBuild, ArenaFigures, ArenaRecord, ArenaStep, BuildStatus, CategoryTotal, ModelArena,
+    OperatorTotal, TempPeak,
+};
 pub use checks::{CheckResult, CheckSummary, ScriptError, Verdict, summarize};
 pub use deferred::{DeferredBlock, MAX_LISTED};
 pub use folded::{CycleBucket, DEFAULT_KEEP_CYCLES, Folded, FunctionTotals, MAX_SERIES, Totals};

@@ -5,5 +5,6 @@
 mod corrupt;
 mod current;
 mod flatbuffers;
+mod live;
 mod support;
 mod tflm2020;

@@ -4,6 +4,7 @@
 //! mallocs, frees); the fake target stops only where the engine has a breakpoint.
 #![allow(clippy::unwrap_used)]
 
+mod arena;
 pub(crate) mod fake;
 mod observers;
 

@@ -1,0 +1,561 @@
+//! The arena observer: TensorFlow Lite Micro's arena watched while each interpreter is built,
+//! added to the engine when the ELF has TFLM of 2020 ([`ArenaObserver::for_elf`]). No
+//! instrumentation and no rebuild: breakpoints on TFLM's own functions, and reads of its
+//! objects by the names DWARF gives their members (`memlife_tflm::LiveLayout`).
+//!
+//! Where it breaks ([`hooks::Hooks`]) and what it reads there:
+//! - the `MicroInterpreter` constructor's entry (the arena as handed over, the model) and
+//!   return (the arena allocator, its cursors): a build begins;
+//! - `SimpleMemoryAllocator::AllocateFromTail`'s entry (the bytes and alignment asked, the
+//!   allocator, the node whose Init or Prepare runs from `ContextHelper::current_node_idx_`,
+//!   Init or Prepare from the context's `RequestScratchBufferInArena`, the asking function) and
+//!   return (where it was placed): a step of the persistent tail, or, from a temporary
+//!   allocator over the free gap, the plan's temporary `AllocationInfo` array;
+//! - `GreedyMemoryPlanner::GetMaximumMemorySize`'s first call in a build (entry: the planner's
+//!   buffers and the bytes its arrays take per buffer; return: the head the plan needs): the
+//!   plan's temporary peak;
+//! - `AllocateTensors`' entry and return (its status), `Invoke`'s return (inferences), the
+//!   destructor (the arena is gone);
+//! - at every phase boundary, the cursors of every live arena.
+//!
+//! A function TFLM inlines cannot be broken on (the arena allocator placing itself at the
+//! arena's top): the tail is read at every stop, and a move no stop explains becomes a step of
+//! its own (`build`). From the steps, in order, with the plan's temporaries and head, the
+//! smallest arena that works is replayed for each candidate size (`memlife_tflm::ArenaDemand`).
+//!
+//! Its records go to the report through [`crate::events::Observer::report`] (the report
+//! model's `ArenaRecord`); [`record`] reads them back from a debugger.
+//!
+//! # Layout
+//! - `hooks`: the functions broken on; `category`: what an allocation holds and its stage;
+//! - `build`: one build as it accumulates; `record`: the builds and models for the report.
+
+mod build;
+mod category;
+mod hooks;
+mod record;
+
+use std::rc::Rc;
+
+use memlife_dwarf::Symbols;
+use memlife_report::model::{ArenaFigures, ArenaRecord};
+use memlife_tflm::{Cursors, LiveLayout, TailRequest, Tflm};
+
+use crate::debugger::Debugger;
+use crate::error::AuditError;
+use crate::events::{Boundary, Ctx, Observer};
+use crate::session::Arm;
+use build::{Asked, Build};
+use category::Stage;
+pub use hooks::Hooks;
+
+/// The observer's name: its key among the observers' reports.
+pub const NAME: &str = "tflm-arena";
+
+// What each of its breakpoints is for.
+const CONSTRUCT: u32 = 1;
+const CONSTRUCTED: u32 = 2;
+const DESTROY: u32 = 3;
+const ALLOCATE: u32 = 4;
+const ALLOCATED: u32 = 5;
+const INVOKE: u32 = 6;
+const INVOKED: u32 = 7;
+const TAIL: u32 = 8;
+const TAIL_PLACED: u32 = 9;
+const PLAN: u32 = 10;
+const PLANNED: u32 = 11;
+
+/// A tail allocation whose return is awaited.
+#[derive(Debug, Clone)]
+struct PendingTail {
+    build: usize,
+    /// From the arena's own allocator (else a temporary one over its free gap).
+    persistent: bool,
+    asked: Asked,
+}
+
+/// The arena observer (see the module doc).
+pub struct ArenaObserver {
+    symbols: Rc<Symbols>,
+    layout: LiveLayout,
+    hooks: Hooks,
+    builds: Vec<Build>,
+    /// Open constructor calls, `AllocateTensors` calls and `Invoke` calls (indices in
+    /// `builds`), innermost last.
+    constructing: Vec<usize>,
+    allocating: Vec<usize>,
+    invoking: Vec<usize>,
+    /// Tail allocations awaited.
+    tails: Vec<PendingTail>,
+    /// The build whose plan's size query is awaited.
+    planning: Option<usize>,
+    /// The cycle of the last phase entered.
+    cycle: Option<u64>,
+}
+
+impl std::fmt::Debug for ArenaObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArenaObserver")
+            .field("builds", &self.builds.len())
+            .finish()
+    }
+}
+
+impl ArenaObserver {
+    /// The observer for this ELF: `None` when it has no TFLM, or a TFLM the observer cannot
+    /// follow (current TFLM; said once in the log).
+    pub fn for_elf(symbols: Rc<Symbols>) -> Option<ArenaObserver> {
+        let tflm = Tflm::detect(&symbols)?;
+        let layout = LiveLayout::of(&tflm, &symbols);
+        let hooks = Hooks::of(&symbols);
+        match (layout, hooks) {
+            (Some(layout), Some(hooks)) => Some(ArenaObserver::new(symbols, layout, hooks)),
+            _ => {
+                tracing::info!(
+                    "TFLM {} found: its arenas are read at stops (memlife heap), but builds are not observed (the arena observer follows TFLM of 2020)",
+                    tflm.generation().name()
+                );
+                None
+            }
+        }
+    }
+
+    /// The observer over this layout and these functions.
+    pub fn new(symbols: Rc<Symbols>, layout: LiveLayout, hooks: Hooks) -> Self {
+        ArenaObserver {
+            symbols,
+            layout,
+            hooks,
+            builds: Vec::new(),
+            constructing: Vec::new(),
+            allocating: Vec::new(),
+            invoking: Vec::new(),
+            tails: Vec::new(),
+            planning: None,
+            cycle: None,
+        }
+    }
+
+    /// The newest live build of the interpreter at `interpreter`.
+    fn build_of(&self, interpreter: u64) -> Option<usize> {
+        self.builds
+            .iter()
+            .rposition(|b| b.live() && b.record.interpreter == interpreter)
+    }
+
+    /// The allocator object's size and alignment (what it takes from the tail).
+    fn object(&self) -> TailRequest {
+        TailRequest {
+            bytes: self.layout.allocator.size,
+            alignment: self.layout.ptr_size,
+        }
+    }
+
+    /// Reads the arena of build `i` (its interpreter's allocator) and takes any tail move.
+    fn observe(&mut self, ctx: &mut Ctx<'_>, i: usize) -> Option<Cursors> {
+        let object = self.object();
+        let b = self.builds.get_mut(i)?;
+        let interpreter = b.record.interpreter;
+        let allocator = match b.has_arena() {
+            true => b.record.allocator,
+            false => self.layout.arena_allocator(ctx.memory(), interpreter)?,
+        };
+        let cursors = self.layout.cursors(ctx.memory(), allocator)?;
+        if !cursors.holds_itself(allocator, object.bytes) {
+            return None;
+        }
+        b.observe(allocator, &cursors, object);
+        Some(cursors)
+    }
+
+    /// The arena's figures of build `i` now, at `at`.
+    fn figures(&mut self, ctx: &mut Ctx<'_>, i: usize, at: &str, when: &str, call: Option<u64>) {
+        let Some(cursors) = self.observe(ctx, i) else {
+            return;
+        };
+        let Some(b) = self.builds.get(i) else { return };
+        let used = self
+            .layout
+            .used_bytes(ctx.memory(), b.record.interpreter, &cursors);
+        let f = ArenaFigures {
+            at: at.to_string(),
+            when: when.to_string(),
+            call,
+            cycle: self.cycle,
+            persistent_bytes: cursors.persistent_bytes(),
+            head_bytes: cursors.head_bytes(),
+            temp_bytes: 0,
+            free_bytes: cursors.free_bytes(),
+            arena_used_bytes: used,
+        };
+        if let Some(b) = self.builds.get_mut(i) {
+            b.figures(f);
+        }
+    }
+
+    fn constructing(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        let (interpreter, model, arena) = (regs.arg(0), regs.arg(1), regs.arg(3));
+        let mut b = Build::new(self.builds.len() as u64 + 1, interpreter, Some(arena));
+        b.constructing = true;
+        let summary = self
+            .layout
+            .model_summary(ctx.memory(), &self.symbols, model);
+        b.record.model = summary
+            .as_ref()
+            .map_or_else(|| format!("model at {model:#010x}"), |s| s.name.clone());
+        b.summary = summary;
+        record::forget_old_details(&mut self.builds, &b.record.model);
+        self.builds.push(b);
+        self.constructing.push(self.builds.len() - 1);
+        ctx.await_return(regs.return_address(), regs.sp, CONSTRUCTED);
+    }
+
+    fn constructed(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(i) = self.constructing.pop() else {
+            return;
+        };
+        if let Some(b) = self.builds.get_mut(i) {
+            b.constructing = false;
+        }
+        self.figures(ctx, i, "constructed", "", None);
+    }
+
+    fn allocating(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        let interpreter = regs.arg(0);
+        let i = match self.build_of(interpreter) {
+            Some(i) => i,
+            None => {
+                // Constructed before the observer was added: its arena as it is now.
+                let mut b = Build::new(self.builds.len() as u64 + 1, interpreter, None);
+                if let Some(model) = self.layout.model(ctx.memory(), interpreter) {
+                    let summary = self
+                        .layout
+                        .model_summary(ctx.memory(), &self.symbols, model);
+                    b.record.model = summary
+                        .as_ref()
+                        .map_or_else(|| format!("model at {model:#010x}"), |s| s.name.clone());
+                    b.summary = summary;
+                }
+                self.builds.push(b);
+                self.builds.len() - 1
+            }
+        };
+        self.observe(ctx, i);
+        let open = ctx.open().clone();
+        if let Some(b) = self.builds.get_mut(i) {
+            b.allocating = true;
+            b.record.phase = open.phase;
+            b.record.call = open.call;
+            b.record.cycle = self.cycle;
+        }
+        self.allocating.push(i);
+        ctx.await_return(regs.return_address(), regs.sp, ALLOCATED);
+    }
+
+    fn allocated(&mut self, ctx: &mut Ctx<'_>) {
+        let (Some(i), Some(regs)) = (self.allocating.pop(), ctx.regs()) else {
+            return;
+        };
+        let cursors = self.observe(ctx, i);
+        let Some(b) = self.builds.get(i) else { return };
+        let used = cursors.as_ref().and_then(|c| {
+            self.layout
+                .used_bytes(ctx.memory(), b.record.interpreter, c)
+        });
+        if let Some(b) = self.builds.get_mut(i) {
+            // TfLiteStatus: a C enum in r0.
+            b.allocated(regs.arg(0) & 0xffff_ffff, cursors.as_ref(), used);
+        }
+        self.figures(ctx, i, "allocated", "", None);
+    }
+
+    /// At `AllocateFromTail`'s entry: what is asked, by whom, for which build.
+    fn tail_asked(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        let (allocator, bytes, alignment) = (regs.arg(0), regs.arg(1), regs.arg(2));
+        let Some(cursors) = self.layout.cursors(ctx.memory(), allocator) else {
+            return;
+        };
+        if !cursors.consistent() {
+            return;
+        }
+        let object = self.object();
+        let persistent = cursors.holds_itself(allocator, object.bytes);
+        let found = if persistent {
+            self.builds
+                .iter()
+                .rposition(|b| b.live() && b.record.allocator == allocator)
+                .or_else(|| {
+                    // The constructor's first allocation: its arena is not known yet.
+                    self.constructing
+                        .last()
+                        .copied()
+                        .filter(|&i| self.builds.get(i).is_some_and(|b| !b.has_arena()))
+                })
+        } else {
+            // A temporary allocator over an arena's free gap (the plan's).
+            self.allocating.last().copied().filter(|&i| {
+                self.builds.get(i).is_some_and(|b| {
+                    b.record.buffer_head <= cursors.buffer_head
+                        && cursors.buffer_tail <= b.record.buffer_tail
+                })
+            })
+        };
+        let Some(i) = found else {
+            tracing::debug!("AllocateFromTail on {allocator:#x}: no build of it is observed");
+            return;
+        };
+        if persistent && let Some(b) = self.builds.get_mut(i) {
+            b.observe(allocator, &cursors, object);
+        }
+        let (node, stage) = self.stage(ctx, i);
+        let operator = self.operator(ctx, i, node);
+        let frames: Vec<String> = self
+            .symbols
+            .locate(regs.return_address().saturating_sub(1))
+            .into_iter()
+            .filter_map(|f| f.function)
+            .collect();
+        let asked = Asked {
+            tail_before: cursors.tail,
+            request: TailRequest { bytes, alignment },
+            node,
+            operator,
+            stage,
+            category: category::of(&frames, stage),
+            site: frames.first().cloned(),
+        };
+        self.tails.push(PendingTail {
+            build: i,
+            persistent,
+            asked,
+        });
+        ctx.await_return(regs.return_address(), regs.sp, TAIL_PLACED);
+    }
+
+    /// The node running in build `i` and the stage of the build.
+    fn stage(&self, ctx: &mut Ctx<'_>, i: usize) -> (i64, Stage) {
+        let Some(b) = self.builds.get(i) else {
+            return (-1, Stage::Setup);
+        };
+        if b.constructing {
+            return (-1, Stage::Construct);
+        }
+        if b.planned {
+            return (-1, Stage::Finish);
+        }
+        let interpreter = b.record.interpreter;
+        let node = self
+            .layout
+            .current_node(ctx.memory(), interpreter)
+            .unwrap_or(-1);
+        if node < 0 {
+            return (-1, Stage::Setup);
+        }
+        match self.layout.in_prepare(ctx.memory(), interpreter) {
+            Some(true) => (node, Stage::Prepare),
+            _ => (node, Stage::Init),
+        }
+    }
+
+    /// Node `node`'s operator in build `i` (read once per build).
+    fn operator(&mut self, ctx: &mut Ctx<'_>, i: usize, node: i64) -> Option<String> {
+        if node < 0 {
+            return None;
+        }
+        let b = self.builds.get(i)?;
+        if let Some(name) = b.operator(node) {
+            return Some(name.clone());
+        }
+        let name = self
+            .layout
+            .operator_name(ctx.memory(), b.record.interpreter, node)?;
+        if let Some(b) = self.builds.get_mut(i) {
+            b.name_operator(node, name.clone());
+        }
+        Some(name)
+    }
+
+    fn tail_placed(&mut self, ctx: &mut Ctx<'_>) {
+        let (Some(p), Some(regs)) = (self.tails.pop(), ctx.regs()) else {
+            return;
+        };
+        let placed = regs.arg(0);
+        let Some(b) = self.builds.get_mut(p.build) else {
+            return;
+        };
+        if p.persistent {
+            b.persistent(p.asked, placed);
+        } else {
+            b.plan_tail(p.asked.request, p.asked.tail_before, placed);
+        }
+    }
+
+    fn plan(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        // The first size query of a build's plan; later ones (and planners outside a build)
+        // are not the plan's peak.
+        let Some(&i) = self.allocating.last() else {
+            return;
+        };
+        if self.planning.is_some() || self.builds.get(i).is_none_or(|b| b.planned) {
+            return;
+        }
+        if let Some(f) = self.layout.planner(ctx.memory(), regs.arg(0))
+            && let Some(b) = self.builds.get_mut(i)
+        {
+            b.planner_seen(f);
+        }
+        self.planning = Some(i);
+        ctx.await_return(regs.return_address(), regs.sp, PLANNED);
+    }
+
+    fn planned(&mut self, ctx: &mut Ctx<'_>) {
+        let (Some(i), Some(regs)) = (self.planning.take(), ctx.regs()) else {
+            return;
+        };
+        if let Some(b) = self.builds.get_mut(i) {
+            b.plan_made(regs.arg(0) & 0xffff_ffff);
+        }
+    }
+
+    fn invoking(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        if let Some(i) = self.build_of(regs.arg(0)) {
+            self.invoking.push(i);
+            ctx.await_return(regs.return_address(), regs.sp, INVOKED);
+        }
+    }
+
+    fn invoked(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(i) = self.invoking.pop() else { return };
+        let first = self.builds.get_mut(i).is_some_and(|b| {
+            b.record.inferences += 1;
+            b.record.inferences == 1
+        });
+        if first {
+            self.figures(ctx, i, "invoked", "", None);
+        }
+    }
+
+    fn destroyed(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        if let Some(i) = self.build_of(regs.arg(0))
+            && let Some(b) = self.builds.get_mut(i)
+        {
+            b.record.released = true;
+        }
+    }
+
+    /// Every live arena's figures at a phase boundary.
+    fn at_boundary(&mut self, ctx: &mut Ctx<'_>, function: &str, when: &str, call: u64) {
+        for i in 0..self.builds.len() {
+            let live = self
+                .builds
+                .get(i)
+                .is_some_and(|b| b.live() && b.has_arena() && !b.constructing);
+            if live {
+                self.figures(ctx, i, function, when, Some(call));
+            }
+        }
+    }
+
+    /// What was observed, as the report keeps it.
+    pub fn arena_record(&self) -> ArenaRecord {
+        record::of(&self.builds)
+    }
+}
+
+impl Observer for ArenaObserver {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn attach(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AuditError> {
+        let h = self.hooks.clone();
+        // The build's bounds are always wanted; the stops inside a build only inside phases on
+        // a target with few breakpoints.
+        ctx.break_at(h.construct, CONSTRUCT, Arm::Always);
+        ctx.break_at(h.allocate_tensors, ALLOCATE, Arm::Always);
+        ctx.break_at(h.allocate_from_tail, TAIL, Arm::Inside);
+        if let Some(a) = h.destroy {
+            ctx.break_at(a, DESTROY, Arm::Always);
+        }
+        if let Some(a) = h.plan_size {
+            ctx.break_at(a, PLAN, Arm::Inside);
+        }
+        if let Some(a) = h.invoke {
+            ctx.break_at(a, INVOKE, Arm::Inside);
+        }
+        Ok(())
+    }
+
+    fn on_break(&mut self, ctx: &mut Ctx<'_>, code: u32) -> Result<(), AuditError> {
+        match code {
+            CONSTRUCT => self.constructing(ctx),
+            CONSTRUCTED => self.constructed(ctx),
+            DESTROY => self.destroyed(ctx),
+            ALLOCATE => self.allocating(ctx),
+            ALLOCATED => self.allocated(ctx),
+            INVOKE => self.invoking(ctx),
+            INVOKED => self.invoked(ctx),
+            TAIL => self.tail_asked(ctx),
+            TAIL_PLACED => self.tail_placed(ctx),
+            PLAN => self.plan(ctx),
+            PLANNED => self.planned(ctx),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_boundary(&mut self, ctx: &mut Ctx<'_>, b: &Boundary<'_>) -> Result<(), AuditError> {
+        match b {
+            Boundary::PhaseEntered {
+                function,
+                call,
+                cycle,
+            } => {
+                self.cycle = *cycle;
+                self.at_boundary(ctx, function, "entry", *call);
+            }
+            Boundary::PhaseReturned(r) => self.at_boundary(ctx, &r.function, "return", r.call),
+            Boundary::SpanOpened { .. } | Boundary::SpanClosed(_) => {}
+        }
+        Ok(())
+    }
+
+    fn report(&self) -> Option<serde_json::Value> {
+        if self.builds.is_empty() {
+            return None;
+        }
+        serde_json::to_value(self.arena_record()).ok()
+    }
+}
+
+/// The arenas live in a halted target whose heap was walked as `heap`, when the ELF has TFLM
+/// (`memlife heap`'s `arenas`, `monitor heap`, a script's `h.arenas`): looked for in the heap's
+/// blocks in use and the image's statics, at this stop, without breakpoints.
+pub fn in_heap(
+    mem: &mut dyn memlife_core::Memory,
+    symbols: &Symbols,
+    heap: &memlife_heap::HeapState,
+) -> Result<Option<Vec<memlife_tflm::Arena>>, memlife_tflm::TflmError> {
+    let used: Vec<(u64, u64)> = heap
+        .blocks
+        .iter()
+        .filter(|b| !b.free && !b.unclaimed)
+        .map(|b| (b.addr, b.size))
+        .collect();
+    memlife_tflm::heap_arenas(mem, symbols, &used, Some((heap.heap_start, heap.heap_size)))
+}
+
+/// The arena observer's records in a debugger, when it has one and it saw a build.
+pub fn record(debugger: &Debugger) -> Option<ArenaRecord> {
+    debugger
+        .observer_reports()
+        .into_iter()
+        .find(|(name, _)| *name == NAME)
+        .and_then(|(_, v)| serde_json::from_value(v).ok())
+}

@@ -1,0 +1,168 @@
+//! What a run-time observer reads, on the real firmware's DWARF (firmware/build/tflm-healthy.elf):
+//! the offsets found by name equal those gdb shows (`ptype /o`), and on RAM images: cursors, the
+//! node being prepared, operator names, the planner's bytes per buffer, a model named by the
+//! ELF symbol its copy came from, and by its shape when no symbol has its bytes.
+
+use memlife_core::Memory;
+
+use super::support::{Image, T, tflite_model};
+use super::tflm2020::symbols;
+use crate::layout::Tflm;
+use crate::live::LiveLayout;
+
+const RAM: u64 = 0x2000_0000;
+
+fn layout() -> (memlife_dwarf::Symbols, LiveLayout) {
+    let s = symbols();
+    let tflm = Tflm::detect(&s).unwrap();
+    let l = LiveLayout::of(&tflm, &s).unwrap();
+    (s, l)
+}
+
+#[test]
+fn the_offsets_are_the_ones_gdb_shows_for_tflm_of_2020() {
+    let (_, l) = layout();
+    let a = &l.allocator;
+    assert_eq!(
+        (a.size, a.buffer_head, a.buffer_tail, a.head, a.tail),
+        (20, 4, 8, 12, 16)
+    );
+    let i = &l.interpreter;
+    // MicroInterpreter: allocator_ at 96 (memory_allocator_ +4, active_ +16), context_ at 16
+    // (RequestScratchBufferInArena +64), context_helper_ at 140 (current_node_idx_ +8).
+    assert_eq!(
+        (
+            i.model,
+            i.arena_allocator,
+            i.active,
+            i.node_index,
+            i.scratch_request,
+            i.nodes
+        ),
+        (4, 100, Some(112), Some(148), Some(80), Some(0))
+    );
+    let p = l.planner.as_ref().unwrap();
+    assert_eq!(
+        (
+            p.max_buffer_count,
+            p.buffer_count,
+            p.requirements,
+            p.buffer_offsets,
+            p.offset_size
+        ),
+        (4, 8, 12, 32, 4)
+    );
+    assert!(
+        l.builtin_names
+            .iter()
+            .any(|(v, n)| *v == 9 && n == "FULLY_CONNECTED")
+    );
+}
+
+#[test]
+fn cursors_node_stage_operator_and_planner_are_read_by_those_offsets() {
+    let (_, l) = layout();
+    let mut img = Image::new(RAM, 0x4000);
+    // An arena 0x2000_1000..0x2000_1800 with its allocator object at the top.
+    let alloc = 0x2000_17ec;
+    for (off, v) in [
+        (4, 0x2000_1000),
+        (8, 0x2000_1800),
+        (12, 0x2000_1030),
+        (16, 0x2000_1700),
+    ] {
+        img.u32(alloc + off, v);
+    }
+    let interp = 0x2000_2000;
+    img.u32(interp + 100, alloc);
+    img.u32(interp + 148, 2);
+    img.u32(interp + 80, 0x0800_1234);
+    img.u8(interp + 112, 0);
+    // Node 2's registration: builtin code 25 (SOFTMAX), no custom name.
+    let nodes = 0x2000_3000;
+    let reg = 0x2000_3800;
+    img.u32(interp, nodes);
+    let node = l.node.as_ref().unwrap();
+    img.u32(nodes + 2 * node.size + node.registration, reg);
+    img.u32(reg + node.builtin_code, 25);
+    let mut snap = img.snapshot();
+    let mem: &mut dyn Memory = &mut snap;
+    let c = l.cursors(mem, alloc).unwrap();
+    assert!(c.consistent() && c.holds_itself(alloc, 20));
+    assert!(
+        !c.holds_itself(alloc - 0x100, 20),
+        "a temporary allocator is not at the top"
+    );
+    assert_eq!(
+        (c.persistent_bytes(), c.head_bytes(), c.free_bytes()),
+        (0x100, 0x30, 0x6d0)
+    );
+    assert_eq!(l.arena_allocator(mem, interp), Some(alloc));
+    assert_eq!(l.current_node(mem, interp), Some(2));
+    assert_eq!(l.in_prepare(mem, interp), Some(true));
+    assert_eq!(l.used_bytes(mem, interp, &c), Some(0x130));
+    assert_eq!(l.operator_name(mem, interp, 2).as_deref(), Some("SOFTMAX"));
+    assert_eq!(l.operator_name(mem, interp, -1), None);
+    // A planner over 10 buffers whose arrays run from +0 to +320: 32 + 4 bytes per buffer.
+    let planner = 0x2000_3c00;
+    img.u32(planner + 8, 3);
+    img.u32(planner + 4, 10);
+    img.u32(planner + 12, 0x2000_1030);
+    img.u32(planner + 32, 0x2000_1030 + 320);
+    let mut snap = img.snapshot();
+    let p = l.planner(&mut snap, planner).unwrap();
+    assert_eq!((p.buffers, p.max_buffers, p.bytes_per_buffer), (3, 10, 36));
+}
+
+#[test]
+fn a_model_copied_to_ram_is_named_by_the_symbol_it_came_from_else_by_its_shape() {
+    let (s, l) = layout();
+    // hello_world's flatbuffer as the firmware keeps it in flash, copied into RAM.
+    let sym = s.elf_symbol("g_hello_world_tflite").unwrap();
+    let end = s.elf_symbol("g_hello_world_tflite_end").unwrap();
+    let len = (end.address - sym.address) as usize;
+    let bytes = s
+        .rodata(sym.address, len)
+        .or_else(|| s.code(sym.address, len))
+        .unwrap()
+        .to_vec();
+    let mut img = Image::new(RAM, 0x4000);
+    let copy = RAM + 0x30;
+    img.put(copy, &bytes);
+    let root = copy + u64::from(u32::from_le_bytes(bytes[0..4].try_into().unwrap()));
+    let mut snap = img.snapshot();
+    let m = l.model_summary(&mut snap, &s, root).unwrap();
+    assert_eq!(m.name, "g_hello_world_tflite");
+    assert_eq!(
+        m.operators,
+        [
+            "QUANTIZE",
+            "FULLY_CONNECTED",
+            "FULLY_CONNECTED",
+            "FULLY_CONNECTED",
+            "DEQUANTIZE"
+        ]
+    );
+    assert_eq!((m.tensors, m.variables), (12, 0));
+    // A model of the test's own: no symbol has its bytes.
+    let (fb, root_at) = tflite_model(
+        &[T("in", 9, &[1, 4], false), T("out", 9, &[1, 4], false)],
+        &[0],
+        &[1],
+        &[(0, &[0], &[1])],
+        &[(25, None)],
+    );
+    let mut img = Image::new(RAM, 0x4000);
+    img.put(RAM + 0x100, &fb);
+    let root = RAM + 0x100 + root_at as u64;
+    let mut snap = img.snapshot();
+    let m = l.model_summary(&mut snap, &s, root).unwrap();
+    assert_eq!(m.name, "model (SOFTMAX; 2 tensors)");
+}
+
+#[test]
+fn current_tflm_has_no_live_layout() {
+    let s = super::current::symbols();
+    let tflm = Tflm::detect(&s).unwrap();
+    assert!(LiveLayout::of(&tflm, &s).is_none());
+}
