@@ -61,7 +61,7 @@ impl Debugger {
         &mut self,
         max_builds: u64,
     ) -> Result<(ArenaEnd, ArenaRecord), AuditError> {
-        let (addr, _) = self.function(BUILD_ENTRY)?;
+        let addr = self.function(BUILD_ENTRY)?.entry;
         if arena::record(self).is_none() && !self.has_arena_observer() {
             return Err(AuditError::Config(
                 "this firmware's TensorFlow Lite Micro cannot be observed while it builds (the arena observer follows TFLM of 2020)".into(),
