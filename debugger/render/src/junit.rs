@@ -135,6 +135,7 @@ mod tests {
             deferred: Vec::new(),
             deferred_unlisted: 0,
             injected: Vec::new(),
+            arenas: None,
             error,
             exit_code,
         }

@@ -123,6 +123,7 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         deferred: Vec::new(),
         deferred_unlisted: 0,
         injected: Vec::new(),
+        arenas: None,
         error: None,
         exit_code: 1,
     }
