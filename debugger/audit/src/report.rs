@@ -43,7 +43,7 @@ impl From<&Debugger> for EngineRecord {
                 .iter()
                 .map(InjectedFailure::from)
                 .collect(),
-            arenas: crate::observers::arena::record(debugger),
+            arenas: debugger.arena_record(),
         }
     }
 }
