@@ -9,7 +9,9 @@
  * that a task list tells them apart.
  *
  * The Logger formats a status line into a heap buffer every LOG_PERIOD_MS and prints one in
- * LOG_PRINT_EVERY. task-leak's bug: the buffer is never freed, one block per loop. */
+ * LOG_PRINT_EVERY. task-leak's bug: the buffer is never freed, one block per loop. The assert
+ * build's Logger holds its line count below ASSERT_LOG_LINES with configASSERT, which fails
+ * at that line: the firmware parks in vAssertCalled, in task Logger. */
 #include "app.h"
 
 #include "mem.h"
@@ -22,6 +24,7 @@
 #define SPAWN_TASK_LIMIT   24u
 #define LOG_PERIOD_MS      500
 #define LOG_PRINT_EVERY    10u
+#define ASSERT_LOG_LINES   2u
 
 volatile uint32_t g_tasks_created;
 volatile uint32_t g_tasks_deleted;
@@ -114,6 +117,9 @@ static void logger_task(void *arg)
             line_send(l);
         }
         g_log_lines++;
+        if (SCEN_ASSERT) {
+            configASSERT(g_log_lines <= ASSERT_LOG_LINES);
+        }
         if (SCEN_TASK_LEAK) {
             /* BUG (task-leak): the line was meant to be queued for a later upload; the upload
              * was removed, the free with it. */

@@ -32,6 +32,8 @@
 #define SCENARIO_NAME "stack-deep"
 #elif defined(SCENARIO_HWM)
 #define SCENARIO_NAME "hwm"
+#elif defined(SCENARIO_ASSERT)
+#define SCENARIO_NAME "assert"
 #elif defined(SCENARIO_NO_ML)
 #define SCENARIO_NAME "no-ml"
 #else
@@ -61,6 +63,8 @@
  *                       leaves a few words to spare at that layer.
  * SCEN_STACK_HWM        healthy, plus a task that stores every task's
  *                       uxTaskGetStackHighWaterMark in g_stack_hwm (the test build).
+ * SCEN_ASSERT           the Logger's configASSERT on its line count fails at its third
+ *                       line: vAssertCalled(__FILE__, __LINE__) parks the firmware.
  * SCEN_NO_ML            the tasks without the inference task, and a trace hook on every task
  *                       switch: an RTOS firmware with no ML lifecycle, as FreeRTOS's demos are
  *                       (what `memlife init` must say it cannot find). */
@@ -76,6 +80,7 @@
 #define SCEN_TASK_LEAK        0
 #define SCEN_STACK_DEEP       0
 #define SCEN_STACK_HWM        0
+#define SCEN_ASSERT           0
 #define SCEN_NO_ML            0
 #if defined(SCENARIO_LOAD_PEAK)
 #undef SCEN_COMPRESSED_MODEL
@@ -113,6 +118,9 @@
 #elif defined(SCENARIO_HWM)
 #undef SCEN_STACK_HWM
 #define SCEN_STACK_HWM 1
+#elif defined(SCENARIO_ASSERT)
+#undef SCEN_ASSERT
+#define SCEN_ASSERT 1
 #elif defined(SCENARIO_NO_ML)
 #undef SCEN_NO_ML
 #define SCEN_NO_ML 1

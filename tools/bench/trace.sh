@@ -18,8 +18,12 @@ make -s -C firmware bench
 cargo build --release --locked -q -p memlife
 MEMLIFE=target/release/memlife
 cfg=$(mktemp --suffix=.toml)
-trap 'rm -f "$cfg"; [ -n "${qpid:-}" ] && kill "$qpid" 2>/dev/null || true' EXIT
+requests_cfg=$(mktemp --suffix=.toml)
+trap 'rm -f "$cfg" "$requests_cfg"; [ -n "${qpid:-}" ] && kill "$qpid" 2>/dev/null || true' EXIT
+# memlife_trace.rhai reads no requested size: one stop per allocation; `requests = true` reads
+# them too (a second stop, at the allocator's entry), as gdb's loop does.
 printf '[budgets]\nrounds = %s\n[trace]\nmethod = "trace"\nskip = ["mem_alloc", "mem_free"]\n' "$ROUNDS" > "$cfg"
+printf '%s\nrequests = true\n' "$(cat "$cfg")" > "$requests_cfg"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start_qemu() {
@@ -48,7 +52,7 @@ for alloc in heap4 nano; do
   elf=firmware/build/$alloc-churn.elf
   # gdb breaks on the public entries: a finish from _malloc_r, reached by a tail call, never fires.
   if [ "$alloc" = heap4 ]; then m=pvPortMalloc; f=vPortFree; else m=malloc; f=free; fi
-  g_rates=(); l_rates=(); m_rates=()
+  g_rates=(); l_rates=(); m_rates=(); r_rates=()
   for _ in $(seq "$REPEATS"); do
     g_rates+=("$(gdb_run 8)")
     l_rates+=("$(gdb_run 0)")
@@ -56,11 +60,17 @@ for alloc in heap4 nano; do
     m_rates+=("$("$MEMLIFE" audit --config "$cfg" --elf "$elf" --gdb "127.0.0.1:$port" \
       tools/bench/memlife_trace.rhai | grep MEMLIFE-TRACE | rate)")
     stop_qemu
+    start_qemu "$elf"; settle
+    r_rates+=("$("$MEMLIFE" audit --config "$requests_cfg" --elf "$elf" --gdb "127.0.0.1:$port" \
+      tools/bench/memlife_trace.rhai | grep MEMLIFE-TRACE | rate)")
+    stop_qemu
   done
   gm=$(printf '%s\n' "${g_rates[@]}" | median); lm=$(printf '%s\n' "${l_rates[@]}" | median)
-  mm=$(printf '%s\n' "${m_rates[@]}" | median)
+  mm=$(printf '%s\n' "${m_rates[@]}" | median); rm_=$(printf '%s\n' "${r_rates[@]}" | median)
   printf '%-6s %-22s %7s %s\n' "$alloc" "gdb, same work" "$gm" "${g_rates[*]}"
   printf '%-6s %-22s %7s %s\n' "$alloc" "gdb, caller pc only" "$lm" "${l_rates[*]}"
-  printf '%-6s %-22s %7s %s   (%.1fx gdb same work, %.1fx gdb caller only)\n' "$alloc" memlife "$mm" \
-    "${m_rates[*]}" "$(echo "$mm / $gm" | bc -l)" "$(echo "$mm / $lm" | bc -l)"
+  printf '%-6s %-22s %7s %s   (%.1fx gdb same work, %.1fx gdb caller only)\n' "$alloc" \
+    "memlife, requests read" "$rm_" "${r_rates[*]}" "$(echo "$rm_ / $gm" | bc -l)" "$(echo "$rm_ / $lm" | bc -l)"
+  printf '%-6s %-22s %7s %s   (%.1fx gdb same work, %.1fx gdb caller only)\n' "$alloc" \
+    "memlife, one stop" "$mm" "${m_rates[*]}" "$(echo "$mm / $gm" | bc -l)" "$(echo "$mm / $lm" | bc -l)"
 done

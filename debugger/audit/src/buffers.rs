@@ -248,6 +248,8 @@ mod tests {
             phase: Some("run".into()),
             span: Some(format!("layer#{seq}")),
             site: Site::default(),
+            task: None,
+            tick: None,
         }
     }
 

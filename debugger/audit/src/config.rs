@@ -8,12 +8,18 @@
 //!   method, the timeout, how many cycles are kept, how heap walks read the link, and the
 //!   [`EngineTuning`] switches.
 //! - [`AuditConfig`]: what the firmware's functions and globals mean: phases, spans, span
-//!   labels, the tensor table, components, the lifecycle, trace settings and budgets.
+//!   labels, the tensor table, components, the lifecycle, trace settings and budgets, the
+//!   roles limited to a task or a caller ([`Scope`]) and the functions that end an audit at
+//!   once (`halt_on`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use memlife_heap::LinkState;
+
+mod scope;
+pub use crate::observers::trace::TraceScope;
+pub use scope::Scope;
 
 // How the peak inside a phase is found: a report record, kept with the others in memlife-report.
 pub use memlife_report::PeakMethod;
@@ -25,6 +31,18 @@ pub struct TraceConfig {
     pub skip: Vec<String>,
     /// Frames kept per allocation backtrace.
     pub backtrace: usize,
+    /// Trace allocations (`true`), or not unless the script turns it on (`false`); `None`:
+    /// when the script reads them (see `crate::debugger::Debugger::plan_trace`).
+    pub allocations: Option<bool>,
+    /// Read each allocation's requested size at the allocator's entry, a second stop per
+    /// allocation (`true`), or stop once, at its return (`false`); `None`: when the script or
+    /// an output reads them.
+    pub requests: Option<bool>,
+    /// Where the allocator's breakpoints are armed while tracing.
+    pub scope: TraceScope,
+    /// The outputs of the run that show requested sizes (`--json`, ...): they read them as a
+    /// script does.
+    pub requests_shown_by: Vec<String>,
 }
 
 impl Default for TraceConfig {
@@ -32,6 +50,10 @@ impl Default for TraceConfig {
         TraceConfig {
             skip: Vec::new(),
             backtrace: 8,
+            allocations: None,
+            requests: None,
+            scope: TraceScope::Everywhere,
+            requests_shown_by: Vec::new(),
         }
     }
 }
@@ -42,6 +64,9 @@ pub struct LifecycleConfig {
     /// The role whose every call begins a cycle; `None`: the first of load, build, run, switch,
     /// release the firmware has, else the first role of `[phases]`.
     pub cycle_starts: Option<String>,
+    /// What tells the models apart where the firmware alternates between them (`[lifecycle]
+    /// model`: see [`crate::observers::models`]).
+    pub model: crate::observers::ModelKey,
 }
 
 /// The firmware's tensor table: a global array of structs, one per tensor, and the fields that
@@ -87,6 +112,8 @@ pub struct SpanLabels {
 pub struct AuditConfig {
     /// Phase aliases (`load` → `model_load`).
     pub phases: BTreeMap<String, String>,
+    /// Roles limited to a task's calls or a caller's, by role (each a key of `phases`).
+    pub scopes: BTreeMap<String, Scope>,
     /// Spans per phase, by role or phase function (`graph_build` → `op_init`).
     pub spans: BTreeMap<String, String>,
     /// Budgets scripts read with `budget(name)`, by their current names.
@@ -101,6 +128,10 @@ pub struct AuditConfig {
     pub components: BTreeMap<String, String>,
     /// Tracing.
     pub trace: TraceConfig,
+    /// Functions that end an audit at once when the firmware calls them (its own assert or
+    /// panic handlers), besides the ones memlife knows (`vAssertCalled`, `assert_failed`,
+    /// `__assert_func`).
+    pub halt_on: Vec<String>,
 }
 
 /// How the engine uses the target's debug hardware. Both are on unless a comparison turns
@@ -209,6 +240,15 @@ impl AuditConfig {
                 .filter(|(_, f)| self.span_of(f) == Some(span_fn))
                 .find_map(|(role, _)| self.labels.get(role))
         })
+    }
+
+    /// What the calls of `function` are limited to, when a role that stands for it is scoped.
+    pub fn scope_of(&self, function: &str) -> Option<(&str, &Scope)> {
+        self.phases
+            .iter()
+            .filter(|(_, f)| f.as_str() == function)
+            .find_map(|(role, _)| self.scopes.get_key_value(role))
+            .map(|(role, scope)| (role.as_str(), scope))
     }
 
     /// The function a phase name stands for (an alias or the function itself).

@@ -158,6 +158,8 @@ mod tests {
                 function: Some(site.into()),
                 ..Site::default()
             },
+            task: None,
+            tick: None,
         }
     }
 
@@ -196,6 +198,8 @@ mod tests {
             accounting_drift: 0,
             seq_begin,
             seq_end: seq_begin,
+            ticks: None,
+            scope: None,
         }
     }
 

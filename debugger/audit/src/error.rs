@@ -56,6 +56,37 @@ pub enum AuditError {
         /// The phase it exited in, when one was open.
         during: Option<String>,
     },
+    /// The firmware called its assert handler (`vAssertCalled`, what `configASSERT` calls, or
+    /// a function of `[target] halt_on`): where, and in which task.
+    #[error("the firmware asserted at {0}")]
+    Asserted(String),
+    /// Role calls kept coming, but no cycle completed (or began) within the timeout: the role
+    /// that begins cycles is called once, or not on every cycle.
+    #[error(
+        "{} within {seconds:.1} s (--timeout): {}, and the firmware called {seen}; map [lifecycle] cycle_starts (or [phases]) in memlife.toml to a role the firmware's loop calls once per cycle",
+        if *began { "no cycle completed" } else { "no cycle began" },
+        if *began { format!("a cycle runs from one call of {start} to the next") } else { format!("a cycle begins at a call of {start}, which never came") }
+    )]
+    CycleIncomplete {
+        /// The timeout.
+        seconds: f64,
+        /// The role whose calls begin cycles, with its function: `load (model_load)`.
+        start: String,
+        /// Whether the cycle began (its start role was called).
+        began: bool,
+        /// The role calls seen since the cycle began (or the wait for it), with their counts.
+        seen: String,
+    },
+    /// The target was gone and starting it again failed.
+    #[error("the target is gone ({gone}), and starting {what} failed: {why}")]
+    Restart {
+        /// Why the target was gone.
+        gone: String,
+        /// What was started (`a fresh qemu-system-arm -M netduinoplus2`).
+        what: String,
+        /// Why that failed.
+        why: String,
+    },
     /// A setting is wrong.
     #[error("{0}")]
     Config(String),
@@ -65,6 +96,9 @@ pub enum AuditError {
     /// The heap could not be read.
     #[error(transparent)]
     Heap(#[from] HeapError),
+    /// The RTOS kernel's tasks could not be read.
+    #[error(transparent)]
+    Tasks(#[from] memlife_rtos::RtosError),
     /// The script engine kept the target: memlife's bug, never the script's doing.
     #[error("internal error: the script engine did not give the target back")]
     TargetNotReturned,

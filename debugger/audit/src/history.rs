@@ -87,8 +87,15 @@ impl History {
             self.scan.feed(e, &self.starts);
         }
         let ev = events.partition_point(|e| e.seq < begin)..upto;
-        let rec = records.partition_point(|r| r.seq_begin < begin)
-            ..records.partition_point(|r| r.seq_begin < end);
+        // The cycle's records by its number: a cycle that traced no event (a failure run whose
+        // one allocation was made to fail) has no event range to find them by.
+        let rec = match (
+            records.iter().position(|r| r.cycle == Some(cycle)),
+            records.iter().rposition(|r| r.cycle == Some(cycle)),
+        ) {
+            (Some(first), Some(last)) => first..last + 1,
+            _ => 0..0,
+        };
         let folded_events: Vec<TraceEvent> = events.drain(ev).collect();
         let folded_records: Vec<PhaseRecord> = records.drain(rec).collect();
         self.fold(cycle, begin, end, &folded_events, &folded_records);
@@ -254,6 +261,8 @@ mod tests {
                     function: Some(format!("site{}", addr & 0xf00)),
                     ..Site::default()
                 },
+                task: None,
+                tick: None,
             };
             *seq += 1;
             e
@@ -278,6 +287,8 @@ mod tests {
             seq_begin: begin,
             seq_end: end,
             cycle: Some(cycle),
+            ticks: None,
+            scope: None,
         };
         for c in 1..=cycles {
             let (begin, before) = (seq, used);
@@ -322,6 +333,30 @@ mod tests {
             history.cycle_done(c, &mut events, &mut records);
         }
         (events, records)
+    }
+
+    #[test]
+    fn cycles_that_traced_no_event_are_folded_by_their_number() {
+        // A loop of failure runs whose one allocation was made to fail: a record each, no
+        // event, so every cycle begins at the same event number.
+        let mut h = History::new(Some(2));
+        let mut events = Vec::new();
+        let mut records = Vec::new();
+        for c in 1..=9 {
+            records.push(PhaseRecord {
+                function: "model_load".into(),
+                call: c,
+                seq_begin: 7,
+                seq_end: 7,
+                cycle: Some(c),
+                ..PhaseRecord::default()
+            });
+            h.cycle_done(c, &mut events, &mut records);
+        }
+        let kept: Vec<Option<u64>> = records.iter().map(|r| r.cycle).collect();
+        assert_eq!(kept, [1, 2, 8, 9].map(Some));
+        let f = h.folded().unwrap();
+        assert_eq!((f.first_cycle, f.last_cycle, f.totals.phases), (3, 7, 5));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::config::EngineSettings;
 use crate::debugger::{Debugger, ProgressFn, Refused};
 use crate::error::AuditError;
 use crate::report::{AuditReport, RunContext, now_rfc3339};
+use crate::session::Restart;
 
 /// What a run is about, as its caller names it (for the report).
 #[derive(Debug, Clone)]
@@ -65,6 +66,11 @@ pub struct Audit<'a> {
     pub printer: Rc<dyn Fn(&str)>,
     /// Called after every stop with the progress so far.
     pub progress: Option<ProgressFn>,
+    /// How to start the target again when a reset cannot (a QEMU the caller started, ended by
+    /// its firmware's exit); `None` when the caller did not start the target.
+    pub restart: Option<Box<dyn Restart>>,
+    /// A skipped check fails the audit (exit code 1 at least), as a failed one does.
+    pub fail_on_skip: bool,
 }
 
 /// A finished audit (its checks passed or failed, or the script stopped with an error: the
@@ -79,7 +85,8 @@ pub struct Audited {
 }
 
 /// Runs `audit` on the target in `target`, which the engine holds for the run. When this
-/// returns, `target` holds the target again (memlife's breakpoints removed), whatever happened;
+/// returns, `target` holds the target again (memlife's breakpoints removed; a fresh one when
+/// the engine started it again through [`Audit::restart`]), whatever happened;
 /// an error means the audit could not start (the target is no live one, the settings do not
 /// fit it) or the engine lost the target, which is memlife's bug: then `target` holds a
 /// stand-in that refuses every request.
@@ -98,6 +105,9 @@ pub fn run(target: &mut Box<dyn Target>, audit: Audit<'_>) -> Result<Audited, Au
     if let Some(progress) = audit.progress {
         debugger.set_observer(progress);
     }
+    if let Some(restart) = audit.restart {
+        debugger.set_restart(restart);
+    }
     let budgets = debugger.config().budgets.clone();
     let (debugger, outcome) = crate::script::run_script(
         debugger,
@@ -109,7 +119,10 @@ pub fn run(target: &mut Box<dyn Target>, audit: Audit<'_>) -> Result<Audited, Au
     let Some(debugger) = debugger else {
         return Err(AuditError::TargetNotReturned);
     };
-    let report = AuditReport::assemble(&audit.context, &debugger, &outcome);
+    let mut report = AuditReport::assemble(&audit.context, &debugger, &outcome);
+    if audit.fail_on_skip {
+        report.fail_on_skip();
+    }
     let link = debugger.link();
     *target = debugger.into_target();
     Ok(Audited { report, link })
@@ -191,6 +204,8 @@ mod tests {
             out_dir: out,
             printer: Rc::new(|_: &str| {}),
             progress: None,
+            restart: None,
+            fail_on_skip: false,
         }
     }
 
@@ -213,6 +228,28 @@ mod tests {
         assert_eq!(done.report.run.elf, "fw.elf");
         assert_eq!(done.report.method, PeakMethod::Trace);
         assert_eq!(done.report.exit_code, 0);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    #[test]
+    fn a_skipped_check_fails_the_audit_only_when_asked() {
+        let sym = fake::symbols();
+        let out = std::env::temp_dir().join(format!("memlife-runner-skip-{}", std::process::id()));
+        let source =
+            r#"check("ran", true); skip("not run", "the target could not be started again");"#;
+        for (fail_on_skip, code) in [(false, 0), (true, 1)] {
+            let (mut target, _) = fake::target(Firmware::new(&sym), None);
+            let mut a = audit(source, &out, PeakMethod::Sample);
+            a.fail_on_skip = fail_on_skip;
+            let done = run(&mut target, a).unwrap();
+            assert_eq!(done.report.skipped(), 1);
+            assert_eq!(done.report.exit_code, code, "fail_on_skip {fail_on_skip}");
+        }
+        // A failed check's 1 and an error's 2 stay what they are.
+        let (mut target, _) = fake::target(Firmware::new(&sym), None);
+        let mut a = audit(r#"skip("s", ""); throw "stop";"#, &out, PeakMethod::Sample);
+        a.fail_on_skip = true;
+        assert_eq!(run(&mut target, a).unwrap().report.exit_code, 2);
         let _ = std::fs::remove_dir_all(&out);
     }
 

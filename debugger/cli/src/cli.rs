@@ -8,6 +8,7 @@ use memlife_audit::PeakMethod;
 use memlife_heap::{AllocatorKind, Poisoning, WalkStrategy};
 
 use crate::probe_choice::ProbeChoice;
+pub use memlife_plan::SerialChoice;
 
 /// Heap lifecycle debugger for on-device ML firmware.
 ///
@@ -204,6 +205,12 @@ pub struct AuditArgs {
     /// budget.
     #[arg(long, value_name = "BASE.json")]
     pub baseline: Option<PathBuf>,
+    /// Exit 1 when a check was skipped (not run: a role the configuration lacks, an error path
+    /// the target could not be started again for), as when one failed, so that CI fails on an
+    /// audit that did not check everything. Without it, skips are counted in the summary and
+    /// the exit code is that of the checks that ran.
+    #[arg(long)]
+    pub fail_on_skip: bool,
     /// Set by a wide run on its children: audit this one target, also when its --config is the
     /// matrix file itself (an entry without `config`), whose [[matrix]] is then not a list.
     #[arg(long, hide = true)]
@@ -272,6 +279,11 @@ pub struct TargetArgs {
     /// firmware gets no host file at all.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["snapshot", "chip"])]
     pub semihosting_dir: Option<PathBuf>,
+    /// With --qemu: where the firmware's serial output (its UART) goes: `file:PATH`, `stdio`
+    /// (memlife's standard output) or `none`. Default: `memlife audit` writes OUT/serial.txt
+    /// (named in its summary); the other commands discard it.
+    #[arg(long, value_name = "file:PATH|stdio|none", value_parser = SerialChoice::parse, conflicts_with_all = ["gdb", "snapshot", "chip"])]
+    pub serial: Option<SerialChoice>,
 }
 
 /// Options of `--chip` (probe-rs).
@@ -590,6 +602,37 @@ mod tests {
         for v in ["nan", "NaN", "inf", "-infinity"] {
             assert!(parse_budget(&format!("build_step={v}")).is_err(), "{v}");
         }
+    }
+
+    #[test]
+    fn the_serial_output_goes_to_a_file_stdout_or_nowhere_and_only_from_qemu() {
+        let serial = |args: &[&str]| {
+            let mut all = vec!["memlife", "heap", "--elf", "x"];
+            all.extend_from_slice(args);
+            match Cli::try_parse_from(all).map(|c| c.command) {
+                Ok(Command::Heap(h)) => Ok(h.target.serial),
+                Ok(_) => panic!("not heap"),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        assert_eq!(
+            serial(&["--qemu", "m", "--serial", "file:out/uart.txt"]),
+            Ok(Some(SerialChoice::File("out/uart.txt".into())))
+        );
+        assert_eq!(
+            serial(&["--qemu", "m", "--serial", "stdio"]),
+            Ok(Some(SerialChoice::Stdio))
+        );
+        assert_eq!(serial(&["--qemu", "m"]), Ok(None));
+        for bad in ["file:", "uart.txt", "tcp:1234"] {
+            let e = serial(&["--qemu", "m", "--serial", bad]).unwrap_err();
+            assert!(e.contains("file:"), "{bad}: {e}");
+        }
+        assert!(serial(&["--gdb", "h:1", "--serial", "none"]).is_err());
+        assert_eq!(
+            SerialChoice::File("a b.txt".into()).to_string(),
+            "file:a b.txt"
+        );
     }
 
     #[test]

@@ -1,11 +1,16 @@
 //! Running the target to the N-th time it reaches a location: a function's entry, a source
-//! line or an address.
+//! line or an address. A firmware that asserts on the way (its assert handler, `vAssertCalled`
+//! and the others memlife knows, is a breakpoint too) or parks in a loop it never leaves (the
+//! audit's park watch: the core sampled every 250 ms) ends the wait at once, saying where.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use memlife_audit::observers::asserts::{self, HandlerStop};
+use memlife_audit::session::park::{self, ParkWatch};
+use memlife_core::cortex_m::GDB_XPSR;
 use memlife_core::limits::Deadline;
-use memlife_core::{BreakpointKind, StopReason, Target, TargetError, Wait, interrupt};
+use memlife_core::{BreakpointKind, Register, StopReason, Target, TargetError, Wait, interrupt};
 use memlife_dwarf::Symbols;
 
 /// Runs until the `hit`-th time the core reaches `location` (a function, `FILE:LINE` or
@@ -38,12 +43,18 @@ pub fn run_to(
             names.join(", ")
         );
     }
+    // The firmware's assert handlers, unless the location is one of them.
+    let handlers: Vec<(u64, String)> = asserts::handlers(symbols, &[])
+        .into_iter()
+        .filter(|(a, _)| !addrs.contains(a))
+        .collect();
     let bps = target.breakpoints().context(
         "this target cannot set breakpoints (an offline snapshot?): --at needs a live target",
     )?;
     let mut inserted = Vec::new();
     let mut outcome = Ok(());
-    for &addr in &addrs {
+    let all = addrs.iter().copied().chain(handlers.iter().map(|h| h.0));
+    for addr in all {
         match bps.add_breakpoint(addr, BreakpointKind::Software) {
             Ok(()) => inserted.push(addr),
             Err(e) => {
@@ -54,7 +65,15 @@ pub fn run_to(
         }
     }
     if outcome.is_ok() {
-        outcome = wait_for_hits(target, symbols, &addrs, hit, timeout, location);
+        let wait = Wait4 {
+            symbols,
+            addrs: &addrs,
+            handlers: &handlers,
+            location,
+            hit,
+            timeout,
+        };
+        outcome = wait.run(target);
     }
     if let Some(bps) = target.breakpoints() {
         for addr in inserted {
@@ -67,68 +86,182 @@ pub fn run_to(
     outcome
 }
 
-/// Where a halted core is, for messages: `pc 0x... in FUNCTION (file:line)`.
+/// Where a halted core is, for messages: `pc 0x... in FUNCTION (file:line), call chain: ...`.
 fn where_halted(target: &mut dyn Target, symbols: &Symbols) -> String {
-    let Ok(pc) = target.read_register(memlife_core::Register::ProgramCounter) else {
-        return String::new();
-    };
-    let frames = symbols.locate(pc & !1);
-    match frames.last() {
-        Some(outer) => format!(" at pc {pc:#010x} in {outer}"),
-        None => format!(" at pc {pc:#010x}"),
+    match target.read_register(Register::ProgramCounter) {
+        Ok(pc) => format!(" at {}", park::parked_at(target, symbols, pc & !1)),
+        Err(_) => String::new(),
     }
 }
 
-fn wait_for_hits(
-    target: &mut dyn Target,
-    symbols: &Symbols,
-    addrs: &[u64],
+/// What a wait for `location` looks for.
+struct Wait4<'a> {
+    symbols: &'a Symbols,
+    addrs: &'a [u64],
+    handlers: &'a [(u64, String)],
+    location: &'a str,
     hit: u32,
     timeout: Duration,
-    location: &str,
-) -> Result<()> {
-    let deadline = Deadline::after(timeout);
-    let mut hits = 0;
-    while hits < hit {
+}
+
+/// What the target did, seen by the wait.
+enum Seen {
+    /// Reached the location once more.
+    Hit,
+    /// Keeps running (a sample found it working).
+    Running,
+}
+
+impl Wait4<'_> {
+    fn run(&self, target: &mut dyn Target) -> Result<()> {
+        let deadline = Deadline::after(self.timeout);
+        let mut hits = 0;
+        while hits < self.hit {
+            let control = target.control().context("this target has no run control")?;
+            control.resume().context("resuming the target")?;
+            let mut watch = ParkWatch::default();
+            loop {
+                match self.wait_slice(target, deadline, &mut watch, hits + 1)? {
+                    Seen::Hit => break,
+                    Seen::Running => {}
+                }
+            }
+            hits += 1;
+        }
+        Ok(())
+    }
+
+    /// Waits one poll interval: a stop, the deadline, or a sample of where the core is.
+    fn wait_slice(
+        &self,
+        target: &mut dyn Target,
+        deadline: Deadline,
+        watch: &mut ParkWatch,
+        nth: u32,
+    ) -> Result<Seen> {
+        let (location, hit) = (self.location, self.hit);
         let control = target.control().context("this target has no run control")?;
-        control.resume().context("resuming the target")?;
-        let left = deadline.left_or_max();
-        match interrupt::wait_for_stop_or_interrupt(control, left)
+        let slice = deadline.left_or_max().min(park::POLL);
+        match interrupt::wait_for_stop_or_interrupt(control, slice)
             .context("waiting for the target to stop")?
         {
             Wait::Interrupted => {
                 let _ = control.halt();
-                return Err(TargetError::Interrupted).with_context(|| {
-                    format!("waiting for {location} (hit {} of {hit})", hits + 1)
-                });
+                Err(TargetError::Interrupted)
+                    .with_context(|| format!("waiting for {location} (hit {nth} of {hit})"))
             }
-            Wait::Stopped(StopReason::Breakpoint(pc)) if addrs.contains(&pc) => hits += 1,
-            Wait::Stopped(StopReason::Exited(code)) => {
+            Wait::Stopped(stop) => self.stopped(target, stop, nth),
+            Wait::TimedOut if deadline.passed() => {
+                let _ = control.halt();
+                let at = where_halted(target, self.symbols);
+                let first = self.addrs.first().copied().unwrap_or(0);
                 bail!(
-                    "the target exited with status {code} before reaching {location} (hit {} of {hit})",
-                    hits + 1
+                    "breakpoint at {location} ({first:#010x}) not reached within {:.1} s (hit {nth} of {hit}); the target was halted{at}",
+                    self.timeout.as_secs_f64()
                 )
             }
-            Wait::Stopped(StopReason::Terminated(sig)) => {
+            Wait::TimedOut => self.sample(target, watch, nth),
+        }
+    }
+
+    /// The core stopped by itself: at the location, at an assert handler, or otherwise.
+    fn stopped(&self, target: &mut dyn Target, stop: StopReason, nth: u32) -> Result<Seen> {
+        let (location, hit) = (self.location, self.hit);
+        match stop {
+            StopReason::Breakpoint(pc) if self.addrs.contains(&pc) => Ok(Seen::Hit),
+            StopReason::Exited(code) => bail!(
+                "the target exited with status {code} before reaching {location} (hit {nth} of {hit})"
+            ),
+            StopReason::Terminated(sig) => {
                 bail!("the target was terminated (signal {sig}) before reaching {location}")
             }
-            Wait::Stopped(other) => bail!(
-                "the target stopped ({other:?}) before reaching {location} (hit {} of {hit})",
-                hits + 1
-            ),
-            Wait::TimedOut => {
-                let _ = control.halt();
-                let at = where_halted(target, symbols);
-                let first = addrs.first().copied().unwrap_or(0);
+            other => {
+                let pc = pc_of(target, other);
+                if self.handler_at(pc).is_some() {
+                    bail!(
+                        "{location} not reached (hit {nth} of {hit}): the firmware asserted at {}; the target was halted in its assert handler",
+                        self.assert_place(target, pc)
+                    )
+                }
+                let at = where_halted(target, self.symbols);
                 bail!(
-                    "breakpoint at {location} ({first:#010x}) not reached within {:.1} s (hit {} of {hit}); the target was halted{at}",
-                    timeout.as_secs_f64(),
-                    hits + 1
+                    "the target stopped ({other:?}) before reaching {location} (hit {nth} of {hit}){at}"
                 )
             }
         }
     }
-    Ok(())
+
+    /// A sample of the park watch: halts the core, looks where it is, and resumes it unless it
+    /// is parked (an error), reached the location or an assert handler just then.
+    fn sample(&self, target: &mut dyn Target, watch: &mut ParkWatch, nth: u32) -> Result<Seen> {
+        let control = target.control().context("this target has no run control")?;
+        match control.halt().context("halting the target")? {
+            StopReason::Halted | StopReason::Signal(2) => {}
+            other => return self.stopped(target, other, nth),
+        }
+        let pc = target.read_register(Register::ProgramCounter)? & !1;
+        let sp = target.read_register(Register::StackPointer)?;
+        if self.addrs.contains(&pc) {
+            return Ok(Seen::Hit);
+        }
+        if self.handler_at(pc).is_some() {
+            return self.stopped(target, StopReason::Breakpoint(pc), nth);
+        }
+        if watch.sample(pc, sp) {
+            let at = park::parked_at(target, self.symbols, pc);
+            bail!(
+                "{} not reached (hit {nth} of {}): the firmware is parked at {at} ({} polls {} ms apart); the target was halted",
+                self.location,
+                self.hit,
+                park::POLLS,
+                park::POLL.as_millis()
+            );
+        }
+        target
+            .control()
+            .context("this target has no run control")?
+            .resume()
+            .context("resuming the target")?;
+        Ok(Seen::Running)
+    }
+
+    /// The assert handler whose entry is `pc`.
+    fn handler_at(&self, pc: u64) -> Option<&str> {
+        self.handlers
+            .iter()
+            .find(|(a, _)| *a == pc)
+            .map(|(_, n)| n.as_str())
+    }
+
+    /// Where the firmware asserted, from the handler's arguments and the core.
+    fn assert_place(&self, target: &mut dyn Target, pc: u64) -> String {
+        let mut args = [0u64; 4];
+        for (i, a) in (0u8..).zip(args.iter_mut()) {
+            *a = target.read_register(Register::Argument(i)).unwrap_or(0);
+        }
+        let lr = target.read_register(Register::ReturnAddress).unwrap_or(0);
+        let xpsr = target
+            .read_register(Register::Numbered(GDB_XPSR))
+            .map_or(0, |x| u32::try_from(x & 0xffff_ffff).unwrap_or(0));
+        let kernel = memlife_rtos::FreeRtos::from_symbols(self.symbols).ok();
+        let stop = HandlerStop {
+            handler: self.handler_at(pc).unwrap_or("?"),
+            args,
+            lr,
+            xpsr,
+        };
+        asserts::describe(target.as_memory(), self.symbols, kernel.as_ref(), &stop)
+    }
+}
+
+/// The pc a stop happened at: the breakpoint's, else the core's.
+fn pc_of(target: &mut dyn Target, stop: StopReason) -> u64 {
+    match stop {
+        StopReason::Breakpoint(pc) => pc,
+        _ => target
+            .read_register(Register::ProgramCounter)
+            .map_or(0, |pc| pc & !1),
+    }
 }
 
 /// Halts a live target if it runs; offline targets are always "halted".

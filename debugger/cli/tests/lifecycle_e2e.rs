@@ -384,6 +384,15 @@ fn every_script_runs_on_the_c_engine_and_observes_its_switch() {
         let name = s.file_name().unwrap().to_string_lossy().to_string();
         let (text, code, report) = audit(&dir, &cfg, s.to_str().unwrap(), None);
         assert!(code == 0 || code == 1, "{name}: {code}\n{text}");
+        if name == "arena.rhai" {
+            // TensorFlow Lite Micro's arenas only: on a firmware without TFLM it skips, saying
+            // why, and observes no cycle.
+            assert!(
+                code == 0 && text.contains("SKIP arena-fit: no TensorFlow Lite Micro build"),
+                "{text}"
+            );
+            continue;
+        }
         // One cycle: load, build, run, switch, run again, release, in the firmware's order.
         assert_eq!(
             roles_of_cycle(&report, 1),

@@ -3,7 +3,9 @@
 //!
 //! Every file memlife writes goes through [`write_atomic`] or, for paths a script names under an
 //! output directory, [`write_under`]; [`write_atomic_new`] is [`write_atomic`] for a file that
-//! must not exist yet (`memlife init -o` without `--force`). What they guarantee:
+//! must not exist yet (`memlife init -o` without `--force`). A log written as it goes (the
+//! firmware's serial output) is [`create_log`]: not atomic, but never opened through a link.
+//! What the others guarantee:
 //!
 //! - **Atomic.** The bytes go to a temporary file in the destination's own directory, which is
 //!   then renamed over the destination: a reader sees the old file or the new one, never half of
@@ -89,6 +91,17 @@ fn write_placed(path: &Path, bytes: &[u8], place: Place) -> Result<(), WriteErro
     std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, in_directory(dir, e)))?;
     imp::write_in(dir, Base::Followed, &[], Path::new(name), bytes, place)
         .map_err(|e| WriteError::new(path, e))
+}
+
+/// Creates (or empties) `path` for a log that is written as it goes, such as the firmware's
+/// serial output: missing parent directories are created, and a symbolic link at its name is
+/// refused rather than followed (`O_NOFOLLOW`), so the log cannot be sent over someone else's
+/// file.
+pub fn create_log(path: &Path) -> Result<std::fs::File, WriteError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| WriteError::new(path, e))?;
+    }
+    imp::create_log(path).map_err(|e| WriteError::new(path, e))
 }
 
 /// How the finished temporary file takes the final name.
@@ -232,6 +245,17 @@ mod imp {
 
     use super::{Base, Place, already_exists, create_exclusive, symlink_refused, temp_name};
 
+    /// Opens `path` for writing, created or emptied, refusing a symbolic link at its name.
+    pub(super) fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rustix::fs::open(path, flags, Mode::from_bits_truncate(0o644)) {
+            Ok(fd) => Ok(std::fs::File::from(fd)),
+            Err(Errno::LOOP) => Err(symlink_refused(path)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Opens `base` (following a link there only with [`Base::Followed`]), then each of `dirs`
     /// below it without following links, creating what is missing, and writes `name` there.
     pub(super) fn write_in(
@@ -336,6 +360,14 @@ mod imp {
     use std::path::Path;
 
     use super::{Base, Place, already_exists, create_exclusive, symlink_refused, temp_name};
+
+    /// Opens `path` for writing, created or emptied, refusing a symbolic link at its name.
+    pub(super) fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(symlink_refused(path));
+        }
+        std::fs::File::create(path)
+    }
 
     pub(super) fn write_in(
         base: &Path,
@@ -506,6 +538,26 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         assert!(!dir.join("nowhere").exists());
         assert_eq!(names(&dir), ["dangling", "link", "victim"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_log_is_created_or_emptied_and_never_opened_through_a_link() {
+        use std::io::Write as _;
+        let dir = scratch("log");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("serial.txt")).unwrap();
+        let err = create_log(&dir.join("serial.txt")).unwrap_err();
+        assert!(err.to_string().contains("serial.txt"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        let log = dir.join("sub/serial.txt");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(&log, "an earlier run's lines").unwrap();
+        let mut f = create_log(&log).unwrap();
+        f.write_all(b"boot\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "boot\n");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 
 use crate::DiffError;
 use crate::budgets::{Budgets, Limit};
-use crate::figures::{self, FigureKey, Figures, Kind, PhaseKey, Unit};
+use crate::figures::{self, FigureKey, Figures, Kind, MODEL_ITEM, PhaseKey, Unit};
 use crate::sites::{self, SiteChange};
 use memlife_report::AuditReport;
 
@@ -95,9 +95,10 @@ impl Change {
     /// `build step conv_b`, `leak per cycle at build_graph (engine.c:51)`.
     pub fn name(&self) -> String {
         match (&self.item, self.figure) {
-            (Some(item), Kind::LeakPerCycle) => {
-                format!("leak per cycle at {}", self.site.as_deref().unwrap_or(item))
-            }
+            (Some(item), Kind::LeakPerCycle) => match (&self.site, item.strip_prefix(MODEL_ITEM)) {
+                (None, Some(model)) => format!("leak per cycle of model {model}"),
+                (site, _) => format!("leak per cycle at {}", site.as_deref().unwrap_or(item)),
+            },
             (Some(item), _) => format!("{} {item}", self.figure.title()),
             (None, _) => self.figure.title().to_string(),
         }

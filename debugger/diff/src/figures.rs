@@ -188,6 +188,10 @@ pub struct Figure {
 /// Every figure of a report by key.
 pub type Figures = BTreeMap<FigureKey, Figure>;
 
+/// The item of a leak figure that is one model's (`model micro_speech`), where the others are
+/// allocation sites.
+pub const MODEL_ITEM: &str = "model ";
+
 /// The key of every phase, in order. The cycle is the one the audit observed (`cycle` in the
 /// report) when every phase has one; otherwise a cycle starts each time the role of the first
 /// phase comes again.
@@ -377,7 +381,8 @@ pub fn extract(run: &AuditReport) -> Figures {
 }
 
 /// Free bytes after each cycle's release (or its last phase), the largest drop from one cycle
-/// to the next, and the leaked blocks of the heap map by site, per cycle.
+/// to the next, each model's largest loss where the firmware alternates between models, and
+/// the leaked blocks of the heap map by site, per cycle.
 fn leaks(
     run: &AuditReport,
     keys: &[PhaseKey],
@@ -409,6 +414,21 @@ fn leaks(
         site: None,
     };
     put(Kind::LeakPerCycle, None, None, none);
+    // A firmware that alternates between models: each model's largest loss in one of its
+    // cycles, under `model NAME` (the report's `models`; absent with one model).
+    for m in run.models.iter().filter(|m| m.measured > 0) {
+        put(
+            Kind::LeakPerCycle,
+            None,
+            Some(format!("{MODEL_ITEM}{}", m.name)),
+            Figure {
+                value: m.most.max(0) as f64,
+                function: None,
+                at: None,
+                site: None,
+            },
+        );
+    }
     let Some(map) = &run.heap_map else { return };
     let mut by_site: BTreeMap<String, (Site, u64)> = BTreeMap::new();
     for b in map.blocks.iter().filter(|b| b.leaked) {
@@ -605,6 +625,25 @@ pub(crate) mod tests {
         };
         // Eight blocks over eight cycles, not over the four kept.
         assert_eq!(f[&site].value, 368.0);
+    }
+
+    #[test]
+    fn alternating_models_give_each_models_leak_per_cycle() {
+        let r = report(3, |v| {
+            v["models"] = serde_json::json!([
+                {"name": "hello_world", "key": 1, "cycles": 1, "measured": 0},
+                {"name": "micro_speech", "key": 2, "cycles": 1, "measured": 1, "lost": 24, "most": 24, "least": 24},
+                {"name": "magic_wand", "key": 3, "cycles": 1, "measured": 1}]);
+        });
+        let f = extract(&r);
+        let of = |name: &str| FigureKey {
+            kind: Kind::LeakPerCycle,
+            phase: None,
+            item: Some(format!("model {name}")),
+        };
+        assert_eq!(f[&of("micro_speech")].value, 24.0);
+        assert_eq!(f[&of("magic_wand")].value, 0.0);
+        assert!(!f.contains_key(&of("hello_world")), "never measured");
     }
 
     #[test]

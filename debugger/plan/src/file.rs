@@ -11,12 +11,16 @@
 //! # with chip: probe = "0483:374b", speed = 4000, connect_under_reset = false
 //! # with gdb or qemu: reset = "reset halt"   (the server's monitor command; chosen if absent)
 //! # with gdb or qemu: semihosting_dir = "sh"  (the only files the firmware may use; none if absent)
+//! # halt_on = ["my_assert"]        # more functions that end an audit at once (vAssertCalled...)
 //! [phases]                        # aliases scripts use with t.phase("load")
 //! load = "model_load"
+//! # run = { function = "inference_run", task = "Infer" }   # only task Infer's calls count
+//! # release = { function = "model_release", caller = "infer_cycle" }
 //! [spans]                         # nested calls recorded inside a phase
 //! graph_build = "op_init"
 //! [lifecycle]
 //! cycle_starts = "load"           # the role whose every call begins a cycle (t.cycles)
+//! # model = "load:1"              # what tells alternating models apart (default "auto")
 //! [budgets]                       # numbers scripts read with budget("build_step")
 //! build_step = 4096
 //! # arena_spare = 4096             # scripts/arena.rhai: warn when an arena is this much too big
@@ -24,6 +28,9 @@
 //! method = "trace"                # trace | sample | watermark
 //! skip = ["mem_alloc", "mem_free"]   # wrappers skipped when naming an allocation site
 //! keep_cycles = 10                # cycles kept in full at each end of a long run ("all")
+//! # allocations = true            # trace even when the script reads no allocation
+//! # requests = false              # one stop per allocation: requested sizes not read
+//! # scope = "phases"              # allocator breakpoints only while a phase is open (or ["run"])
 //! [diff]                          # budgets on the change between two builds (memlife diff)
 //! bytes = 256
 //! percent = 5
@@ -35,8 +42,10 @@ use std::str::FromStr;
 
 use memlife_audit::PeakMethod;
 use memlife_audit::config::{
-    AuditConfig, DEPRECATED_BUDGETS, LifecycleConfig, SpanLabels, TensorTable, TraceConfig,
+    AuditConfig, DEPRECATED_BUDGETS, LifecycleConfig, Scope, SpanLabels, TensorTable, TraceConfig,
+    TraceScope,
 };
+use memlife_audit::observers::ModelKey;
 use memlife_heap::{AllocatorKind, Poisoning, WalkStrategy};
 use serde::{Deserialize, Deserializer};
 
@@ -66,6 +75,11 @@ pub struct TargetTable {
     /// With `gdb` or `qemu`: the one directory the firmware's semihosting calls may use
     /// (relative to this file); none by default.
     pub semihosting_dir: Option<PathBuf>,
+    /// Functions that end an audit at once when the firmware calls them (its own assert or
+    /// panic handlers), besides the ones memlife knows (`vAssertCalled`, `assert_failed`,
+    /// `__assert_func`).
+    #[serde(default)]
+    pub halt_on: Vec<String>,
 }
 
 /// `[trace]`.
@@ -80,6 +94,14 @@ pub struct TraceTable {
     pub backtrace: usize,
     /// Observed cycles kept in full at each end of a long run (`--keep-cycles` wins).
     pub keep_cycles: Option<KeepCycles>,
+    /// Trace allocations (`true`) or not (`false`); absent: when the script reads them.
+    pub allocations: Option<bool>,
+    /// Read each allocation's requested size, a second stop per allocation (`true`), or stop
+    /// once (`false`); absent: when the script or an output reads them.
+    pub requests: Option<bool>,
+    /// Where the allocator's breakpoints are armed: `everywhere`, `phases` or a list of phases.
+    #[serde(deserialize_with = "crate::trace_scope::deserialize")]
+    pub scope: TraceScope,
 }
 
 impl Default for TraceTable {
@@ -90,6 +112,9 @@ impl Default for TraceTable {
             skip: engine.skip,
             backtrace: engine.backtrace,
             keep_cycles: None,
+            allocations: engine.allocations,
+            requests: engine.requests,
+            scope: engine.scope,
         }
     }
 }
@@ -100,6 +125,9 @@ impl Default for TraceTable {
 pub struct LifecycleTable {
     /// The role whose every call begins a cycle.
     pub cycle_starts: Option<String>,
+    /// What tells alternating models apart: `auto` (the default), `none`, `ROLE` or `ROLE:N`.
+    #[serde(deserialize_with = "parsed")]
+    pub model: Option<ModelKey>,
 }
 
 /// `[tensors]`: the firmware's tensor table, a global array of structs, and the fields that
@@ -218,8 +246,13 @@ pub struct ConfigFile {
     /// How heap walks read the arena (`--walk` wins).
     #[serde(deserialize_with = "parsed")]
     pub walk: Option<WalkStrategy>,
-    /// Phase aliases (`load` → `model_load`).
+    /// Phase aliases (`load` → `model_load`), from a function name or a table with `function`.
+    #[serde(deserialize_with = "crate::scope::functions")]
     pub phases: BTreeMap<String, String>,
+    /// Roles limited to a task's calls or a caller's (`[phases]` tables with `task` or
+    /// `caller`), by role; read by [`ConfigFile::load`].
+    #[serde(skip)]
+    pub scopes: BTreeMap<String, Scope>,
     /// Spans per phase, by role or function (`graph_build` → `op_init`).
     pub spans: BTreeMap<String, String>,
     /// Budgets for scripts.
@@ -275,7 +308,9 @@ impl ConfigFile {
         };
         let table: toml::Table = toml::from_str(&text).map_err(|e| invalid(one_line(&e)))?;
         crate::schema::check_names(&table).map_err(invalid)?;
+        let scopes = crate::scope::scopes(&table).map_err(invalid)?;
         let mut file: ConfigFile = toml::from_str(&text).map_err(|e| invalid(one_line(&e)))?;
+        file.scopes = scopes;
         if let Some(secs) = file.timeout
             && let Err(message) = memlife_core::limits::timeout_secs(secs)
         {
@@ -326,10 +361,12 @@ impl ConfigFile {
     pub fn audit_config(&self) -> AuditConfig {
         AuditConfig {
             phases: self.phases.clone(),
+            scopes: self.scopes.clone(),
             spans: self.spans.clone(),
             budgets: self.budgets.clone(),
             lifecycle: LifecycleConfig {
                 cycle_starts: self.lifecycle.cycle_starts.clone(),
+                model: self.lifecycle.model.clone().unwrap_or_default(),
             },
             tensors: self.tensors.clone().map(TensorTable::from),
             labels: self
@@ -341,7 +378,13 @@ impl ConfigFile {
             trace: TraceConfig {
                 skip: self.trace.skip.clone(),
                 backtrace: self.trace.backtrace,
+                allocations: self.trace.allocations,
+                requests: self.trace.requests,
+                scope: self.trace.scope.clone(),
+                // The outputs are the command line's (`AuditPlan::resolve`).
+                requests_shown_by: Vec::new(),
             },
+            halt_on: self.target.halt_on.clone(),
         }
     }
 }
@@ -377,8 +420,10 @@ mod tests {
             [target]
             qemu = "netduinoplus2"
             semihosting_dir = "sh"
+            halt_on = ["my_assert"]
             [phases]
             load = "model_load"
+            run = { function = "inference_run", task = "Infer" }
             [budgets]
             build_step = 4096
             [trace]
@@ -403,6 +448,10 @@ mod tests {
         assert_eq!(cfg.phase_function("load"), "model_load");
         assert_eq!(cfg.budgets["build_step"], 4096.0);
         assert_eq!(cfg.trace.skip, ["mem_alloc"]);
+        assert_eq!(cfg.halt_on, ["my_assert"]);
+        let (role, scope) = cfg.scope_of("inference_run").unwrap();
+        assert_eq!((role, scope.describe().as_str()), ("run", "task Infer"));
+        assert_eq!(cfg.scope_of("model_load"), None);
         let board: ConfigFile = toml::from_str(
             "[target]\nchip = \"STM32F405RGTx\"\nprobe = \"0483:374b\"\nspeed = 4000\nconnect_under_reset = true",
         )

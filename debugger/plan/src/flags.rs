@@ -38,6 +38,8 @@ pub struct AuditFlags {
     pub outputs: Outputs,
     /// `--baseline`: an earlier audit JSON report to compare with.
     pub baseline: Option<PathBuf>,
+    /// `--fail-on-skip`: a check not run fails the audit.
+    pub fail_on_skip: bool,
 }
 
 /// Where the target is, as the flags say it.
@@ -61,6 +63,8 @@ pub struct TargetFlags {
     pub deadline: Option<f64>,
     /// `--semihosting-dir DIR`.
     pub semihosting_dir: Option<PathBuf>,
+    /// `--serial`.
+    pub serial: Option<crate::target::SerialChoice>,
 }
 
 impl TargetFlags {
@@ -100,6 +104,22 @@ pub struct Outputs {
     pub trace: Option<PathBuf>,
     /// `--out DIR`: the files scripts write (heap dumps).
     pub out_dir: PathBuf,
+}
+
+impl Outputs {
+    /// The outputs asked for that show requested sizes (the JSON's `events[].request`, the
+    /// peaks' `requested` parts, the timeline's events), by their flags.
+    pub fn showing_requests(&self) -> Vec<String> {
+        [
+            ("--json", self.json.is_some()),
+            ("--report", self.report.is_some()),
+            ("--trace", self.trace.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, asked)| *asked)
+        .map(|(flag, _)| flag.to_string())
+        .collect()
+    }
 }
 
 /// What memlife's environment variables say (`MEMLIFE_LINK_MODEL`, `MEMLIFE_NO_EMULATION`,

@@ -30,6 +30,8 @@
 //! - [`file`](mod@file): `memlife.toml` as written ([`ConfigFile`]): read, names checked, values checked,
 //!   paths made relative to it, deprecated budget names renamed.
 //! - `schema`: the tables and keys the file may have, and the nearest-name errors.
+//! - `scope`: `[phases]` roles limited to a task's calls or a caller's.
+//! - `trace_scope`: `[trace] scope` as written (a word or a list of phases).
 //! - [`flags`]: the command line's flags and environment as plain data.
 //! - [`plan`]: [`AuditPlan`], the resolution of both.
 //! - [`target`]: which target, flags over `[target]`.
@@ -50,11 +52,13 @@ pub mod matrix;
 pub mod names;
 pub mod plan;
 mod schema;
+mod scope;
 pub mod target;
+mod trace_scope;
 
 pub use error::PlanError;
 pub use file::{ConfigFile, Expectation};
 pub use flags::{AuditFlags, Environment, HeapFlags, Outputs, TargetFlags};
 pub use keep_cycles::KeepCycles;
 pub use plan::{AuditPlan, HeapPlan, default_config};
-pub use target::{ProbeText, TargetPlan};
+pub use target::{ProbeText, SerialChoice, TargetPlan};

@@ -1,7 +1,7 @@
 //! The names the settings give, checked against the firmware before it runs: every function of
-//! `[phases]`, `[spans]`, `[labels]` and `[components]` must be in the ELF (by linkage or C++
-//! name), every global of `[tensors]` and `[labels]` too, and every role a role. The error names
-//! the first wrong one and the nearest valid name.
+//! `[phases]`, `[spans]`, `[labels]`, `[components]` and `[trace] scope` must be in the ELF (by
+//! linkage or C++ name) or be a role, every global of `[tensors]` and `[labels]` too, and every
+//! role a role. The error names the first wrong one and the nearest valid name.
 //!
 //! Only what the user wrote is checked: the bundled firmware's defaults
 //! ([`crate::defaults`]) fill in what the user does not say, and a firmware without those
@@ -9,6 +9,7 @@
 
 use memlife_audit::composition::is_site_key;
 use memlife_audit::config::{AuditConfig, ROLES, nearest};
+use memlife_audit::observers::ModelKey;
 use memlife_dwarf::{SymbolKind, Symbols};
 
 /// Checks `config`'s names against `symbols`; the error is the first wrong name with where it
@@ -42,6 +43,7 @@ pub(crate) fn check_functions(
             ));
         }
     }
+    check_scopes_and_halts(config, functions, known)?;
     let mut roles: Vec<&str> = ROLES.to_vec();
     roles.extend(config.phases.keys().map(String::as_str));
     for (key, function) in &config.spans {
@@ -71,6 +73,14 @@ pub(crate) fn check_functions(
             return Err(format!("[components] `{key}`: the component name is empty"));
         }
     }
+    for name in config.trace.scope.names() {
+        if !roles.contains(&name.as_str()) && !known(name) {
+            return Err(format!(
+                "[trace] scope: `{name}` is neither a role (load, build, run, switch, release or one in [phases]) nor a function in the ELF{}",
+                nearest(name, functions.iter().chain(roles.iter()).copied())
+            ));
+        }
+    }
     if let Some(start) = &config.lifecycle.cycle_starts
         && !roles.contains(&start.as_str())
     {
@@ -78,6 +88,45 @@ pub(crate) fn check_functions(
             "[lifecycle] cycle_starts: `{start}` is not a role (load, build, run, switch, release or one in [phases]){}",
             nearest(start, roles.iter().copied())
         ));
+    }
+    if let ModelKey::Arg { role, .. } = &config.lifecycle.model
+        && !roles.contains(&role.as_str())
+    {
+        return Err(format!(
+            "[lifecycle] model: `{role}` is not a role (load, build, run, switch, release or one in [phases]){}",
+            nearest(role, roles.iter().copied())
+        ));
+    }
+    Ok(())
+}
+
+/// A scoped role's caller and every `[target] halt_on` function must be `known`, and every
+/// scope a role's.
+fn check_scopes_and_halts(
+    config: &AuditConfig,
+    functions: &[&str],
+    known: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    for (role, scope) in &config.scopes {
+        if !config.phases.contains_key(role) {
+            return Err(format!("[phases] {role}: a scope without a function"));
+        }
+        if let Some(caller) = &scope.caller
+            && !known(caller)
+        {
+            return Err(format!(
+                "[phases] {role}: caller `{caller}` is not a function in the ELF{}",
+                nearest(caller, functions.iter().copied())
+            ));
+        }
+    }
+    for function in &config.halt_on {
+        if !known(function) {
+            return Err(format!(
+                "[target] halt_on: no function `{function}` in the ELF{}",
+                nearest(function, functions.iter().copied())
+            ));
+        }
     }
     Ok(())
 }
@@ -179,12 +228,69 @@ mod tests {
     }
 
     #[test]
+    fn a_trace_scope_names_roles_or_functions_of_the_elf() {
+        assert_eq!(
+            functions("[trace]\nscope = [\"run\", \"nn_open\"]\nrequests = false"),
+            Ok(())
+        );
+        assert_eq!(
+            functions("[trace]\nscope = [\"nn_invok\"]").unwrap_err(),
+            "[trace] scope: `nn_invok` is neither a role (load, build, run, switch, release or one in [phases]) nor a function in the ELF; did you mean `nn_invoke`?"
+        );
+        let c = cfg("[trace]\nallocations = true\nrequests = false\nscope = \"phases\"");
+        assert_eq!(
+            (
+                c.trace.allocations,
+                c.trace.requests,
+                c.trace.scope.to_string()
+            ),
+            (Some(true), Some(false), "phases".to_string())
+        );
+        let absent = cfg("");
+        assert_eq!(
+            (
+                absent.trace.allocations,
+                absent.trace.requests,
+                absent.trace.scope.to_string()
+            ),
+            (None, None, "everywhere".to_string())
+        );
+    }
+
+    #[test]
     fn lifecycle_labels_and_tensors_are_checked_against_roles_and_the_elf() {
         let base =
             "[phases]\nload = \"nn_open\"\nrun = \"nn_invoke\"\n[spans]\nrun = \"layer_forward\"\n";
         let e = functions(&format!("{base}[lifecycle]\ncycle_starts = \"lod\"")).unwrap_err();
         assert!(e.contains("cycle_starts: `lod` is not a role"), "{e}");
         assert!(e.ends_with("did you mean `load`?"), "{e}");
+        // [lifecycle] model: a role's argument, the role one of the configuration's.
+        let e = functions(&format!("{base}[lifecycle]\nmodel = \"laod:1\"")).unwrap_err();
+        assert!(
+            e.contains("model: `laod` is not a role") && e.ends_with("did you mean `load`?"),
+            "{e}"
+        );
+        let e = toml::from_str::<ConfigFile>(&format!("{base}[lifecycle]\nmodel = \"load:7\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0 to 3"), "{e}");
+        for ok in ["auto", "none", "load", "run:2"] {
+            assert_eq!(
+                functions(&format!("{base}[lifecycle]\nmodel = \"{ok}\"")),
+                Ok(()),
+                "{ok}"
+            );
+        }
+        assert_eq!(
+            cfg(&format!("{base}[lifecycle]\nmodel = \"run:2\""))
+                .lifecycle
+                .model,
+            ModelKey::Arg {
+                role: "run".into(),
+                arg: 2
+            }
+        );
+        assert_eq!(cfg(base).lifecycle.model, ModelKey::Auto);
         let ok = format!(
             "{base}[lifecycle]\ncycle_starts = \"run\"\n[labels.run]\narg = 0\nnames = \"layer_names\"\n[labels.layer_forward]\nstring = true"
         );
@@ -208,6 +314,31 @@ mod tests {
             )
             .unwrap_err(),
             "[tensors]: no global `g_n` in the ELF"
+        );
+    }
+
+    #[test]
+    fn a_scoped_roles_caller_and_halt_on_are_functions_of_the_elf() {
+        use memlife_audit::config::Scope;
+        let by_caller = |caller: &str| {
+            cfg("[target]\nhalt_on = [\"nn_open\"]").with_scoped_role(
+                "run",
+                "nn_invoke",
+                Scope {
+                    task: Some("Infer".into()),
+                    caller: Some(caller.into()),
+                },
+            )
+        };
+        let check = |c: &AuditConfig| check_functions(c, &FUNCS, &|n| FUNCS.contains(&n));
+        assert_eq!(check(&by_caller("nn_open")), Ok(()));
+        assert_eq!(
+            check(&by_caller("nn_opne")).unwrap_err(),
+            "[phases] run: caller `nn_opne` is not a function in the ELF; did you mean `nn_open`?"
+        );
+        assert_eq!(
+            functions("[target]\nhalt_on = [\"nn_invok\"]").unwrap_err(),
+            "[target] halt_on: no function `nn_invok` in the ELF; did you mean `nn_invoke`?"
         );
     }
 }

@@ -53,6 +53,8 @@ pub struct AuditPlan {
     pub diff: memlife_diff::Budgets,
     /// What the settings file expects the audit to say (`[expect]`).
     pub expect: Option<Expectation>,
+    /// A check not run (skipped) fails the audit, as a failed one does (`--fail-on-skip`).
+    pub fail_on_skip: bool,
     /// Warnings for the user (deprecated budget names), to print before the run.
     pub warnings: Vec<String>,
     /// The names the user gave (file and flags, without the bundled defaults): the ones
@@ -88,7 +90,8 @@ impl AuditPlan {
                     "no firmware given: use --elf FILE or `elf = ...` in memlife.toml".into(),
                 )
             })?;
-        let target = TargetPlan::resolve(flags.target.clone(), &file.target)?;
+        let target = TargetPlan::resolve(flags.target.clone(), &file.target)?
+            .with_serial_default(&flags.outputs.out_dir)?;
         if let (None, Some(dir)) = (&flags.target.semihosting_dir, &file.target.semihosting_dir) {
             // A settings file someone else wrote (or a name injected into it) must not hand
             // the firmware host files silently.
@@ -98,7 +101,9 @@ impl AuditPlan {
                 dir.display()
             ));
         }
-        let engine = engine_settings(&flags, &file, env, with_bundled_defaults(given.clone()))?;
+        let mut engine = engine_settings(&flags, &file, env, with_bundled_defaults(given.clone()))?;
+        // The outputs that show requested sizes read them, as a script that reads them does.
+        engine.config.trace.requests_shown_by = flags.outputs.showing_requests();
         let heap = HeapPlan {
             allocator: flags.heap.allocator.or(file.allocator),
             options: WalkerOptions {
@@ -118,6 +123,7 @@ impl AuditPlan {
             baseline: flags.baseline,
             diff: file.diff,
             expect: file.expect,
+            fail_on_skip: flags.fail_on_skip,
             warnings,
             given,
         })
@@ -248,6 +254,7 @@ mod tests {
         // A deprecated budget name is renamed, with a warning to print.
         assert_eq!(e.config.budgets["cycles"], 3.0);
         assert_eq!(from_file.warnings.len(), 1);
+        assert!(!from_file.fail_on_skip);
 
         let mut over = flags(&path);
         over.elf = Some("other.elf".into());
@@ -259,11 +266,13 @@ mod tests {
         over.timeout = Some(3.0);
         over.phases.push(("load".into(), "their_load".into()));
         over.budgets.push(("cycles".into(), 7.0));
+        over.fail_on_skip = true;
         let flagged = AuditPlan::resolve(over, &Environment::default()).unwrap();
         assert_eq!(flagged.elf, Path::new("other.elf"));
         assert_eq!(flagged.target.describe(), "gdb-remote 127.0.0.1:1");
         assert_eq!(flagged.target.qemu, None);
         assert_eq!(flagged.heap.allocator, Some(AllocatorKind::Heap4));
+        assert!(flagged.fail_on_skip);
         let e = &flagged.engine;
         assert_eq!(e.method, PeakMethod::Trace);
         assert_eq!(e.keep_cycles, Some(2));

@@ -16,6 +16,7 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
             "connect_under_reset",
             "reset",
             "semihosting_dir",
+            "halt_on",
         ]),
     ),
     ("phases", None),
@@ -25,9 +26,17 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
     ("budgets", None),
     (
         "trace",
-        Some(&["method", "skip", "backtrace", "keep_cycles"]),
+        Some(&[
+            "method",
+            "skip",
+            "backtrace",
+            "keep_cycles",
+            "allocations",
+            "requests",
+            "scope",
+        ]),
     ),
-    ("lifecycle", Some(&["cycle_starts"])),
+    ("lifecycle", Some(&["cycle_starts", "model"])),
     (
         "tensors",
         Some(&["table", "count", "name", "addr", "size", "first", "last"]),

@@ -1,8 +1,9 @@
 //! Which target an audit runs on: the flags' when they name one, else memlife.toml's
 //! `[target]`; the server's reset command and the semihosting directory come from the file
-//! either way (a flag wins for the directory).
+//! either way (a flag wins for the directory). The firmware's serial output, from a QEMU
+//! memlife starts, goes where `--serial` says, by default into the audit's output folder.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::PlanError;
 use crate::file::TargetTable;
@@ -25,6 +26,44 @@ impl ProbeText {
             "memlife.toml [target] probe"
         } else {
             "--probe"
+        }
+    }
+}
+
+/// Where the serial output of the QEMU memlife starts goes (`--serial`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SerialChoice {
+    /// Into this file (created or emptied).
+    File(PathBuf),
+    /// To memlife's standard output.
+    Stdio,
+    /// Discarded.
+    None,
+}
+
+impl SerialChoice {
+    /// `file:PATH`, `stdio` or `none`.
+    pub fn parse(s: &str) -> Result<SerialChoice, String> {
+        match s {
+            "stdio" => Ok(SerialChoice::Stdio),
+            "none" => Ok(SerialChoice::None),
+            _ => match s.strip_prefix("file:") {
+                Some("") => Err("file: needs a path, e.g. file:serial.txt".into()),
+                Some(path) => Ok(SerialChoice::File(PathBuf::from(path))),
+                None => Err(format!(
+                    "`{s}`: file:PATH, stdio or none (where the firmware's serial output goes)"
+                )),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for SerialChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SerialChoice::File(p) => write!(f, "file:{}", p.display()),
+            SerialChoice::Stdio => f.write_str("stdio"),
+            SerialChoice::None => f.write_str("none"),
         }
     }
 }
@@ -52,6 +91,8 @@ pub struct TargetPlan {
     pub deadline: Option<f64>,
     /// The one directory the firmware's semihosting calls may use.
     pub semihosting_dir: Option<PathBuf>,
+    /// Where the serial output of the QEMU memlife starts goes; `None`: discarded.
+    pub serial: Option<SerialChoice>,
 }
 
 impl TargetPlan {
@@ -77,6 +118,7 @@ impl TargetPlan {
                 reset: file.reset.clone(),
                 deadline: flags.deadline,
                 semihosting_dir,
+                serial: flags.serial,
             });
         }
         if file.chip.is_none()
@@ -101,7 +143,24 @@ impl TargetPlan {
             reset: file.reset.clone(),
             deadline: flags.deadline,
             semihosting_dir,
+            serial: flags.serial,
         })
+    }
+
+    /// The firmware's serial output for an audit writing its files to `out_dir`: `--serial`
+    /// when given (only for the QEMU memlife starts), else OUT/serial.txt when memlife starts
+    /// QEMU.
+    pub(crate) fn with_serial_default(mut self, out_dir: &Path) -> Result<Self, PlanError> {
+        match (&self.qemu, &self.serial) {
+            (None, Some(_)) => Err(PlanError::Usage(
+                "--serial needs --qemu (or qemu = \"MACHINE\" in [target]): it is where the QEMU memlife starts sends the firmware's serial output".into(),
+            )),
+            (Some(_), None) => {
+                self.serial = Some(SerialChoice::File(out_dir.join("serial.txt")));
+                Ok(self)
+            }
+            _ => Ok(self),
+        }
     }
 
     /// The target as the settings name it, before memlife is connected to it.
@@ -183,5 +242,36 @@ mod tests {
         assert_eq!(probe.origin(), "memlife.toml [target] probe");
         assert_eq!(plan.board().as_deref(), Some("STM32F405RGTx"));
         assert_eq!(plan.speed, Some(4000));
+    }
+
+    #[test]
+    fn the_serial_output_defaults_to_the_output_folder_only_for_the_qemu_memlife_starts() {
+        let qemu = table("qemu = \"mps2-an385\"\n");
+        let out = Path::new("memlife-out");
+        let default = TargetPlan::resolve(TargetFlags::default(), &qemu)
+            .and_then(|t| t.with_serial_default(out))
+            .unwrap();
+        assert_eq!(
+            default.serial,
+            Some(SerialChoice::File(out.join("serial.txt")))
+        );
+        let flags = TargetFlags {
+            serial: Some(SerialChoice::None),
+            ..TargetFlags::default()
+        };
+        let chosen = TargetPlan::resolve(flags.clone(), &qemu)
+            .and_then(|t| t.with_serial_default(out))
+            .unwrap();
+        assert_eq!(chosen.serial, Some(SerialChoice::None));
+        let gdb = table("gdb = \"127.0.0.1:3333\"\n");
+        let remote = TargetPlan::resolve(TargetFlags::default(), &gdb)
+            .and_then(|t| t.with_serial_default(out))
+            .unwrap();
+        assert_eq!(remote.serial, None);
+        let e = TargetPlan::resolve(flags, &gdb)
+            .and_then(|t| t.with_serial_default(out))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--serial needs --qemu"), "{e}");
     }
 }

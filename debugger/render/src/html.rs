@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use memlife_report::AuditReport;
-use memlife_report::model::{BreakpointUse, MapBlock, Verdict};
+use memlife_report::model::{BreakpointUse, HeapMap, MapBlock, Verdict};
 use memlife_report::views::composition::component_of;
 use memlife_report::views::{SpanNames, Views};
 
@@ -154,6 +154,10 @@ fn curve(h: &mut String, report: &AuditReport, views: &Views<'_>) -> Result<()> 
     }
     h.push_str("</p>\n");
     h.push_str(&charts::curve::svg(report, views)?);
+    if let Some(svg) = charts::ticks::svg(report, views)? {
+        h.push_str("<h3>The same against the firmware's clock</h3>\n<p class=\"note\">used heap at each allocator event, its x the firmware's tick count (<code>xTickCount</code>) the event carries; phases as bands over the ticks they took</p>\n");
+        h.push_str(&svg);
+    }
     if let Some(p) = &views.peak {
         let _ = writeln!(
             h,
@@ -303,6 +307,7 @@ fn peak_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
             leaked: false,
             deferred: false,
             site: Some(e.site.clone()),
+            task: e.task.clone(),
         })
         .collect();
     // The arena: the release map's when there is one, else from the lowest traced block.
@@ -442,6 +447,29 @@ fn layers(h: &mut String, views: &Views<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The palette name of a task's colour (`task Logger`), apart from the components' names.
+fn task_colour_name(task: &str) -> String {
+    format!("task {task}")
+}
+
+/// The tasks the map's used blocks belong to, by palette name, in address order; empty when
+/// the firmware has none.
+fn map_tasks(map: &HeapMap) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in map
+        .blocks
+        .iter()
+        .filter(|b| !b.free)
+        .filter_map(|b| b.task.as_deref())
+    {
+        let name = task_colour_name(t);
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 fn heap_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
     h.push_str("<section id=\"heap-map\">\n<h2>Heap map after release</h2>\n");
     let Some(map) = &report.heap_map else {
@@ -458,11 +486,24 @@ fn heap_map(h: &mut String, report: &AuditReport, palette: &mut Palette) {
         heapmap::LEAKED,
         heapmap::UNCLAIMED
     );
-    h.push_str(&heap_map_svg_with(map, &mut |b: &MapBlock| {
-        let name = component_of(b.site.as_ref()?, &report.components);
-        let colour = palette.colour(&name);
-        Some((name, colour))
-    }));
+    let tasks = map_tasks(map);
+    if tasks.is_empty() {
+        h.push_str(&heap_map_svg_with(map, &mut |b: &MapBlock| {
+            let name = component_of(b.site.as_ref()?, &report.components);
+            let colour = palette.colour(&name);
+            Some((name, colour))
+        }));
+    } else {
+        // An RTOS firmware: who holds the heap says more than what the blocks are for.
+        h.push_str(&heap_map_svg_with(map, &mut |b: &MapBlock| {
+            let name = task_colour_name(b.task.as_deref()?);
+            let colour = palette.colour(&name);
+            Some((name, colour))
+        }));
+        h.push_str("<p class=\"note\">used blocks in the colour of their task (the one that allocated them, else the one whose TCB or stack they hold): ");
+        legend(h, palette, tasks.iter().map(|t| (t.as_str(), None)));
+        h.push_str("</p>\n");
+    }
     let ratio = map
         .summary
         .largest_free_ratio

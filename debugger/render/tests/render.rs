@@ -55,6 +55,8 @@ fn phase(
         seq_begin: seq.0,
         seq_end: seq.1,
         cycle: None,
+        ticks: None,
+        scope: None,
     }
 }
 
@@ -73,6 +75,7 @@ fn span(function: &str, arg: u64, before: u64, after: u64, seq: u64) -> SpanReco
         seq_begin: seq,
         seq_end: seq,
         damage: Vec::new(),
+        ticks: None,
     }
 }
 
@@ -123,6 +126,9 @@ fn report(phases: Vec<PhaseRecord>, events: Vec<TraceEvent>, message: &str) -> A
         deferred: Vec::new(),
         deferred_unlisted: 0,
         injected: Vec::new(),
+        tasks: Vec::new(),
+        injected_unlisted: 0,
+        models: Vec::new(),
         arenas: None,
         error: None,
         exit_code: 1,
@@ -196,6 +202,8 @@ fn event(seq: u64, used_after: u64) -> TraceEvent {
             line: Some(3),
             chain: vec![],
         },
+        task: None,
+        tick: None,
     }
 }
 
@@ -409,6 +417,8 @@ fn alloc(seq: u64, addr: u64, size: u64, function: &str, line: u32) -> TraceEven
             line: Some(line),
             chain: vec![format!("{function} (loader.c:{line})")],
         },
+        task: None,
+        tick: None,
     }
 }
 
@@ -522,4 +532,50 @@ fn verdicts_read_as_the_terminal_words_them() {
     ] {
         assert!(page.contains(word), "{word}");
     }
+}
+
+#[test]
+fn an_rtos_heap_map_colours_used_blocks_by_their_task() {
+    use memlife_report::model::HeapMap;
+    let s = state(&[
+        (0x1000, 0x100, false),
+        (0x1100, 0x80, false),
+        (0x1180, 0x80, false),
+        (0x1200, 0xe00, true),
+    ]);
+    let mut map = HeapMap::new("model_release#3".into(), &s, None, |_| None);
+    for (b, task) in map.blocks.iter_mut().zip(["Infer", "Logger", "Infer"]) {
+        b.task = Some(task.into());
+    }
+    let mut r = report(vec![], vec![], "m");
+    r.heap_map = Some(map.clone());
+    let page = memlife_render::render_html(&r).unwrap();
+    assert_eq!(page.matches("data-component=\"task Infer\"").count(), 2);
+    assert_eq!(page.matches("data-component=\"task Logger\"").count(), 1);
+    assert!(page.contains("in the colour of their task"), "the legend");
+    // Without tasks the map stays coloured by component (here: none, the plain used colour).
+    for b in &mut map.blocks {
+        b.task = None;
+    }
+    r.heap_map = Some(map);
+    let page = memlife_render::render_html(&r).unwrap();
+    assert!(!page.contains("data-component=\"task "));
+    assert!(!page.contains("in the colour of their task"));
+}
+
+#[test]
+fn events_with_ticks_get_a_water_level_against_the_firmwares_clock() {
+    let plain: Vec<TraceEvent> = (1..6).map(|s| event(s, 100 * s)).collect();
+    let page = memlife_render::render_html(&report(vec![], plain.clone(), "m")).unwrap();
+    assert!(!page.contains("against the firmware's clock"));
+    let svgs = page.matches("<svg").count();
+    let ticked: Vec<TraceEvent> = plain
+        .into_iter()
+        .zip([3, 3, 4, 8, 8])
+        .map(|(e, t)| TraceEvent { tick: Some(t), ..e })
+        .collect();
+    let page = memlife_render::render_html(&report(vec![], ticked, "m")).unwrap();
+    assert!(page.contains("against the firmware's clock"));
+    assert!(page.contains("firmware ticks (xTickCount)"));
+    assert_eq!(page.matches("<svg").count(), svgs + 1);
 }

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use memlife_core::output::{WriteError, write_atomic};
 
 use crate::model::{
-    ArenaRecord, CheckResult, CheckSummary, DeferredBlock, Folded, HeapMap, InjectedFailure,
-    PeakMethod, PhaseRecord, RunFacts, ScriptError, Totals, TraceEvent, Verdict, summarize,
+    ArenaRecord, CheckResult, CheckSummary, DeferredBlock, FirmwareTime, Folded, HeapMap,
+    InjectedFailure, ModelCycles, PeakMethod, PhaseRecord, RunFacts, ScriptError, TaskRecord,
+    Totals, TraceEvent, TraceFacts, Verdict, summarize,
 };
 
 /// Everything an audit recorded.
@@ -61,9 +62,21 @@ pub struct AuditReport {
     pub deferred_unlisted: u64,
     /// Allocations memlife made fail (`t.fail_alloc`), with what the phase returned.
     pub injected: Vec<InjectedFailure>,
+    /// An RTOS firmware's tasks: what each allocated and freed, what it still held at the end,
+    /// its least stack margin. Absent without an RTOS.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskRecord>,
     /// TensorFlow Lite Micro's arenas observed while they were built (firmware with TFLM).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arenas: Option<ArenaRecord>,
+    /// Allocations made to fail past those listed in `injected` (a script that fails
+    /// allocations in a loop).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub injected_unlisted: u64,
+    /// The observed cycles by model, where the firmware alternates between models (at least
+    /// two seen): what each model's cycles lost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelCycles>,
     /// The error that stopped the audit.
     pub error: Option<ScriptError>,
     /// 0 all passed, 1 a check failed, 2 error.
@@ -127,6 +140,10 @@ pub struct EngineRecord {
     pub stepped: u64,
     /// Breakpoints armed at most, the target's limit, the estimate.
     pub breakpoints: crate::model::BreakpointUse,
+    /// What the allocation trace recorded, and why.
+    pub trace: TraceFacts,
+    /// How long the firmware ran and was held halted.
+    pub firmware_time: Option<FirmwareTime>,
     /// Phase records kept.
     pub phases: Vec<PhaseRecord>,
     /// Trace events kept.
@@ -149,8 +166,14 @@ pub struct EngineRecord {
     pub deferred_unlisted: u64,
     /// Allocations made to fail.
     pub injected: Vec<InjectedFailure>,
+    /// An RTOS firmware's tasks.
+    pub tasks: Vec<TaskRecord>,
     /// TFLM's arenas, when the firmware has TFLM.
     pub arenas: Option<ArenaRecord>,
+    /// Allocations made to fail past those listed.
+    pub injected_unlisted: u64,
+    /// The observed cycles by model (at least two models).
+    pub models: Vec<ModelCycles>,
 }
 
 /// What the script recorded.
@@ -184,6 +207,8 @@ impl AuditReport {
                 emulated: engine.emulated,
                 stepped: engine.stepped,
                 breakpoints: engine.breakpoints,
+                trace: engine.trace,
+                firmware_time: engine.firmware_time,
                 ..ctx.facts()
             },
             method: ctx.method,
@@ -202,7 +227,10 @@ impl AuditReport {
             deferred: engine.deferred,
             deferred_unlisted: engine.deferred_unlisted,
             injected: engine.injected,
+            tasks: engine.tasks,
             arenas: engine.arenas,
+            injected_unlisted: engine.injected_unlisted,
+            models: engine.models,
             error: script.error,
             exit_code,
         }
@@ -246,6 +274,22 @@ impl AuditReport {
             1
         } else {
             0
+        }
+    }
+
+    /// Checks that were not run (their verdict is [`Verdict::Skip`]).
+    pub fn skipped(&self) -> usize {
+        self.checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Skip)
+            .count()
+    }
+
+    /// A skipped check fails the audit as a failed one does (`--fail-on-skip`): the exit code
+    /// is at least 1 when a check was skipped; an error's 2 stays.
+    pub fn fail_on_skip(&mut self) {
+        if self.skipped() > 0 {
+            self.exit_code = self.exit_code.max(1);
         }
     }
 
@@ -331,6 +375,12 @@ mod tests {
             allocator: "freertos-heap4".into(),
             heap_size: 98_304,
             stops: 12,
+            trace: TraceFacts {
+                allocations: true,
+                scope: "phases".into(),
+                ..TraceFacts::default()
+            },
+            firmware_time: Some(FirmwareTime::new(1.0, 0.25, 12, 3.0, None)),
             ..EngineRecord::default()
         };
         let script = ScriptRecord {
@@ -348,6 +398,9 @@ mod tests {
             ("freertos-heap4", 98_304, 12)
         );
         assert_eq!(r.run.elf, "fw.elf");
+        assert!(r.run.trace.allocations && r.run.trace.scope == "phases");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["run"]["firmware_time"]["halted_per_second"], 0.25);
         assert_eq!(
             (r.checks.len(), r.check_calls.len(), r.exit_code),
             (1, 1, 1)

@@ -58,7 +58,7 @@ mod tdesc;
 
 pub use client::reset::Server;
 pub use client::{ConnectOptions, Features, GdbRemote};
-pub use qemu::QemuProcess;
+pub use qemu::{QemuProcess, Serial};
 pub use semihosting_dir::{DEFAULT_MAX_WRITE, SemihostingDir};
 pub use spawn::{Spawned, spawn_dying_with_parent};
 pub use tdesc::{RegisterInfo, RegisterLayout};

@@ -29,6 +29,38 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Attempts when the chosen port was taken in the meantime.
 const PORT_ATTEMPTS: usize = 4;
 
+/// Where QEMU's first serial port (the firmware's UART) goes.
+#[derive(Debug, Default)]
+pub enum Serial {
+    /// Discarded (`-serial null`).
+    #[default]
+    Discard,
+    /// Into this file, which the caller opened for writing: QEMU writes the port to its
+    /// standard output (`-serial stdio`), which is the file.
+    File(std::fs::File),
+    /// To the caller's standard output.
+    Stdout,
+}
+
+impl Serial {
+    /// QEMU's `-serial` argument.
+    fn arg(&self) -> &'static str {
+        match self {
+            Serial::Discard => "null",
+            Serial::File(_) | Serial::Stdout => "stdio",
+        }
+    }
+
+    /// QEMU's standard output.
+    fn stdout(&self) -> std::io::Result<Stdio> {
+        Ok(match self {
+            Serial::Discard => Stdio::null(),
+            Serial::File(f) => Stdio::from(f.try_clone()?),
+            Serial::Stdout => Stdio::inherit(),
+        })
+    }
+}
+
 /// A running QEMU, killed when dropped.
 #[derive(Debug)]
 pub struct QemuProcess {
@@ -69,6 +101,16 @@ impl QemuProcess {
     /// QEMU ends when the calling thread ends (see the module docs): start it from a thread
     /// that lives as long as the emulator is needed.
     pub fn start(machine: &str, elf: &Path, extra_args: &[&str]) -> Result<QemuProcess> {
+        Self::start_with_serial(machine, elf, extra_args, &Serial::Discard)
+    }
+
+    /// [`QemuProcess::start`] with the firmware's serial output sent where `serial` says.
+    pub fn start_with_serial(
+        machine: &str,
+        elf: &Path,
+        extra_args: &[&str],
+        serial: &Serial,
+    ) -> Result<QemuProcess> {
         if !elf.is_file() {
             return Err(TargetError::transport(
                 format!("firmware {} not found", elf.display()),
@@ -77,7 +119,7 @@ impl QemuProcess {
         }
         let mut last = String::new();
         for _ in 0..PORT_ATTEMPTS {
-            match Self::try_start(machine, elf, extra_args)? {
+            match Self::try_start(machine, elf, extra_args, serial)? {
                 Attempt::Ready(q) => return Ok(q),
                 Attempt::PortTaken(msg) => {
                     tracing::debug!(%msg, "QEMU could not bind its gdb port, retrying");
@@ -90,7 +132,12 @@ impl QemuProcess {
         )))
     }
 
-    fn try_start(machine: &str, elf: &Path, extra_args: &[&str]) -> Result<Attempt> {
+    fn try_start(
+        machine: &str,
+        elf: &Path,
+        extra_args: &[&str],
+        serial: &Serial,
+    ) -> Result<Attempt> {
         let port = free_port()?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let spawned = spawn_dying_with_parent(Path::new(QEMU_BINARY), "KILL", |cmd| {
@@ -98,14 +145,21 @@ impl QemuProcess {
             // vCPU thread to hand over to, every breakpoint stop is about 15% cheaper.
             cmd.args(["-M", machine, "-accel", "tcg,thread=single", "-S", "-gdb"])
                 .arg(format!("tcp:127.0.0.1:{port}"))
-                .args(["-display", "none", "-monitor", "none", "-serial", "null"])
+                .args([
+                    "-display",
+                    "none",
+                    "-monitor",
+                    "none",
+                    "-serial",
+                    serial.arg(),
+                ])
                 // Semihosting goes to the debugger (File-I/O requests memlife answers), never
                 // to the host: a firmware cannot open, write or delete the user's files.
                 .args(["-semihosting-config", "enable=on,target=gdb", "-kernel"])
                 .arg(elf)
                 .args(extra_args)
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
+                .stdout(serial.stdout()?)
                 .stderr(Stdio::piped());
             Ok(())
         })

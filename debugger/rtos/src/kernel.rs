@@ -53,6 +53,11 @@ impl FreeRtos {
     pub fn port(&self) -> &Port {
         &self.port
     }
+
+    /// Whether the kernel fills new stacks with 0xa5, as far as the build tells.
+    pub fn stack_fill(&self) -> StackFill {
+        self.stack_fill
+    }
 }
 
 /// What the build says about the 0xa5 fill of new stacks: tasks.c fills them when the trace

@@ -40,7 +40,8 @@
 //! - `walk`: one read of every task ([`TaskSnapshot`]).
 //! - [`task`]: [`Task`], [`TaskState`], [`TaskSnapshot`] and what they hold.
 //! - [`heap`]: the tasks' TCB and stack blocks in a heap walk.
-//! - `current`: who runs now ([`Running`]), in at most two round trips.
+//! - `current`: who runs now and the tick count ([`Now`]), in at most two round trips; the
+//!   running task's unused stack.
 //! - [`render`]: a snapshot as the table and the JSON of `memlife tasks`
 //!   (docs/tasks-json.md).
 //! - [`anomaly`]: [`Anomaly`] and its kinds.
@@ -57,6 +58,7 @@ pub mod heap;
 mod kernel;
 pub mod layout;
 mod list;
+mod mode;
 pub mod port;
 mod read;
 pub mod render;
@@ -75,7 +77,7 @@ pub use layout::KernelLayout;
 pub use list::MAX_LIST_ITEMS;
 pub use port::Port;
 pub use task::{
-    Allocation, HeapBlock, HighWater, RegisterSource, Running, StackBounds, StackFill, StackTop,
-    Task, TaskRegisters, TaskSnapshot, TaskState,
+    Allocation, HeapBlock, HighWater, Now, RegisterSource, Running, StackBounds, StackFill,
+    StackTop, Task, TaskRegisters, TaskSnapshot, TaskState,
 };
 pub use walk::{MAX_STACK_BYTES, MAX_TASKS, MAX_TOTAL_STACK_BYTES, STACK_FILL};

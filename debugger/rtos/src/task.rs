@@ -226,6 +226,15 @@ impl Running {
     }
 }
 
+/// Who runs and the firmware's own clock at one stop ([`crate::FreeRtos::now`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Now {
+    /// What runs on the core.
+    pub running: Running,
+    /// `xTickCount`, when the kernel has it.
+    pub tick: Option<u64>,
+}
+
 /// Every task at one moment, and the kernel around them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskSnapshot {

@@ -342,3 +342,28 @@ fn who_runs_is_read_in_at_most_three_reads() {
     );
     assert_eq!(mem.reads, 2, "pxCurrentTCB and xSchedulerRunning only");
 }
+
+#[test]
+fn the_tick_count_comes_with_who_runs_and_the_stack_margin_from_the_fill() {
+    let mut b = Builder::new();
+    let l = b.layout.clone();
+    let t = b.task("Infer", 1, l.ready_list(1), FrameKind::Basic, PC);
+    b.put(l.tick_count.unwrap().addr, 4242);
+    let low = u64::from(b.get(t + l.tcb.stack.offset));
+    let mut mem = Counted::new(b.finish(t));
+    let k = kernel(ContextLayout::NoFpu);
+    let now = k.now(&mut mem, 0x0100_0000).unwrap();
+    assert_eq!(now.tick, Some(4242));
+    assert_eq!(now.running.label(), "Infer");
+    // Three globals in one request, then the name.
+    assert!(mem.reads <= 4, "{} reads", mem.reads);
+    // In an exception handler: the tick count alone.
+    let isr = k.now(&mut mem, 0x0100_000f).unwrap();
+    assert_eq!((isr.running, isr.tick), (Running::Isr(15), Some(4242)));
+    assert_eq!(k.stack_low(&mut mem, t).unwrap(), Some(low));
+    // The builder fills the stack's low end; the margin counts fill bytes from pxStack up, and
+    // never reads past the limit given.
+    let margin = k.unused_stack(&mut mem, low, 64).unwrap().unwrap();
+    assert!(margin > 0 && margin <= 64, "{margin}");
+    assert_eq!(k.unused_stack(&mut mem, low, 0).unwrap(), Some(0));
+}

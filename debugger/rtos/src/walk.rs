@@ -13,10 +13,10 @@ use memlife_core::Memory;
 use memlife_core::cortex_m::CoreRegisters;
 use memlife_heap::image::MemImage;
 
-use crate::current::IPSR_MASK;
 use crate::frame::{self, MAX_FRAME_LEN, XPSR_THUMB};
 use crate::layout::{Global, KernelLayout};
 use crate::list::{self, Entry};
+use crate::mode::IPSR_MASK;
 use crate::read::{read_each, read_or_none};
 use crate::task::{
     Allocation, HighWater, RegisterSource, StackBounds, StackFill, StackTop, Task, TaskRegisters,

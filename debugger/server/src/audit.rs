@@ -53,6 +53,9 @@ impl Bridge {
                 context,
                 printer,
                 progress: None,
+                // A target memlife serve did not start is not started again.
+                restart: None,
+                fail_on_skip: false,
             },
         )
         .context("preparing the audit")?;

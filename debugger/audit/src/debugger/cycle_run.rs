@@ -13,12 +13,18 @@
 //! the cycle, complete: the target is gone, so its closing heap is the one at its last call's
 //! return. A cycle asked for after that, or an exit before the cycle's first call or inside a
 //! phase, is [`AuditError::ExitedAfterCycles`].
+//!
+//! A cycle still incomplete at a role call made more than `--timeout` after it began, with more
+//! role calls than a cycle makes, is [`AuditError::CycleIncomplete`], naming the role calls
+//! seen (`super::cycle_watch`): each wait has its own timeout, and a start role the firmware
+//! calls once would otherwise keep the audit going until its deadline.
 
 use std::rc::Rc;
 
 use memlife_core::TargetError;
 use memlife_heap::HeapState;
 
+use super::cycle_watch::CycleWatch;
 use super::facade::Debugger;
 use super::goal::{Goal, Outcome};
 use crate::error::AuditError;
@@ -56,6 +62,8 @@ pub struct Cycle {
     pub after: Rc<HeapState>,
     /// The program's exit status when its exit ended this cycle.
     pub exit: Option<i32>,
+    /// The model it ran, where cycles are keyed by model (see `crate::observers::models`).
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +113,12 @@ pub struct CycleRun {
     calls: Vec<PhaseCall>,
     /// How it ended: the heap then and the exit status when an exit ended it.
     end: Option<(Rc<HeapState>, Option<i32>)>,
+    /// The role calls seen and how long it has run (see `super::cycle_watch`).
+    watch: CycleWatch,
+    /// The role whose first call gives the cycle its model key, when cycles are keyed.
+    model_role: Option<String>,
+    /// The cycle's model (key and name), once read.
+    model: Option<(u64, String)>,
 }
 
 impl Debugger {
@@ -201,6 +215,7 @@ impl Debugger {
         let start_role = self.cycle_start_role()?;
         let (roles, start) = self.arm_roles(&start_role)?;
         let goal = self.first_goal(&roles, &start);
+        let model_role = self.model_role(&roles, &start_role);
         Ok(CycleRun {
             roles,
             start_role,
@@ -211,6 +226,9 @@ impl Debugger {
             index: self.lifecycle.cycles.done() + 1,
             calls: Vec::new(),
             end: None,
+            watch: CycleWatch::new(self.session.timeout(), self.lifecycle.cycles.most_calls()),
+            model_role,
+            model: None,
         })
     }
 
@@ -232,18 +250,22 @@ impl Debugger {
             }
             let function = run.goal.take_hit();
             run.goal = run.roles.goal();
-            if function == run.start {
-                if run.state == State::Between {
-                    run.end = Some((Rc::new(self.session.walk()?), None));
-                    let stops = self.session.stops();
-                    self.lifecycle.cycles.ended_at(function, stops);
-                    return Ok(None);
-                }
-            } else if run.state == State::WaitStart {
-                continue;
+            if function == run.start && run.state == State::Between {
+                run.end = Some((Rc::new(self.session.walk()?), None));
+                let stops = self.session.stops();
+                self.lifecycle.cycles.ended_at(function, stops);
+                return Ok(None);
             }
             let role = run.roles.role_of(&function);
-            self.phase_entered(&function, Some(role.clone()), Some(run.index))?;
+            run.watch.saw(&role, &function);
+            run.watch.check(&run.start_role, &run.start)?;
+            if function != run.start && run.state == State::WaitStart {
+                continue;
+            }
+            let regs = self.phase_entered(&function, Some(role.clone()), Some(run.index))?;
+            if run.model.is_none() && run.model_role.as_deref() == Some(role.as_str()) {
+                run.model = self.model_at(&regs);
+            }
             run.role_open = role;
             run.state = State::InPhase;
             run.goal = Goal::PhaseReturn;
@@ -278,7 +300,6 @@ impl Debugger {
     /// The program exited while `run` waited: between phases of a begun cycle that completes
     /// it; before its first call or inside a phase it is an error.
     fn cycle_exited(&mut self, run: &mut CycleRun, status: i32) -> Result<(), AuditError> {
-        self.lifecycle.cycles.set_exited(status);
         match (run.state, run.calls.last()) {
             (State::Between, Some(last)) => {
                 run.end = Some((Rc::clone(&last.after), Some(status)));
@@ -291,6 +312,15 @@ impl Debugger {
         }
     }
 
+    /// Cycle `index` (an observed cycle, or a failure run: `super::failure_run`) is over. A
+    /// long run keeps its first and last ones; the one leaving the tail is folded, so memory
+    /// and the report stay bounded however many a script runs.
+    pub(super) fn completed(&mut self, index: u64) {
+        let (cycles, phases) = (&mut self.lifecycle.cycles, &mut self.lifecycle.phases);
+        self.trace
+            .fold(|events| cycles.completed(index, events, phases.records_mut()));
+    }
+
     /// Removes the cycle's breakpoints; the cycle when it completed.
     pub fn cycle_finish(&mut self, run: CycleRun) -> Option<Cycle> {
         self.disarm_roles(&run.roles);
@@ -299,10 +329,9 @@ impl Debugger {
             .calls
             .first()
             .map_or_else(|| Rc::clone(&after), |c| Rc::clone(&c.before));
-        // A long run keeps its first and last cycles; the one leaving the tail is folded.
-        let (cycles, phases) = (&mut self.lifecycle.cycles, &mut self.lifecycle.phases);
-        self.trace
-            .fold(|events| cycles.completed(run.index, events, phases.records_mut()));
+        self.completed(run.index);
+        self.lifecycle.cycles.made_calls(run.calls.len() as u64);
+        self.model_cycle_done(run.index, run.model.clone(), &run.calls, after.total_free);
         Some(Cycle {
             index: run.index,
             start_role: run.start_role,
@@ -310,6 +339,7 @@ impl Debugger {
             before,
             after,
             exit,
+            model: run.model.map(|(_, name)| name),
         })
     }
 }

@@ -106,6 +106,21 @@ impl Extensions {
         Ok(true)
     }
 
+    /// The target was reset, to every observer.
+    pub fn on_reset(&mut self) {
+        for o in &mut self.list {
+            o.on_reset();
+        }
+    }
+
+    /// The first observer of type `T`, when one was added.
+    pub fn find<T: Observer>(&self) -> Option<&T> {
+        self.list.iter().find_map(|o| {
+            let any: &dyn std::any::Any = o.as_ref();
+            any.downcast_ref::<T>()
+        })
+    }
+
     /// Their records for the report, by name.
     pub fn reports(&self) -> Vec<(&'static str, serde_json::Value)> {
         self.list

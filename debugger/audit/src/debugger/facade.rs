@@ -18,8 +18,10 @@ use crate::error::AuditError;
 use crate::events::{AuditSession, Observer, ObserverId, Open, Role};
 use crate::observers::arena::ArenaObserver;
 use crate::observers::trace::Sites;
-use crate::observers::{AllocationTrace, Faults, Injection, Lifecycle, Spans, Watermark};
-use crate::session::{Session, SessionOptions};
+use crate::observers::{
+    AllocationTrace, Asserts, Faults, Injection, Lifecycle, Models, Spans, TaskObserver, Watermark,
+};
+use crate::session::{Restart, Session, SessionOptions};
 
 /// What the audit was asked to do: the settings and the peak method.
 #[derive(Debug)]
@@ -50,6 +52,8 @@ pub struct Debugger {
     pub(super) faults: Faults,
     /// The allocation made to fail.
     pub(super) injection: Injection,
+    /// Which model each cycle ran.
+    pub(super) models: Models,
     /// Observers added at run time.
     pub(super) extensions: Extensions,
 }
@@ -122,6 +126,7 @@ impl Debugger {
             link,
         };
         let sites = Sites::new(skip, stack_top, config.trace.backtrace);
+        let model_key = config.lifecycle.model.clone();
         let mut lifecycle = Lifecycle::default();
         lifecycle.cycles.set_keep(keep_cycles);
         let mut dbg = Debugger {
@@ -134,6 +139,7 @@ impl Debugger {
             watermark: Watermark::default(),
             faults: Faults::default(),
             injection: Injection::default(),
+            models: Models::new(model_key),
             extensions: Extensions::default(),
         };
         match dbg.prepare(options) {
@@ -155,8 +161,24 @@ impl Debugger {
         if self.settings.method == PeakMethod::Trace {
             self.set_tracing(true)?;
         }
-        // TensorFlow Lite Micro's builds, watched when the ELF has a TFLM the observer follows.
-        if let Some(arena) = ArenaObserver::for_elf(self.session.symbols_rc()) {
+        self.add_firmware_observers()
+    }
+
+    /// The observers this firmware calls for: the task observer on an RTOS firmware (or for a
+    /// role limited to a caller), the assert handlers' breakpoints when it has any, and
+    /// TensorFlow Lite Micro's builds when the ELF has a TFLM the arena observer follows.
+    fn add_firmware_observers(&mut self) -> Result<(), AuditError> {
+        let symbols = self.session.symbols_rc();
+        let config = &self.settings.config;
+        let tasks = TaskObserver::for_firmware(&symbols, config)?;
+        let asserts = Asserts::for_firmware(&symbols, &config.halt_on);
+        if let Some(tasks) = tasks {
+            self.add_observer(Box::new(tasks))?;
+        }
+        if let Some(asserts) = asserts {
+            self.add_observer(Box::new(asserts))?;
+        }
+        if let Some(arena) = ArenaObserver::for_elf(symbols) {
             self.add_observer(Box::new(arena))?;
         }
         Ok(())
@@ -164,16 +186,33 @@ impl Debugger {
 
     /// Turns allocation tracing on or off (trace method only). Off, the target runs between
     /// phase and span boundaries without stopping in the allocator: much faster, but peaks come
-    /// from boundary samples and new allocations get no site.
+    /// from boundary samples and new allocations get no site. On, the allocator's breakpoints
+    /// are armed wherever `[trace] scope` allows (everywhere by default).
     pub fn set_tracing(&mut self, on: bool) -> Result<(), AuditError> {
+        let in_scope = self.trace_in_scope();
         self.trace
-            .set_on(&mut self.session, on, self.settings.method)
+            .set_on(&mut self.session, on, self.settings.method, in_scope)
+    }
+
+    /// Whether `[trace] scope` lets the trace be armed now, with the phase open now (if any).
+    pub(super) fn trace_in_scope(&self) -> bool {
+        let config = &self.settings.config;
+        let open = self.lifecycle.phases.open_function();
+        config.trace.scope.admits(open, |name, f| {
+            name == f || config.phase_function(name) == f
+        })
     }
 
     /// Adds an observer (see [`crate::events::Observer`]); it sets its breakpoints now.
     pub fn add_observer(&mut self, observer: Box<dyn Observer>) -> Result<ObserverId, AuditError> {
         let open = self.open_view();
         self.extensions.add(&mut self.session, observer, &open)
+    }
+
+    /// The added observer of type `T`, when there is one (the task observer on a FreeRTOS
+    /// firmware, say).
+    pub fn observer<T: Observer>(&self) -> Option<&T> {
+        self.extensions.find::<T>()
     }
 
     /// The added observers' records for the report, by observer name.
@@ -202,6 +241,12 @@ impl Debugger {
     /// Resumes from a breakpoint that needed a single step on the target.
     pub fn stepped(&self) -> u64 {
         self.session.stepped()
+    }
+
+    /// Reads the firmware's tick counter for the end of its time (`run.firmware_time`): the
+    /// target is halted at its last stop. A target that is gone leaves it unread.
+    pub fn end_firmware_time(&mut self) {
+        self.session.end_firmware_time();
     }
 
     /// Gives the target back (breakpoints removed).
@@ -268,7 +313,15 @@ impl Debugger {
         self.session.heap_size()
     }
 
-    /// Resets the target and halts it at the reset vector. Trace state starts over. A phase
+    /// Hands the engine a way to start the target again where a reset cannot (a QEMU that
+    /// exited with its firmware): see [`crate::session::Restart`].
+    pub fn set_restart(&mut self, restart: Box<dyn Restart>) {
+        self.session.set_restart(restart);
+    }
+
+    /// Resets the target and halts it at the reset vector; a target that is gone (its
+    /// firmware exited) is started again when [`Debugger::set_restart`] gave a way. Trace
+    /// state starts over. A phase
     /// still open (its call failed: the firmware hung, faulted or exited inside it, and the
     /// script caught the error) is abandoned: after the reset it can never return.
     pub fn reset(&mut self) -> Result<(), AuditError> {
@@ -279,10 +332,11 @@ impl Debugger {
         self.watermark.abandon();
         self.session.breakpoints_mut().clear_returns();
         self.trace.on_reset();
+        let exited = self.lifecycle.cycles.exited().is_some();
+        self.session.reset(exited)?;
         self.lifecycle.cycles.on_reset();
-        if let Some(c) = self.session.target().control() {
-            c.reset(true)?;
-        }
+        self.extensions.on_reset();
+        self.models.break_sequence();
         let state = self.session.walk()?;
         self.trace.set_used(state.used);
         Ok(())

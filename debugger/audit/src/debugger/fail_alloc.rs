@@ -1,7 +1,9 @@
 //! The script-facing side of allocation-failure injection (see [`crate::observers::inject`]):
-//! a request checked and armed, with tracing turned on for it (its breakpoints on the
-//! allocator's entry are where the failure is made), and a phase call's allocation sites to
-//! choose from.
+//! a request checked (its site against the ELF, at once) and armed, with tracing turned on for
+//! it (its breakpoints on the allocator's entry are where the failure is made), and a phase
+//! call's allocation sites to choose from.
+
+use memlife_dwarf::{LocationError, LocationSpec};
 
 use super::facade::Debugger;
 use crate::error::AuditError;
@@ -15,7 +17,9 @@ impl Debugger {
         let site = choice
             .site
             .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty());
+            .filter(|s| !s.is_empty())
+            .map(|s| self.checked_site(&s))
+            .transpose()?;
         let phase = match choice.phase.as_deref().map(str::trim) {
             Some("") => None,
             Some(p) => {
@@ -33,13 +37,46 @@ impl Debugger {
                 choice.nth
             )));
         }
-        if !self.tracing() {
-            // Its breakpoints on the allocator's entry are where the failure is made.
+        if !self.trace.is_wanted() {
             self.set_tracing(true)?;
         }
+        // Its breakpoint on the allocator's entry is where the failure is made.
+        self.trace.set_requests(&mut self.session, true)?;
         self.injection
             .arm(FailRequest::new(site, phase, choice.nth));
         Ok(())
+    }
+
+    /// A site `fail_alloc` is asked for, checked against the ELF at once (not after a whole
+    /// cycle that never made it): a function the ELF has (or has inlined), or a `file:line`
+    /// with code, given as the trace names sites (the file's base name). Anything else is
+    /// refused with the nearest name or lines.
+    fn checked_site(&self, site: &str) -> Result<String, AuditError> {
+        let refused = |why: String| AuditError::Config(format!("fail_alloc: site `{site}`: {why}"));
+        let spec = LocationSpec::parse(site).map_err(|e| refused(e.to_string()))?;
+        match (&spec, self.symbols().resolve_location(site)) {
+            (LocationSpec::Address(_), _) => Err(refused(
+                "a site is a function or FILE:LINE, not an address".into(),
+            )),
+            (LocationSpec::Line { file, line }, Ok(_)) => {
+                let base = file.rsplit('/').next().unwrap_or(file);
+                Ok(format!("{base}:{line}"))
+            }
+            (LocationSpec::Function(name), Ok(_) | Err(LocationError::Inlined { .. })) => {
+                Ok(name.clone())
+            }
+            (LocationSpec::Function(name), Err(LocationError::NoFunction { hint, .. })) => {
+                let hint = if hint.is_empty() {
+                    crate::config::nearest(name, self.function_names())
+                } else {
+                    hint
+                };
+                Err(refused(format!(
+                    "no function `{name}` in the ELF (an allocation site is a function, or FILE:LINE){hint}"
+                )))
+            }
+            (_, Err(e)) => Err(refused(e.to_string())),
+        }
     }
 
     /// The allocation sites of the last completed call of `phase` (a role or a function), in

@@ -10,12 +10,18 @@
 //! - the program's exit (semihosting `SYS_EXIT`): normal between phases (a test build's end);
 //!   inside a phase it is reported with the phase.
 //!
-//! A hang (the firmware parked in a loop, or no lifecycle call before `--timeout`) and a fault
-//! after the failure end the wait too, as [`FailureEnd::Hang`] and [`FailureEnd::Fault`]: they
+//! A hang (the firmware parked in a loop, no lifecycle call before `--timeout`, or role calls
+//! that go on for `--timeout` without any of these ends: `super::cycle_watch`) and a fault
+//! after the failure end the wait too, as [`FailureEnd::Stopped`] ([`Stopped::Hang`],
+//! [`Stopped::Fault`]): they
 //! are what the firmware did with the failure, for the script to report with the site.
 //!
 //! A whole cycle that passes without the chosen allocation is an error: the choice selects
 //! nothing this firmware does.
+//!
+//! A failure run is numbered as a cycle (its calls carry the number, `cycles` counts it), so
+//! that a script failing allocations in a loop keeps its first and last runs in full and the
+//! others folded ([`crate::history`]), as a long run of cycles does.
 
 use std::rc::Rc;
 
@@ -23,10 +29,11 @@ use memlife_core::TargetError;
 use memlife_heap::HeapState;
 
 use super::cycle_run::{PhaseCall, PresentRoles};
+use super::cycle_watch::CycleWatch;
 use super::facade::Debugger;
 use super::goal::{Goal, Outcome};
 use crate::error::AuditError;
-use crate::observers::{Injected, LiveAlloc};
+use crate::observers::{Injected, LiveAlloc, Stopped};
 
 /// How the firmware's handling of a failed allocation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,18 +42,9 @@ pub enum FailureEnd {
     NextCycle(String),
     /// A release call returned (its function).
     Release(String),
-    /// The program exited, with its status, inside this phase when one was open.
-    Exit {
-        /// Exit status.
-        status: i32,
-        /// The phase open then (its function).
-        during: Option<String>,
-    },
-    /// The firmware never came back to a lifecycle call: parked in a loop, or nothing before
-    /// the timeout (what memlife saw).
-    Hang(String),
-    /// The firmware faulted (what, where, why).
-    Fault(String),
+    /// The firmware stopped: it exited (normal between phases: a test build's end), or after
+    /// the failure it hung or faulted.
+    Stopped(Stopped),
 }
 
 impl FailureEnd {
@@ -55,9 +53,7 @@ impl FailureEnd {
         match self {
             FailureEnd::NextCycle(_) => "next-cycle",
             FailureEnd::Release(_) => "release",
-            FailureEnd::Exit { .. } => "exit",
-            FailureEnd::Hang(_) => "hang",
-            FailureEnd::Fault(_) => "fault",
+            FailureEnd::Stopped(s) => s.kind(),
         }
     }
 
@@ -66,16 +62,7 @@ impl FailureEnd {
         match self {
             FailureEnd::NextCycle(f) => format!("the firmware went on to the next cycle ({f})"),
             FailureEnd::Release(f) => format!("{f} returned"),
-            FailureEnd::Exit {
-                status,
-                during: None,
-            } => format!("the firmware exited with status {status}"),
-            FailureEnd::Exit {
-                status,
-                during: Some(f),
-            } => format!("the firmware exited with status {status} during {f}"),
-            FailureEnd::Hang(what) => format!("the firmware hung: {what}"),
-            FailureEnd::Fault(what) => format!("the firmware faulted: {what}"),
+            FailureEnd::Stopped(s) => s.describe(),
         }
     }
 }
@@ -103,6 +90,8 @@ pub struct FailureRun {
 #[derive(Debug)]
 pub struct FailureWait {
     roles: PresentRoles,
+    /// The role whose calls begin cycles, and its function.
+    start_role: String,
     start: String,
     goal: Goal,
     /// The role of the phase open, when one is.
@@ -111,9 +100,14 @@ pub struct FailureWait {
     made_before: usize,
     /// Calls of the start role seen while the failure was still to come.
     starts: u32,
+    /// Its number among the cycles: its calls are recorded, and folded in a long run, as a
+    /// cycle's.
+    index: u64,
     calls: Vec<PhaseCall>,
     end: Option<FailureEnd>,
     after: Option<Rc<HeapState>>,
+    /// The role calls seen and how long the wait has run (see `super::cycle_watch`).
+    watch: CycleWatch,
 }
 
 impl Debugger {
@@ -126,7 +120,7 @@ impl Debugger {
         if let Some(status) = self.lifecycle.cycles.exited() {
             return Err(AuditError::Target(TargetError::Exited(status)));
         }
-        let made = self.injected().len();
+        let made = self.injection.made_count();
         let awaited = self.fail_pending() || made > self.injection.waited();
         if !awaited {
             return Err(AuditError::Config(
@@ -144,19 +138,22 @@ impl Debugger {
         let goal = self.first_goal(&roles, &start);
         Ok(FailureWait {
             roles,
+            start_role,
             start,
             goal,
             open: None,
             made_before,
             starts: 0,
+            index: self.lifecycle.cycles.done() + 1,
             calls: Vec::new(),
             end: None,
             after: None,
+            watch: CycleWatch::new(self.session.timeout(), self.lifecycle.cycles.most_calls()),
         })
     }
 
     fn failure_made(&self, wait: &FailureWait) -> bool {
-        self.injected().len() > wait.made_before
+        self.injection.made_count() > wait.made_before
     }
 
     /// Advances the wait. `Some(Outcome::Hook)` when a script hook fired (call again after
@@ -172,22 +169,13 @@ impl Debugger {
             let end = match ran {
                 Ok(Outcome::Hook(h)) => return Ok(Some(Outcome::Hook(h))),
                 Ok(Outcome::Reached) => None,
-                Err(AuditError::Target(TargetError::Exited(status))) => {
-                    self.lifecycle.cycles.set_exited(status);
-                    Some(FailureEnd::Exit {
-                        status,
-                        during: self.lifecycle.phases.open_function().map(str::to_string),
-                    })
-                }
-                Err(AuditError::Faulted(what)) if self.failure_made(wait) => {
-                    Some(FailureEnd::Fault(what))
-                }
-                Err(e @ (AuditError::NotReached { .. } | AuditError::Parked { .. }))
-                    if self.failure_made(wait) =>
-                {
-                    Some(FailureEnd::Hang(e.to_string()))
-                }
-                Err(e) => return Err(e),
+                // An exit ends the handling whenever it comes; a hang or a fault is what the
+                // firmware did with the failure only once it was made.
+                Err(e) => match Stopped::from_error(&e, self.lifecycle.phases.open_function()) {
+                    Some(s @ Stopped::Exit { .. }) => Some(FailureEnd::Stopped(s)),
+                    Some(s) if self.failure_made(wait) => Some(FailureEnd::Stopped(s)),
+                    _ => return Err(e),
+                },
             };
             if let Some(end) = end {
                 wait.after = wait.calls.last().map(|c| Rc::clone(&c.after));
@@ -232,7 +220,17 @@ impl Debugger {
                 }
             }
             let role = wait.roles.role_of(&function);
-            self.phase_entered(&function, Some(role.clone()), None)?;
+            wait.watch.saw(&role, &function);
+            if let Err(e) = wait.watch.check(&wait.start_role, &wait.start) {
+                // Role calls went on past --timeout without the handling coming to an end.
+                if !self.failure_made(wait) {
+                    return Err(e);
+                }
+                wait.after = wait.calls.last().map(|c| Rc::clone(&c.after));
+                wait.end = Some(FailureEnd::Stopped(Stopped::Hang(e.to_string())));
+                return Ok(None);
+            }
+            self.phase_entered(&function, Some(role.clone()), Some(wait.index))?;
             wait.open = Some(role);
             wait.goal = Goal::PhaseReturn;
         }
@@ -242,15 +240,24 @@ impl Debugger {
     pub fn failure_finish(&mut self, wait: FailureWait) -> Option<FailureRun> {
         self.session.set_park_watch(false);
         self.disarm_roles(&wait.roles);
+        // What the failure run lost is no cycle's loss.
+        self.models.break_sequence();
+        if !wait.calls.is_empty() {
+            // Numbered as a cycle: a script that fails allocations in a loop keeps its first
+            // and last runs in full, the others folded.
+            self.completed(wait.index);
+        }
         let end = wait.end?;
-        let injected = self.injected().get(wait.made_before).cloned();
+        let injected = self.injection.nth(wait.made_before).cloned();
         if injected.is_some() {
             self.injection.set_waited(wait.made_before + 1);
         }
         let before = injected.as_ref().and_then(|i| i.before.clone());
         let leaks = match (&injected, &end) {
             // Still inside the failed handling: nothing can be called lost yet.
-            (None, _) | (_, FailureEnd::Hang(_) | FailureEnd::Fault(_)) => Vec::new(),
+            (None, _) | (_, FailureEnd::Stopped(Stopped::Hang(_) | Stopped::Fault(_))) => {
+                Vec::new()
+            }
             (Some(i), _) => self
                 .live()
                 .iter()

@@ -16,6 +16,7 @@ impl Debugger {
     /// (the allocator does not run, so the stop's other roles are skipped).
     pub(super) fn trace_stop(&mut self, regs: &Regs, role: TraceRole) -> Result<bool, AuditError> {
         if !self.admits(regs, Admission::HeapEvent)? {
+            self.lifecycle.phases.event_left_out();
             return Ok(false);
         }
         let lean = self.session.budget().lean;
@@ -30,10 +31,13 @@ impl Debugger {
             }
             // Lean on breakpoints: the block is read at the caller's return, armed only while
             // this call is in flight (see `crate::session::Budget`).
-            TraceRole::MallocRequest { size_arg } if lean => {
+            TraceRole::MallocRequest { size_arg } | TraceRole::MallocLean { size_arg } if lean => {
                 self.trace.malloc_entered(&mut self.session, regs, size_arg);
             }
             TraceRole::MallocRequest { size_arg } => self.trace.request_entered(regs, size_arg),
+            // Not armed unless lean; a stop there anyway (another role's address) is read at
+            // the return instruction.
+            TraceRole::MallocLean { .. } => {}
             // Not armed when lean; a stop there anyway (another role's address) is not this
             // allocation's: its caller's return reads it.
             TraceRole::MallocExit if lean => {}
@@ -64,6 +68,7 @@ impl Debugger {
         pending: PendingAlloc,
     ) -> Result<(), AuditError> {
         if !self.admits(regs, Admission::HeapEvent)? {
+            self.lifecycle.phases.event_left_out();
             return Ok(());
         }
         let event = self

@@ -26,10 +26,15 @@
 //! - `heap_stops`: allocator stops, the failure made, the path of an allocation event.
 //! - `span_stops`: span entries and returns.
 //! - `phase_run`: running one phase ([`PhaseRun`]); `cycle_run`: observing cycles
-//!   ([`CycleRun`], [`Cycle`]); `failure_run`: the firmware run through an injected failure
+//!   ([`CycleRun`], [`Cycle`]); `cycle_watch`: the bound on a cycle that never completes;
+//!   `cycle_models`: keying cycles by model;
+//!   `failure_run`: the firmware run through an injected failure
 //!   ([`FailureWait`], [`FailureRun`]); `fail_alloc`: the failure asked for.
 //! - `plan`: the breakpoints a cycle needs, checked against the target's before the run.
-//! - `extensions`: the observers added at run time.
+//! - `trace_plan`: what the audit traces (allocations, requested sizes), decided from what the
+//!   script and the outputs read.
+//! - `extensions`: the observers added at run time; `tasks`: what the task observer knows, as
+//!   scripts read it.
 //! - `arena_run`: a TFLM firmware run until each model was built and run once ([`ArenaEnd`]).
 //! - `progress`: [`Progress`] for the progress bar.
 //!
@@ -37,7 +42,9 @@
 //! calls and returns.
 
 mod arena_run;
+mod cycle_models;
 mod cycle_run;
+mod cycle_watch;
 mod extensions;
 mod facade;
 mod fail_alloc;
@@ -49,12 +56,14 @@ mod plan;
 mod progress;
 mod run;
 mod span_stops;
+mod tasks;
+mod trace_plan;
 mod views;
 
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use crate::observers::{AllocSite, FailChoice, Injected, LiveAlloc};
+pub use crate::observers::{AllocSite, FailChoice, Injected, LiveAlloc, Stopped};
 pub use crate::session::BreakpointUse;
 pub use arena_run::ArenaEnd;
 pub use cycle_run::{Cycle, CycleRun, PhaseCall};

@@ -11,6 +11,7 @@ use memlife_heap::HeapState;
 
 use super::facade::Debugger;
 use super::goal::{Goal, Outcome};
+use crate::config::PeakMethod;
 use crate::error::AuditError;
 use crate::events::{Awaited, Boundary, Role};
 use crate::figures::delta;
@@ -81,13 +82,14 @@ impl Debugger {
         self.lifecycle.cycles.take_start(function, stops)
     }
 
-    /// Opens the phase of `function` at its entry, where the target is halted now.
+    /// Opens the phase of `function` at its entry, where the target is halted now; the
+    /// registers there (its arguments).
     pub(super) fn phase_entered(
         &mut self,
         function: &str,
         alias: Option<String>,
         cycle: Option<u64>,
-    ) -> Result<(), AuditError> {
+    ) -> Result<Regs, AuditError> {
         let regs = self.session.read_regs()?;
         let before = Rc::new(self.session.walk()?);
         // Resynchronise the running total with the walk at every phase entry.
@@ -111,12 +113,18 @@ impl Debugger {
             call,
             cycle,
         };
+        let used = before.used;
         phases.enter(id, before, self.trace.next_seq());
+        // A trace scoped to phases is armed from here, with the walk's total.
+        let in_scope = self.trace_in_scope();
+        self.trace
+            .rescope(&mut self.session, in_scope, Some(used))?;
         self.tell_observers(&Boundary::PhaseEntered {
             function,
             call,
             cycle,
-        })
+        })?;
+        Ok(regs)
     }
 
     /// At the return of the open phase: what an allocation that failed during it returned.
@@ -149,14 +157,20 @@ impl Debugger {
         let watermark_peak = self
             .watermark
             .phase_returned(&mut self.session, after.heap_size)?;
-        let drift = if self.trace.is_on() {
+        let traced = self.trace.is_on();
+        let drift = if traced {
             delta(after.used, self.trace.used())
         } else {
             0
         };
         self.trace.set_used(after.used);
+        // A phase run without the trace's breakpoints had its peak sampled at boundaries.
+        let method = match self.settings.method {
+            PeakMethod::Trace if !traced => PeakMethod::Sample,
+            m => m,
+        };
         let end = PhaseEnd {
-            method: self.settings.method,
+            method,
             seq: self.trace.next_seq(),
             drift,
             watermark_peak,
@@ -166,6 +180,9 @@ impl Debugger {
         let Some((mut record, before)) = self.lifecycle.phases.finish(&after, end, spans) else {
             return Err(AuditError::Config("no phase is running".into()));
         };
+        // A trace scoped to phases is disarmed until the next one.
+        let in_scope = self.trace_in_scope();
+        self.trace.rescope(&mut self.session, in_scope, None)?;
         if let Some(peak_seq) = record.peak_at.as_ref().and_then(|p| p.seq) {
             record.composition = crate::composition::compose(
                 self.trace.events(),

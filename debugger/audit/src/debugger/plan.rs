@@ -44,24 +44,41 @@ impl Debugger {
         let mut between = all.clone();
         let mut inside: BTreeSet<u64> = BTreeSet::new();
         let (mut tracing, mut sticky) = (0, 0);
-        for (addr, kinds) in self.session.breakpoints().entries() {
-            for r in kinds {
-                let arm = r.arm();
-                if caught && arm == Arm::Fault {
-                    continue;
+        // The trace's breakpoints count also while its scope keeps them out (armed in phases).
+        let pending: Vec<(u64, Role)> = self
+            .trace
+            .arming()
+            .pending_roles(&self.session)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(a, r)| (a, Role::Trace(r)))
+            .collect();
+        let entries = self.session.breakpoints().entries();
+        let roles_at = entries
+            .iter()
+            .flat_map(|(a, kinds)| kinds.iter().map(move |r| (*a, r)))
+            .chain(pending.iter().map(|(a, r)| (*a, r)));
+        for (addr, r) in roles_at {
+            let arm = r.arm();
+            if caught && arm == Arm::Fault {
+                continue;
+            }
+            // Armed only when lean: not part of everything at once.
+            if arm != Arm::Lean {
+                all.insert(addr);
+            }
+            match r {
+                Role::Trace(TraceRole::Malloc { .. }) => (tracing, sticky) = (1, 1),
+                Role::Trace(TraceRole::MallocRequest { .. } | TraceRole::MallocLean { .. }) => {
+                    tracing = 1;
                 }
-                all.insert(*addr);
-                match r {
-                    Role::Trace(TraceRole::Malloc { .. }) => (tracing, sticky) = (1, 1),
-                    Role::Trace(TraceRole::MallocRequest { .. }) => tracing = 1,
-                    _ => {}
-                }
-                if arm.needed(false) {
-                    between.insert(*addr);
-                }
-                if arm.needed(true) {
-                    inside.insert(*addr);
-                }
+                _ => {}
+            }
+            if arm.needed(false) {
+                between.insert(addr);
+            }
+            if arm.needed(true) {
+                inside.insert(addr);
             }
         }
         let span_of = |span: &Option<String>| {

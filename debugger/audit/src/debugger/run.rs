@@ -9,6 +9,7 @@ use super::facade::Debugger;
 use super::goal::{Goal, Outcome};
 use crate::error::AuditError;
 use crate::events::{Admission, Awaited, Role};
+use crate::observers::Stopped;
 use crate::session::Regs;
 
 /// What one stop meant for the run.
@@ -39,6 +40,13 @@ impl Debugger {
         }
         self.faults.arm(&mut self.session);
         let result = self.run_loop(goal);
+        // An exit, a hang or a fault: the firmware stopped running its lifecycle.
+        if let Err(e) = &result {
+            let during = self.lifecycle.phases.open_function();
+            if let Some(stop) = Stopped::from_error(e, during) {
+                self.lifecycle.cycles.set_stopped(stop);
+            }
+        }
         if let Goal::Entry {
             addr,
             function,

@@ -11,8 +11,10 @@ use super::progress::Progress;
 use crate::deferred::DeferredBlock;
 use crate::events::Tags;
 use crate::history::{Folded, Totals};
-use crate::model::{Damage, HeapMap, PhaseRecord, TraceEvent};
-use crate::observers::{Injected, LiveAlloc};
+use crate::model::{
+    Damage, FirmwareTime, HeapMap, ModelCycles, PhaseRecord, TraceEvent, TraceFacts,
+};
+use crate::observers::{Injected, LiveAlloc, Stopped};
 use crate::session::BreakpointUse;
 
 impl Debugger {
@@ -57,6 +59,12 @@ impl Debugger {
             .cycles
             .history()
             .deferred(self.trace.events(), self.lifecycle.phases.records())
+    }
+
+    /// Why the firmware stopped running its lifecycle, once a run ended in an exit, a hang or
+    /// a fault; `None` while it runs (and again after a reset). See `crate::observers::cycles`.
+    pub fn stopped(&self) -> Option<&Stopped> {
+        self.lifecycle.cycles.stopped()
     }
 
     /// Cycles observed to their end.
@@ -104,9 +112,39 @@ impl Debugger {
         self.trace.is_on()
     }
 
-    /// The allocations made to fail so far, oldest first.
-    pub fn injected(&self) -> &[Injected] {
-        self.injection.injected()
+    /// What the allocation trace recorded, and why (`run.trace`).
+    pub fn trace_facts(&self) -> TraceFacts {
+        self.trace.arming().facts()
+    }
+
+    /// How long the firmware ran and was held halted so far (`run.firmware_time`); `None`
+    /// when it was never resumed. [`Debugger::end_firmware_time`] reads its tick counter at
+    /// the end.
+    pub fn firmware_time(&self) -> Option<FirmwareTime> {
+        self.session.firmware_time()
+    }
+
+    /// The allocations made to fail that are kept, oldest first: the first
+    /// [`crate::observers::inject::MAX_LISTED_INJECTED`] and the latest (a script failing
+    /// allocations in a loop keeps no list that grows with it).
+    pub fn injected(&self) -> Vec<&Injected> {
+        self.injection.injected().collect()
+    }
+
+    /// Allocations made to fail and no longer kept.
+    pub fn injected_unlisted(&self) -> u64 {
+        self.injection.unlisted()
+    }
+
+    /// The cycles by model, where the firmware alternated between at least two (see
+    /// `crate::observers::models`).
+    pub fn models(&self) -> Vec<ModelCycles> {
+        self.models.report()
+    }
+
+    /// Cycles the model keying saw.
+    pub fn model_cycles(&self) -> u64 {
+        self.models.cycles()
     }
 
     /// Whether a request to fail an allocation waits for its allocation.

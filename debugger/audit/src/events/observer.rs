@@ -11,11 +11,16 @@
 //!   allocation or a release can be left out (a phase scoped to one task, tracing inside it
 //!   only).
 //!
-//! It reads target memory and symbols at its stops through the [`Ctx`], and gives its records
-//! for the report at the end ([`Observer::report`]). Adding one touches neither the other
-//! observers nor the routing table ([`super::Role`]).
+//! It reads target memory, registers and symbols at its stops through the [`Ctx`], forgets
+//! what it held when the target is reset ([`Observer::on_reset`]), and gives its records for
+//! the report at the end ([`Observer::report`]); the engine finds an observer of a given type
+//! again ([`crate::debugger::Debugger::observer`]) for what the report and scripts read from
+//! it. Adding one touches neither the other observers nor the routing table
+//! ([`super::Role`]).
 
-use memlife_core::Memory;
+use std::any::Any;
+
+use memlife_core::{Memory, Register};
 use memlife_dwarf::Symbols;
 
 use super::boundary::Boundary;
@@ -97,6 +102,17 @@ impl<'a> Ctx<'a> {
         self.session.memory()
     }
 
+    /// One register of the halted core (one that [`Ctx::regs`] does not carry: xPSR, say).
+    pub fn register(&mut self, reg: Register) -> Result<u64, AuditError> {
+        Ok(self.session.target().read_register(reg)?)
+    }
+
+    /// The memory and the symbols together, for a reader that needs both.
+    pub fn memory_and_symbols(&mut self) -> (&mut dyn Memory, std::rc::Rc<Symbols>) {
+        let symbols = self.session.symbols_rc();
+        (self.session.memory(), symbols)
+    }
+
     /// Sets a breakpoint of this observer's at `addr`: [`Observer::on_break`] gets `code`.
     pub fn break_at(&mut self, addr: u64, code: u32, arm: Arm) {
         let observer = self.id;
@@ -134,7 +150,7 @@ impl<'a> Ctx<'a> {
 
 /// A component added to the engine that reacts to stops (see the module doc). Every method
 /// but [`Observer::name`] does nothing by default.
-pub trait Observer {
+pub trait Observer: Any {
     /// Its name, in messages and as its key in the report.
     fn name(&self) -> &'static str;
 
@@ -170,6 +186,9 @@ pub trait Observer {
     fn admits(&mut self, _ctx: &mut Ctx<'_>, _what: Admission<'_>) -> Result<bool, AuditError> {
         Ok(true)
     }
+
+    /// The target was reset: what it held about the firmware's state is gone.
+    fn on_reset(&mut self) {}
 
     /// Its records for the report, when it has any.
     fn report(&self) -> Option<serde_json::Value> {

@@ -30,6 +30,14 @@ pub enum TraceRole {
         /// Argument holding the requested size.
         size_arg: usize,
     },
+    /// An allocator's entry when its block is read at its return instructions and no one
+    /// reads the size asked: armed only on a target too short of breakpoints for the return
+    /// instructions (lean), where it awaits the caller's return instead. Otherwise an
+    /// allocation is one stop, at its return.
+    MallocLean {
+        /// Argument holding the requested size.
+        size_arg: usize,
+    },
     /// One of an allocator's return instructions: `r0` is the new block (one stop per call).
     MallocExit,
     /// The allocator's free entry.
@@ -88,6 +96,7 @@ impl EntryRole for Role {
             Role::Fault { .. } => Arm::Fault,
             Role::Lifecycle { .. } => Arm::Between,
             Role::Trace(TraceRole::MallocExit) => Arm::NotLean,
+            Role::Trace(TraceRole::MallocLean { .. }) => Arm::Lean,
             Role::Trace(_) | Role::Span { .. } => Arm::Inside,
             Role::Extension { arm, .. } => *arm,
         }
@@ -348,6 +357,34 @@ mod tests {
             b.select(&few, &[] as &[ReturnWatch<Awaited>], &none)
                 .contains(&0x10)
                 && b.lean
+        );
+    }
+
+    #[test]
+    fn without_requested_sizes_the_allocators_entry_is_armed_only_when_lean() {
+        // One stop per allocation: the return instructions, and the entry for lean only.
+        let mut entries = plan();
+        entries.insert(
+            0x38,
+            vec![Role::Trace(TraceRole::MallocLean { size_arg: 0 })],
+        );
+        let none = BTreeSet::new();
+        let no_returns: &[ReturnWatch<Awaited>] = &[];
+        let mut b = Budget::default();
+        let all = b.select(&entries, no_returns, &none);
+        assert!(!all.contains(&0x38) && all.contains(&0x40) && all.contains(&0x48));
+        assert_eq!(all.len(), 7);
+        // Too few breakpoints: lean, and inside a phase the entry reads the block at the
+        // caller's return instead of the return instructions.
+        let mut b = Budget {
+            capacity: Some(5),
+            faults_caught: true,
+            in_phase: true,
+            ..Budget::default()
+        };
+        assert_eq!(
+            b.select(&entries, no_returns, &none),
+            BTreeSet::from([0x38, 0x50])
         );
     }
 

@@ -22,6 +22,7 @@
 use std::rc::Rc;
 
 use memlife_dwarf::Symbols;
+use memlife_dwarf::demangle::without_params;
 use memlife_heap::HeapState;
 use serde::Serialize;
 
@@ -106,18 +107,32 @@ pub struct OpenCall {
     pub seq_begin: u64,
 }
 
+/// Failures kept in full: a script that fails allocations in a loop keeps the first ones, the
+/// latest, and the count of those between.
+pub const MAX_LISTED_INJECTED: usize = 256;
+
 /// Armed requests and what they did.
 #[derive(Debug, Default)]
 pub struct Injection {
     armed: Option<FailRequest>,
+    /// The first [`MAX_LISTED_INJECTED`] failures made.
     done: Vec<Injected>,
+    /// The latest failure made past them.
+    latest: Option<Injected>,
+    /// Failures made and no longer kept (between the first ones and the latest).
+    unlisted: u64,
+    /// Failures made in all.
+    made: usize,
     /// Failures whose handling `after_failure` has seen to its end.
     waited: usize,
 }
 
-/// Whether `site` is the one `wanted` names: its function, or its `file:line`.
+/// Whether `site` is the one `wanted` names: its function (a C++ one with or without its
+/// parameter list), or its `file:line`.
 fn matches(site: &Site, wanted: &str) -> bool {
-    if site.function.as_deref() == Some(wanted) {
+    if let Some(f) = site.function.as_deref()
+        && (f == wanted || without_params(f) == without_params(wanted))
+    {
         return true;
     }
     match (&site.file, site.line) {
@@ -183,12 +198,36 @@ impl Injection {
             injected.request,
             injected.site
         );
-        self.done.push(injected);
+        self.made += 1;
+        if self.done.len() < MAX_LISTED_INJECTED {
+            self.done.push(injected);
+        } else if self.latest.replace(injected).is_some() {
+            self.unlisted += 1;
+        }
     }
 
-    /// The allocations made to fail so far, oldest first.
-    pub fn injected(&self) -> &[Injected] {
-        &self.done
+    /// The allocations made to fail that are kept, oldest first: the first
+    /// [`MAX_LISTED_INJECTED`] and the latest.
+    pub fn injected(&self) -> impl Iterator<Item = &Injected> {
+        self.done.iter().chain(&self.latest)
+    }
+
+    /// Failures made in all.
+    pub fn made_count(&self) -> usize {
+        self.made
+    }
+
+    /// Failures made and no longer kept.
+    pub fn unlisted(&self) -> u64 {
+        self.unlisted
+    }
+
+    /// The `n`-th failure made (0-based), when it is kept: one of the first, or the latest.
+    pub fn nth(&self, n: usize) -> Option<&Injected> {
+        if n < self.done.len() {
+            return self.done.get(n);
+        }
+        self.latest.as_ref().filter(|_| n + 1 == self.made)
     }
 
     /// Failures whose handling was seen to its end.
@@ -220,7 +259,7 @@ impl Injection {
     /// At the return of the open phase `function`: when an allocation failed during this call,
     /// what it returned, read from r0 (and r1) by its DWARF return type.
     pub fn phase_returned(&mut self, symbols: &Symbols, function: &str, r0: u64, r1: u64) {
-        let Some(last) = self.done.last_mut() else {
+        let Some(last) = self.latest.as_mut().or(self.done.last_mut()) else {
             return;
         };
         if !last.awaiting_return || last.phase.as_deref() != Some(function) {
@@ -287,6 +326,37 @@ mod tests {
         assert!(matches(&site, "planner.c:110"));
         assert!(!matches(&site, "planner.c:111"));
         assert!(!matches(&site, "build_graph"));
+        let cpp = Site {
+            function: Some("app::LoadModel(app::ModelSpec const&)".into()),
+            ..Site::default()
+        };
+        assert!(matches(&cpp, "app::LoadModel"));
+        assert!(!matches(&cpp, "app::Load"));
+    }
+
+    #[test]
+    fn a_loop_of_failures_keeps_the_first_ones_the_latest_and_a_count() {
+        let mut inj = Injection::default();
+        let failure = |request| Injected {
+            site: Site::default(),
+            request,
+            phase: None,
+            seq: 0,
+            returned: None,
+            before: None,
+            call_seq: 0,
+            awaiting_return: false,
+        };
+        for n in 0..MAX_LISTED_INJECTED as u64 + 10 {
+            inj.made(failure(n));
+        }
+        assert_eq!(inj.made_count(), MAX_LISTED_INJECTED + 10);
+        assert_eq!(inj.injected().count(), MAX_LISTED_INJECTED + 1);
+        assert_eq!(inj.unlisted(), 9);
+        let last = inj.made_count() - 1;
+        assert_eq!(inj.nth(last).map(|i| i.request), Some(last as u64));
+        assert_eq!(inj.nth(3).map(|i| i.request), Some(3));
+        assert!(inj.nth(last - 1).is_none(), "no longer kept");
     }
 
     #[test]

@@ -53,6 +53,9 @@ struct OpenPhase {
     seq_begin: u64,
     peak: Peak,
     counts: Counts,
+    /// An observer left some of the heap events during it out (a phase limited to a task):
+    /// the walk at its return is not its own, its figures come from the events it counted.
+    left_out: bool,
 }
 
 /// What closing a phase needs to know besides the heap after it.
@@ -150,7 +153,16 @@ impl PhaseTracker {
             before,
             seq_begin: seq,
             counts: Counts::default(),
+            left_out: false,
         });
+    }
+
+    /// An observer left an allocation or release out while the phase is open (another task's,
+    /// in a phase limited to one task).
+    pub fn event_left_out(&mut self) {
+        if let Some(p) = self.open.as_mut() {
+            p.left_out = true;
+        }
     }
 
     /// A traced event, made inside `span` when one is open: raises the open phase's peak.
@@ -202,7 +214,14 @@ impl PhaseTracker {
         spans: Vec<SpanRecord>,
     ) -> Option<(PhaseRecord, Rc<HeapState>)> {
         let p = self.open.take()?;
-        let mut peak_used = p.peak.used.max(after.used);
+        // With events left out, what the counted events leave in use (the trace's total at the
+        // return) stands for the heap after the phase in its figures.
+        let own_after = if p.left_out {
+            u64::try_from(i128::from(after.used) + i128::from(end.drift)).unwrap_or(after.used)
+        } else {
+            after.used
+        };
+        let mut peak_used = p.peak.used.max(own_after);
         let mut peak_at = p.peak.at;
         if let Some(wm_peak) = end.watermark_peak
             && wm_peak > peak_used
@@ -217,7 +236,7 @@ impl PhaseTracker {
             method: end.method,
             before: (&*p.before).into(),
             after: (&**after).into(),
-            delta_used: delta(p.before.used, after.used),
+            delta_used: delta(p.before.used, own_after),
             peak_used,
             peak_above_before: peak_used.saturating_sub(p.before.used),
             peak_at,
@@ -230,6 +249,8 @@ impl PhaseTracker {
             seq_begin: p.seq_begin,
             seq_end: end.seq,
             cycle: p.id.cycle,
+            ticks: None,
+            scope: None,
         };
         if end.is_release {
             if self.releases.first.is_none() {

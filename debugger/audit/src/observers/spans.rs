@@ -128,6 +128,7 @@ impl Spans {
             seq_begin: s.seq_begin,
             seq_end: seq,
             damage,
+            ticks: None,
         });
         let record = self.closed.last()?;
         Some((s, record))

@@ -1,11 +1,15 @@
-//! The phases-and-cycles area of the script API: observing cycles (`t.cycle()`, `t.cycles(n)`),
-//! running one phase (`t.phase(name)`, deprecated), the roles this firmware has, the calls
-//! counted, and phase and cycle records as maps.
+//! The phases-and-cycles area of the script API: observing cycles (`t.cycle()`, `t.cycles(n)`,
+//! `t.next_cycle()` and `t.stopped()` for a firmware that stops), running one phase
+//! (`t.phase(name)`, deprecated), the roles this firmware has, the calls counted, the cycles by
+//! model (`t.models()`), and phase and cycle records as maps.
 //!
 //! ```rhai
 //! let c = t.cycle();                       // index, start, before, after, calls, exit
+//! while t.next_cycle() != () {}            // () once the firmware exited, hung or faulted
+//! if t.stopped() != () { warn("cycles", t.stopped().why); }
 //! for run in c.phases("run") { print(run.peak_above); }
 //! check("roles", t.roles().contains("load") && t.has_role("release"));
+//! for m in t.models() { if m.leak != () { print(m.leak); } }  // alternating models
 //! ```
 
 use std::rc::Rc;
@@ -19,15 +23,15 @@ use super::heap::HeapHandle;
 use super::sandbox::MAX_ARRAY;
 use super::spans::damage_map;
 use super::trace::tensors_array;
-use crate::debugger::{Cycle, Debugger};
-use crate::model::PhaseRecord;
+use crate::debugger::{Cycle, Debugger, Stopped};
+use crate::model::{ModelCycles, PhaseRecord};
 
 /// Registers the phases-and-cycles area.
 pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(
         "phase",
         |ctx: NativeCallContext, t: &mut TargetHandle, name: &str| -> RhaiResult<Map> {
-            t.no_run_control_in_hooks(&ctx)?;
+            t.begin_run(&ctx)?;
             if !std::mem::replace(&mut t.state.0.borrow_mut().warned_phase, true) {
                 ::tracing::warn!(
                     "t.phase(\"{name}\") is deprecated: observe the lifecycle with t.cycles(n), which records every call of every role in the firmware's order (t.phase still works)"
@@ -41,6 +45,17 @@ pub(crate) fn register(engine: &mut Engine) {
     );
     engine.register_fn("cycle", |ctx: NativeCallContext, t: &mut TargetHandle| {
         one_cycle(&ctx, t)
+    });
+    engine.register_fn(
+        "next_cycle",
+        |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Dynamic> {
+            next_cycle(&ctx, t)
+        },
+    );
+    engine.register_fn("stopped", |ctx: NativeCallContext, t: &mut TargetHandle| {
+        t.with(&ctx, |d| {
+            d.stopped().map_or(Dynamic::UNIT, |s| stopped_map(d, s))
+        })
     });
     engine.register_fn(
         "cycles",
@@ -100,11 +115,43 @@ fn register_roles(engine: &mut Engine) {
         "calls",
         |ctx: NativeCallContext, t: &mut TargetHandle, f: &str| t.with(&ctx, |d| int(d.calls(f))),
     );
+    engine.register_fn("models", |ctx: NativeCallContext, t: &mut TargetHandle| {
+        // The cycles by model, where the firmware alternated between at least two.
+        t.with(&ctx, |d| {
+            let total = d.model_cycles();
+            d.models()
+                .iter()
+                .map(|m| model_map(m, total))
+                .collect::<Array>()
+        })
+    });
+}
+
+/// One model's cycles (`t.models()`): `name`, `key`, `cycles`, `first` and `last` (cycle
+/// numbers), `every` (the spacing of its cycles when regular, else `()`), `when` (`every 3rd
+/// cycle`, `1 of the 3 cycles`), `measured` (its cycles whose loss was measured), `lost` (free
+/// bytes they lost in all), `most` and `least` (of one cycle), `leak` (`24 B per cycle of
+/// micro_speech (every 3rd cycle)`, `()` when it lost nothing).
+fn model_map(m: &ModelCycles, total: u64) -> Dynamic {
+    let mut map = Map::new();
+    map.insert("name".into(), m.name.clone().into());
+    map.insert("key".into(), Dynamic::from_int(int(m.key)));
+    map.insert("cycles".into(), Dynamic::from_int(int(m.cycles)));
+    map.insert("first".into(), Dynamic::from_int(int(m.first_cycle)));
+    map.insert("last".into(), Dynamic::from_int(int(m.last_cycle)));
+    map.insert("every".into(), opt_int(m.every));
+    map.insert("when".into(), m.when(total).into());
+    map.insert("measured".into(), Dynamic::from_int(int(m.measured)));
+    map.insert("lost".into(), Dynamic::from_int(m.lost));
+    map.insert("most".into(), Dynamic::from_int(m.most));
+    map.insert("least".into(), Dynamic::from_int(m.least));
+    map.insert("leak".into(), opt_string(m.leak_text(total).as_ref()));
+    Dynamic::from_map(map)
 }
 
 /// Observes one cycle; its breakpoints go also when it failed.
 fn one_cycle(ctx: &NativeCallContext, t: &TargetHandle) -> RhaiResult<Map> {
-    t.no_run_control_in_hooks(ctx)?;
+    t.begin_run(ctx)?;
     let mut run = t.try_with(ctx, Debugger::cycle_begin)?;
     let driven = t.drive(ctx, |d| d.cycle_step(&mut run));
     // The cycle's breakpoints go, also when it failed.
@@ -112,6 +159,42 @@ fn one_cycle(ctx: &NativeCallContext, t: &TargetHandle) -> RhaiResult<Map> {
     driven?;
     let cycle = cycle.ok_or_else(|| err(ctx, "the cycle did not complete"))?;
     Ok(cycle_map(&cycle))
+}
+
+/// `t.next_cycle()`: the next cycle as `t.cycle()` gives it, or `()` once the firmware stopped
+/// running its lifecycle (it exited, hung or faulted: `t.stopped()` says how), so that a
+/// script judges the cycles it saw. Other errors (settings, the link) are errors still.
+fn next_cycle(ctx: &NativeCallContext, t: &TargetHandle) -> RhaiResult<Dynamic> {
+    if t.with(ctx, |d| d.stopped().is_some())? {
+        return Ok(Dynamic::UNIT);
+    }
+    match one_cycle(ctx, t) {
+        Ok(cycle) => Ok(Dynamic::from_map(cycle)),
+        Err(_) if t.with(ctx, |d| d.stopped().is_some())? => Ok(Dynamic::UNIT),
+        Err(e) => Err(e),
+    }
+}
+
+/// How the firmware stopped (`t.stopped()`): `end` (`exit`, `hang`, `fault`), `why` (one
+/// line), `status` and `during` (an exit's: its status, the phase open then), `clean` (an exit
+/// with status 0 between phases, how a test build ends), `cycles` (cycles observed to their
+/// end).
+fn stopped_map(d: &Debugger, s: &Stopped) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("end".into(), s.kind().into());
+    m.insert("why".into(), s.describe().into());
+    let (status, during) = match s {
+        Stopped::Exit { status, during } => (
+            Dynamic::from_int(i64::from(*status)),
+            opt_string(during.as_ref()),
+        ),
+        _ => (Dynamic::UNIT, Dynamic::UNIT),
+    };
+    m.insert("status".into(), status);
+    m.insert("during".into(), during);
+    m.insert("clean".into(), s.is_clean().into());
+    m.insert("cycles".into(), Dynamic::from_int(int(d.cycles_done())));
+    Dynamic::from_map(m)
 }
 
 /// A phase record as scripts see it: `function`, `role`, `cycle`, `call`, `before` and `after`
@@ -207,7 +290,8 @@ pub(crate) fn phase_map(rec: &PhaseRecord, before: Rc<HeapState>, after: Rc<Heap
 
 /// A cycle as scripts see it: `index`, `start` (the role that begins it), `before` and `after`
 /// (heaps at its first call's entry and at the next cycle's), `calls` (phase maps in the
-/// firmware's order, each with its `role`).
+/// firmware's order, each with its `role`), `exit` (the status of an exit that ended it),
+/// `model` (its model's name, where cycles are keyed by model).
 fn cycle_map(c: &Cycle) -> Map {
     let mut m = Map::new();
     m.insert("index".into(), Dynamic::from_int(int(c.index)));
@@ -241,6 +325,7 @@ fn cycle_map(c: &Cycle) -> Map {
         c.exit
             .map_or(Dynamic::UNIT, |s| Dynamic::from_int(i64::from(s))),
     );
+    m.insert("model".into(), opt_string(c.model.as_ref()));
     m
 }
 
@@ -306,6 +391,58 @@ mod tests {
         let by_role: Vec<i64> = by_role.iter().map(|v| v.as_int().unwrap()).collect();
         assert_eq!(by_role, [1, 0, 16]);
         assert_eq!(rig.eval::<i64>(r#"t.calls("model_load")"#).unwrap(), 2);
+    }
+
+    #[test]
+    fn next_cycle_gives_unit_once_the_firmware_exits_and_stopped_says_why() {
+        let fw = crate::debugger::tests::lifecycle_ends::two_cycles_then_exit();
+        let mut rig = Rig::new(fw, &[super::super::heap::register, register]);
+        assert!(rig.value("t.stopped()").is_unit());
+        let got: Array = rig
+            .eval(
+                r#"let n = 0; while t.next_cycle() != () { n += 1; }
+                   let s = t.stopped(); [n, s.end, s.status, s.clean, s.cycles, s.why, t.next_cycle()]"#,
+            )
+            .unwrap();
+        let got: Vec<String> = got.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            got,
+            [
+                "2",
+                "exit",
+                "0",
+                "true",
+                "2",
+                "the firmware exited with status 0",
+                ""
+            ]
+        );
+        // t.cycle() still says it plainly.
+        let e = rig.error("t.cycle()");
+        assert!(e.contains("the firmware exited after 2 cycles"), "{e}");
+    }
+
+    #[test]
+    fn alternating_models_are_listed_with_each_ones_leak() {
+        let fw = crate::debugger::tests::lifecycle_ends::alternating_models();
+        let mut rig = Rig::new(fw, &[super::super::heap::register, register]);
+        let got: Array = rig
+            .eval(
+                r#"let names = []; for i in 0..4 { names.push(t.next_cycle().model); }
+                   let m = t.models(); [names, m.len(), m[1].leak, m[1].when, m[0].leak]"#,
+            )
+            .unwrap();
+        let got: Vec<String> = got.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            got,
+            [
+                r#"["wake_word", "command_word", "wake_word", "command_word"]"#,
+                "2",
+                "24 B per cycle of command_word (every 2nd cycle)",
+                "every 2nd cycle",
+                ""
+            ]
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::convert::{insert_site, int, opt_int, opt_string};
 use super::cycles::phase_map;
 use super::handle::{RhaiResult, TargetHandle, err};
 use super::heap::HeapHandle;
-use crate::debugger::{AllocSite, Debugger, FailChoice, FailureEnd, FailureRun, Injected};
+use crate::debugger::{AllocSite, Debugger, FailChoice, FailureEnd, FailureRun, Injected, Stopped};
 
 /// Registers the error-path area.
 pub(crate) fn register(engine: &mut Engine) {
@@ -63,7 +63,7 @@ pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(
         "after_failure",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Map> {
-            t.no_run_control_in_hooks(&ctx)?;
+            t.begin_run(&ctx)?;
             let mut wait = t.try_with(&ctx, Debugger::failure_begin)?;
             let driven = t.drive(&ctx, |d| d.failure_step(&mut wait));
             // Its breakpoints go, also when it failed.
@@ -76,7 +76,9 @@ pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(
         "injected",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<Array> {
-            t.with(&ctx, |d| d.injected().iter().map(injected_map).collect())
+            t.with(&ctx, |d| {
+                d.injected().into_iter().map(injected_map).collect()
+            })
         },
     );
 }
@@ -164,7 +166,7 @@ fn failure_map(r: &FailureRun) -> Map {
     m.insert("end".into(), r.end.kind().into());
     m.insert("ended".into(), r.end.describe().into());
     let (status, during) = match &r.end {
-        FailureEnd::Exit { status, during } => (
+        FailureEnd::Stopped(Stopped::Exit { status, during }) => (
             Dynamic::from_int(i64::from(*status)),
             opt_string(during.as_ref()),
         ),
@@ -251,7 +253,22 @@ mod tests {
         assert_eq!(rig.eval::<i64>("t.injected().len()").unwrap(), 0);
         let e = rig.error(r#"t.fail_alloc("", 1)"#);
         assert!(e.contains("fail_alloc needs a site"), "{e}");
+        // A site is checked against the ELF at once, not after a cycle that never makes it.
+        let e = rig.error(r#"t.fail_alloc("plannr_plan")"#);
+        assert!(
+            e.contains("no function `plannr_plan`") && e.contains("did you mean `planner_plan`?"),
+            "{e}"
+        );
+        let e = rig.error(r#"t.fail_alloc("*0x08000100")"#);
+        assert!(e.contains("not an address"), "{e}");
+        let e = rig.error(r#"t.fail_alloc(#{ site: "nowhere.c:10" })"#);
+        assert!(
+            e.contains("no code of the ELF comes from a file named nowhere.c"),
+            "{e}"
+        );
         let e = rig.error("t.after_failure()");
         assert!(e.contains("no allocation failure is armed"), "{e}");
+        rig.eval::<()>(r#"t.fail_alloc("planner_plan")"#).unwrap();
+        rig.eval::<()>(r#"t.fail_alloc("planner.c:110")"#).unwrap();
     }
 }

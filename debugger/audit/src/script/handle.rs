@@ -31,7 +31,15 @@ pub(crate) struct RunState {
     pub out_dir: PathBuf,
     /// Whether the script was told once that `t.phase` is deprecated.
     pub warned_phase: bool,
+    /// Runs of the target the script asked for so far (cycles, failure runs, phases, run_to).
+    pub runs: u64,
+    /// The most runs a script may ask for (`[budgets] max_cycles`).
+    pub max_runs: u64,
 }
+
+/// Runs of the target a script may ask for unless `[budgets] max_cycles` says otherwise: far
+/// more than any bundled script asks, far fewer than a loop that never ends.
+pub const DEFAULT_MAX_RUNS: u64 = 10_000;
 
 /// The run state of one script, shared by its `Target` handles and, through the engine's tag,
 /// by the free functions (`check`, `warn`, `dump`) that have no `Target` argument.
@@ -48,6 +56,8 @@ impl StateHandle {
             in_hook: false,
             out_dir,
             warned_phase: false,
+            runs: 0,
+            max_runs: DEFAULT_MAX_RUNS,
         })))
     }
 }
@@ -115,6 +125,25 @@ impl TargetHandle {
             return Err(err(
                 ctx,
                 "run control (phase, run_to, reset) is not allowed inside on_break",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts one run of the target (a cycle, a failure run, a phase, a `run_to`): refused
+    /// inside a hook, and past `[budgets] max_cycles` (a loop that would run the target until
+    /// the audit's deadline).
+    pub(crate) fn begin_run(&self, ctx: &NativeCallContext) -> RhaiResult<()> {
+        self.no_run_control_in_hooks(ctx)?;
+        let mut state = self.state.0.borrow_mut();
+        state.runs += 1;
+        if state.runs > state.max_runs {
+            return Err(err(
+                ctx,
+                format!(
+                    "the script asked for more than {} runs of the target (cycles, failure runs, phases, run_to), the limit of [budgets] max_cycles: a loop that never ends? Raise max_cycles for a longer soak",
+                    state.max_runs
+                ),
             ));
         }
         Ok(())

@@ -3,6 +3,7 @@
 //!
 //! ```rhai
 //! let h = t.heap();                 // free, used, size, largest_free, ratio, blocks, ...
+//! h.by_task;                        // RTOS: #{Infer: #{bytes, blocks}, ...}
 //! for a in h.arenas { print(a.persistent_bytes); }   // TFLM's arenas, read with the walk
 //! let d = diff(before, h);          // free_delta, used_delta, allocated, freed
 //! t.heap_caps_free_size("8BIT");    // ESP-IDF heaps only
@@ -18,6 +19,7 @@ use super::convert::{int, json_to_dynamic, opt_float, opt_int};
 use super::handle::{RhaiResult, TargetHandle, err};
 use crate::error::Chain;
 use crate::figures::delta;
+use crate::observers::tasks::{ByTask, Held};
 
 /// Registers the heap area.
 pub(crate) fn register(engine: &mut Engine) {
@@ -25,7 +27,11 @@ pub(crate) fn register(engine: &mut Engine) {
     engine.register_fn(
         "heap",
         |ctx: NativeCallContext, t: &mut TargetHandle| -> RhaiResult<HeapHandle> {
-            let state = t.try_with(&ctx, |d| d.walk())?;
+            let (state, tasks) = t.try_with(&ctx, |d| {
+                let state = d.walk()?;
+                let tasks = d.heap_by_task(&state)?;
+                Ok((state, tasks))
+            })?;
             // TFLM's arenas at the same stop; an ELF without TFLM has none to read.
             let arenas = t.with(&ctx, |d| {
                 let symbols = d.symbols_rc();
@@ -35,7 +41,7 @@ pub(crate) fn register(engine: &mut Engine) {
                 Ok(a) => a.map(|a| Rc::new(memlife_tflm::render::json(&a))),
                 Err(e) => return Err(err(&ctx, Chain(&e))),
             };
-            Ok(HeapHandle(Rc::new(state), arenas))
+            Ok(HeapHandle(Rc::new(state), tasks.map(Rc::new), arenas))
         },
     );
     // `t.heap_caps_free_size(caps)` and friends: a walk, then the ESP-IDF figure.
@@ -104,14 +110,19 @@ pub(crate) fn diff(a: &HeapState, b: &HeapState) -> Map {
     m
 }
 
-/// The `Heap` object of scripts: one walk, immutable, and the TFLM arenas read with it (`None`
-/// when the heap was walked at a phase boundary, or the ELF has no TFLM).
+/// The `Heap` object of scripts: one walk, immutable; from `t.heap()`, told apart by task on an
+/// RTOS firmware (`.1`), and the TFLM arenas read with it (`.2`); both `None` when the heap was
+/// walked at a phase boundary, or the firmware has neither.
 #[derive(Clone)]
-pub struct HeapHandle(pub Rc<HeapState>, pub Option<Rc<serde_json::Value>>);
+pub struct HeapHandle(
+    pub Rc<HeapState>,
+    pub Option<Rc<ByTask>>,
+    pub Option<Rc<serde_json::Value>>,
+);
 
 impl From<Rc<HeapState>> for HeapHandle {
     fn from(state: Rc<HeapState>) -> Self {
-        HeapHandle(state, None)
+        HeapHandle(state, None, None)
     }
 }
 
@@ -141,6 +152,22 @@ fn register_heap(engine: &mut Engine) {
     });
     engine.register_get("allocator", |h: &mut HeapHandle| h.0.allocator.to_string());
     engine.register_get("blocks", |h: &mut HeapHandle| heap_blocks(h));
+    // On an RTOS firmware, `t.heap()`'s blocks in use by task: the one that allocated each
+    // (traced), else the one whose TCB or stack it holds, else `(untraced)`; `()` elsewhere.
+    engine.register_get("by_task", |h: &mut HeapHandle| {
+        h.1.as_ref().map_or(Dynamic::UNIT, |t| {
+            let mut m = Map::new();
+            for (task, held) in &t.tasks {
+                m.insert(task.as_str().into(), held_map(*held));
+            }
+            Dynamic::from_map(m)
+        })
+    });
+    // The blocks holding a listed task's TCB or stack (never leaks while it is listed).
+    engine.register_get("task_blocks", |h: &mut HeapHandle| {
+        h.1.as_ref()
+            .map_or(Dynamic::UNIT, |t| held_map(t.task_blocks))
+    });
     engine.register_get("largest_allocatable", |h: &mut HeapHandle| {
         opt_int(h.0.largest_allocatable)
     });
@@ -157,7 +184,7 @@ fn register_heap(engine: &mut Engine) {
     // `memlife heap --json`'s `arenas` (docs/heap-json.md), read with `t.heap()`; `()` for a heap
     // a phase recorded (its arena figures are in `t.arena_builds()`).
     engine.register_get("arenas", |h: &mut HeapHandle| {
-        h.1.as_ref().map_or(Dynamic::UNIT, |v| json_to_dynamic(v))
+        h.2.as_ref().map_or(Dynamic::UNIT, |v| json_to_dynamic(v))
     });
     engine.register_get("firmware_view", |h: &mut HeapHandle| {
         h.0.firmware_view.as_ref().map_or(Dynamic::UNIT, |v| {
@@ -311,9 +338,21 @@ fn heap_blocks(h: &HeapHandle) -> Array {
             m.insert("size".into(), Dynamic::from_int(int(b.size)));
             m.insert("free".into(), Dynamic::from_bool(b.free));
             m.insert("alloc_size".into(), opt_int(b.alloc_size));
+            if let Some(t) = &h.1 {
+                let task = t.owners.get(&b.addr).cloned();
+                m.insert("task".into(), task.map_or(Dynamic::UNIT, Dynamic::from));
+            }
             Dynamic::from_map(m)
         })
         .collect()
+}
+
+/// `#{bytes, blocks}`.
+fn held_map(h: Held) -> Dynamic {
+    let mut m = Map::new();
+    m.insert("bytes".into(), Dynamic::from_int(int(h.bytes)));
+    m.insert("blocks".into(), Dynamic::from_int(int(h.blocks)));
+    Dynamic::from_map(m)
 }
 
 #[cfg(test)]

@@ -22,10 +22,13 @@
 //!   - `spans`: span labels and functions, damaged blocks;
 //!   - `errors`: error paths (`t.fail_alloc`, `t.after_failure()`, `t.alloc_sites`);
 //!   - `target`: run control and reads (`t.run_to`, `t.reset`, `t.on_break`, `t.var`);
+//!   - `tasks`: an RTOS firmware's tasks (`t.has_tasks()`, `t.stack_margins()`,
+//!     `t.task_totals()`);
 //!   - `outputs`: `check`, `warn`, `skip`, `dump`, `budget`, `kib`;
 //!   - `arena`: TensorFlow Lite Micro's builds (`t.observe_arenas()`, `t.arena_models()`,
 //!     `t.arena_builds()`, `t.arena_steps()`, `t.arena_peaks()`).
 //! - `convert`: conversions the areas share.
+//! - `reads`: what a script reads of the allocation trace, from its text ([`ScriptReads`]).
 //!
 //! To add a function: register it in the `register` of its area's module, next to the
 //! conversions of what it returns, with a unit test there.
@@ -37,14 +40,17 @@ mod errors;
 mod handle;
 mod heap;
 mod outputs;
+mod reads;
 mod run;
 mod sandbox;
 mod spans;
 mod target;
+mod tasks;
 #[cfg(test)]
 mod testing;
 mod trace;
 
 pub use handle::TargetHandle;
+pub use reads::ScriptReads;
 pub use run::{ScriptError, ScriptOutcome, run_script};
 pub use sandbox::{MAX_ARRAY, MAX_MAP, MAX_MEMORY, MAX_STRING};

@@ -54,8 +54,11 @@ pub(crate) fn register(engine: &mut Engine, budgets: &BTreeMap<String, f64>) {
             let state = script_state(&ctx)?;
             let root = state.0.borrow().out_dir.clone();
             let out = output_path(&root, path).map_err(|e| err(&ctx, e))?;
-            let json = serde_json::to_vec_pretty(&memlife_heap::render::json(&h.0, None))
-                .map_err(|e| err(&ctx, Chain(&e)))?;
+            let mut value = memlife_heap::render::json(&h.0, None);
+            if let Some(tasks) = &h.1 {
+                tasks.insert_json(&mut value, "trace");
+            }
+            let json = serde_json::to_vec_pretty(&value).map_err(|e| err(&ctx, Chain(&e)))?;
             memlife_core::output::write_under(&root, Path::new(path), &json)
                 .map_err(|e| err(&ctx, Chain(&e)))?;
             state.0.borrow_mut().dumps.push(out.clone());

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use rhai::{Dynamic, Engine, EvalAltResult, Position};
 
 use super::handle::{StateHandle, TargetHandle};
-use super::sandbox::too_large;
+use super::sandbox::{too_large, too_many_operations};
 use crate::debugger::Debugger;
 use crate::model::CheckResult;
 
@@ -38,6 +38,7 @@ fn engine(print: Rc<dyn Fn(&str)>, budgets: &BTreeMap<String, f64>) -> Engine {
     super::spans::register(&mut engine);
     super::errors::register(&mut engine);
     super::target::register(&mut engine);
+    super::tasks::register(&mut engine);
     super::outputs::register(&mut engine, budgets);
     super::arena::register(&mut engine);
     engine
@@ -61,6 +62,10 @@ pub fn run_script(
 ) -> (Option<Debugger>, ScriptOutcome) {
     let dbg = Rc::new(RefCell::new(Some(debugger)));
     let state = StateHandle::new(out_dir.to_path_buf());
+    if let Some(max) = budgets.get("max_cycles") {
+        // A budget is a number; below 1 nothing could run, so it is taken as 1.
+        state.0.borrow_mut().max_runs = (*max).max(1.0) as u64;
+    }
     let mut engine = engine(print, budgets);
     engine.set_default_tag(Dynamic::from(state.clone()));
     let handle = TargetHandle {
@@ -77,7 +82,7 @@ pub fn run_script(
                 column,
             })
         }
-        Ok(ast) => match engine.run_ast(&ast) {
+        Ok(ast) => match plan_trace(&dbg, &ast).and_then(|()| engine.run_ast(&ast)) {
             Ok(()) => None,
             Err(e) => {
                 let (line, column) = position(e.position());
@@ -87,6 +92,8 @@ pub fn run_script(
                     // A value past the sandbox's size limits: say which limit, and the usual
                     // cause in an audit (every cycle held at once).
                     EvalAltResult::ErrorDataTooLarge(ref what, _) => too_large(what),
+                    // The script's own loop, never ending: say which limit ended it.
+                    EvalAltResult::ErrorTooManyOperations(_) => too_many_operations(),
                     ref other => other.to_string(),
                 };
                 // Rhai appends the position to some messages; ours carries it separately.
@@ -115,8 +122,29 @@ pub fn run_script(
         }
     };
     // Handles the script kept alive (a reference cycle) see an empty slot from now on.
-    let debugger = dbg.borrow_mut().take();
+    let mut debugger = dbg.borrow_mut().take();
+    if let Some(d) = debugger.as_mut() {
+        d.end_firmware_time();
+    }
     (debugger, outcome)
+}
+
+/// What the script reads decides what the trace records ([`Debugger::plan_trace`]); an error
+/// there (the allocator's entries gone from the ELF) is the script's first.
+fn plan_trace(
+    dbg: &Rc<RefCell<Option<Debugger>>>,
+    ast: &rhai::AST,
+) -> Result<(), Box<EvalAltResult>> {
+    let reads = super::ScriptReads::of(ast);
+    match dbg.borrow_mut().as_mut() {
+        Some(d) => d.plan_trace(&reads).map_err(|e| {
+            Box::new(EvalAltResult::ErrorRuntime(
+                crate::error::Chain(&e).to_string().into(),
+                Position::NONE,
+            ))
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -194,6 +222,26 @@ mod tests {
         assert_eq!(printed, "malloc");
         assert!(outcome.error.unwrap().message.contains("stop here"));
         assert_eq!(dbg.unwrap().records().len(), 1);
+    }
+
+    #[test]
+    fn a_loop_over_the_target_ends_at_max_cycles_and_a_scripts_own_at_the_operations_limit() {
+        let budgets = [("max_cycles".to_string(), 3.0)].into_iter().collect();
+        // Each run after the firmware's one load times out; the loop goes on until the limit.
+        let (_, outcome, _) = run_with(
+            r#"let t = target(); let n = 0;
+               loop { try { n += 1; t.run_to("model_load"); }
+                      catch (e) { if e.contains("max_cycles") { throw `${n}: ${e}`; } } }"#,
+            &budgets,
+        );
+        let e = outcome.error.unwrap().message;
+        assert!(
+            e.starts_with("4: ") && e.contains("more than 3 runs of the target"),
+            "{e}"
+        );
+        let (_, outcome, _) = run("loop { }");
+        let e = outcome.error.unwrap().message;
+        assert!(e.contains("operations, the limit for a script"), "{e}");
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub const MAX_ARRAY: usize = 1 << 16;
 pub const MAX_MAP: usize = 1 << 16;
 /// Most memory a script may add to memlife's (resident bytes, checked as the script runs).
 pub const MAX_MEMORY: u64 = 512 << 20;
+/// Most operations a script may run: a script's own loop that never ends stops here (in
+/// seconds); a loop over the target is bounded by the runs it asks for (`[budgets]
+/// max_cycles`, see `super::handle`).
+pub const MAX_OPERATIONS: u64 = 50_000_000;
 /// Operations between two looks at the memory.
 const MEMORY_CHECK_EVERY: u64 = 4096;
 
@@ -30,7 +34,7 @@ fn resident_bytes() -> Option<u64> {
 pub(crate) fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
     let mut engine = Engine::new();
     engine
-        .set_max_operations(50_000_000)
+        .set_max_operations(MAX_OPERATIONS)
         .set_max_call_levels(32)
         .set_max_expr_depths(64, 32)
         .set_max_string_size(MAX_STRING)
@@ -75,6 +79,13 @@ pub(crate) fn engine(print: Rc<dyn Fn(&str)>) -> Engine {
 pub(crate) fn too_large(what: &str) -> String {
     format!(
         "{what} is larger than a script may hold (arrays {MAX_ARRAY} elements, maps {MAX_MAP} entries, strings {MAX_STRING} bytes, counted with everything nested in them): keep less, e.g. observe cycles one at a time with t.cycle() in a loop rather than t.cycles(n)"
+    )
+}
+
+/// What a script past [`MAX_OPERATIONS`] is told.
+pub(crate) fn too_many_operations() -> String {
+    format!(
+        "the script ran more than {MAX_OPERATIONS} operations, the limit for a script: a loop that never ends?"
     )
 }
 

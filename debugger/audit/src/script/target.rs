@@ -73,7 +73,7 @@ pub(crate) fn register(engine: &mut Engine) {
 
 /// `t.run_to(function, hits)`: runs to the `hits`-th next entry of `function`, calling hooks.
 fn run_to(ctx: &NativeCallContext, t: &TargetHandle, function: &str, hits: i64) -> RhaiResult<()> {
-    t.no_run_control_in_hooks(ctx)?;
+    t.begin_run(ctx)?;
     let remaining = u32::try_from(hits)
         .ok()
         .filter(|h| *h > 0)

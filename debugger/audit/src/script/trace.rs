@@ -4,14 +4,13 @@
 //!
 //! ```rhai
 //! t.trace(false);                          // run fast between boundaries
-//! let lost = t.leaks(before, after);       // addr, size, site, file_line, chain
+//! let lost = t.leaks(before, after);       // addr, size, site, file_line, chain, task, seq
 //! let late = t.deferred();                 // blocks a later cycle freed
 //! let pairs = t.buffer_overlaps();         // a, b, lo, hi, bytes
 //! ```
 
 use std::collections::BTreeSet;
 
-use memlife_heap::HeapState;
 use rhai::{Array, Dynamic, Engine, Map, NativeCallContext};
 
 use super::convert::{insert_site, int, opt_int, opt_string};
@@ -20,6 +19,7 @@ use super::heap::HeapHandle;
 use crate::buffers::{Buffer, Overlap, Tensor, tensor_overlaps, traced_buffers};
 use crate::debugger::Debugger;
 use crate::deferred::DeferredBlock;
+use crate::error::AuditError;
 
 /// Registers the trace area.
 pub(crate) fn register(engine: &mut Engine) {
@@ -38,7 +38,7 @@ pub(crate) fn register(engine: &mut Engine) {
          t: &mut TargetHandle,
          before: HeapHandle,
          after: HeapHandle|
-         -> RhaiResult<Array> { t.with(&ctx, |d| leaks(d, &before.0, &after.0)) },
+         -> RhaiResult<Array> { t.try_with(&ctx, |d| leaks(d, &before, &after)) },
     );
     engine.register_fn(
         "deferred",
@@ -117,7 +117,18 @@ fn register_buffers(engine: &mut Engine) {
 /// allocation site the trace recorded. Where the walk sees used *spans* rather than blocks (an
 /// allocator without headers: linked_list_allocator), a new span stands for the traced
 /// allocations inside it that sit where `before` had free memory.
-fn leaks(d: &Debugger, before: &HeapState, after: &HeapState) -> Array {
+///
+/// On an RTOS firmware each leak names the task that allocated it (`task`), and a block that
+/// holds the TCB or the stack of a task the kernel listed at `after`'s stop (now, for a walk
+/// not told apart by task) is never one; when the lifecycle's roles are limited to a task or a
+/// caller, only that scope's blocks count.
+fn leaks(d: &mut Debugger, before: &HeapHandle, after: &HeapHandle) -> Result<Array, AuditError> {
+    // A task alive at `after` may be gone by now, its blocks freed: the listing of that stop.
+    let listed = match &after.1 {
+        Some(by) => by.listed.clone(),
+        None => d.listed_task_blocks(&after.0)?,
+    };
+    let (before, after) = (&*before.0, &*after.0);
     let used_before: Vec<(u64, u64)> = before
         .blocks
         .iter()
@@ -141,18 +152,28 @@ fn leaks(d: &Debugger, before: &HeapState, after: &HeapState) -> Array {
                 .map(|(a, l)| (*a, l.size))
                 .collect(),
         };
+        if listed.contains(&b.addr) {
+            continue;
+        }
         if inside.is_empty() {
             found.push((b.addr, b.size));
         } else {
             found.extend(inside);
         }
     }
-    found
+    let tasks = d.has_tasks();
+    Ok(found
         .into_iter()
+        .filter(|&(addr, size)| d.in_leak_scope(addr, size, live.get(&addr).map(|l| l.seq)))
         .map(|(addr, size)| {
             let mut m = Map::new();
             m.insert("addr".into(), Dynamic::from_int(int(addr)));
             m.insert("size".into(), Dynamic::from_int(int(size)));
+            m.insert("seq".into(), opt_int(live.get(&addr).map(|l| l.seq)));
+            if tasks {
+                let task = d.block_task(addr, size).map(str::to_string);
+                m.insert("task".into(), task.map_or(Dynamic::UNIT, Dynamic::from));
+            }
             match live.get(&addr) {
                 Some(live) => insert_site(&mut m, &live.site),
                 None => {
@@ -166,7 +187,7 @@ fn leaks(d: &Debugger, before: &HeapState, after: &HeapState) -> Array {
             }
             Dynamic::from_map(m)
         })
-        .collect()
+        .collect())
 }
 
 /// A late free as scripts see it (`t.deferred()`): `addr`, `size`, `site`, `file_line`,

@@ -149,6 +149,11 @@ impl<E: EntryRole, R: ReturnRole> BreakpointSet<E, R> {
         Ok(())
     }
 
+    /// The target was replaced by a fresh one (a restart): none of ours is in it now.
+    pub fn forget_inserted(&mut self) {
+        self.inserted.clear();
+    }
+
     /// Removes every breakpoint inserted, ignoring failures (every exit path calls this).
     pub fn remove_all(&mut self, bps: &mut dyn Breakpoints) {
         for addr in std::mem::take(&mut self.inserted) {

@@ -67,9 +67,14 @@ fn innermost<R: ReturnRole>(returns: &[ReturnWatch<R>]) -> BTreeSet<u64> {
 }
 
 impl Budget {
-    /// Whether a role armed this way can have a breakpoint at all on this target.
+    /// Whether a role armed this way can have a breakpoint at all on this target, in this
+    /// state (lean or not).
     fn armable(&self, arm: Arm) -> bool {
-        !(self.faults_caught && arm == Arm::Fault)
+        match arm {
+            Arm::Fault => !self.faults_caught,
+            Arm::Lean => self.lean,
+            _ => true,
+        }
     }
 
     /// The addresses to arm now, from every entry, awaited return and kept sticky return.
@@ -81,6 +86,8 @@ impl Budget {
         sticky: &BTreeSet<u64>,
     ) -> BTreeSet<u64> {
         if !self.lean {
+            // A role armed only when lean is left out here; if everything does not fit, the
+            // lean selection below arms it.
             let mut all: BTreeSet<u64> = entries
                 .iter()
                 .filter(|(_, roles)| roles.iter().any(|r| self.armable(r.arm())))

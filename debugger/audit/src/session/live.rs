@@ -14,6 +14,7 @@ use memlife_heap::{BlockRef, HeapState, HeapWalker, LinkState};
 
 use super::breakpoints::BreakpointSet;
 use super::budget::{BreakpointUse, Budget};
+use super::clock::FirmwareClock;
 use super::resume::HostResume;
 use super::roles::{EntryRole, ReturnRole, ReturnWatch};
 use crate::error::AuditError;
@@ -47,8 +48,14 @@ pub struct Session<E, R> {
     pub(super) park_watch: bool,
     /// Stops handled so far.
     pub(super) stops: u64,
+    /// The firmware's running and halted time.
+    pub(super) clock: FirmwareClock,
     /// Heap capacity, from the first walk.
     heap_size: u64,
+    /// How the session drives the target (asked again of a restarted one).
+    pub(super) options: SessionOptions,
+    /// How to start the target again when a reset cannot (see `super::restart`).
+    pub(super) restart: Option<Box<dyn super::Restart>>,
 }
 
 impl<E, R> std::fmt::Debug for Session<E, R> {
@@ -57,6 +64,7 @@ impl<E, R> std::fmt::Debug for Session<E, R> {
             .field("target", &self.target.describe())
             .field("allocator", &self.walker.name())
             .field("stops", &self.stops)
+            .field("restart", &self.restart.as_ref().map(|r| r.describe()))
             .finish()
     }
 }
@@ -70,6 +78,7 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
         timeout: Duration,
         options: SessionOptions,
     ) -> Self {
+        let clock = FirmwareClock::new(&symbols);
         Session {
             target,
             symbols,
@@ -81,7 +90,10 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
             cache: Vec::new(),
             park_watch: false,
             stops: 0,
+            clock,
             heap_size: 0,
+            options,
+            restart: None,
         }
     }
 
@@ -157,6 +169,16 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
     /// Stops handled so far.
     pub fn stops(&self) -> u64 {
         self.stops
+    }
+
+    /// The firmware's running and halted time so far; `None` when it was never resumed.
+    pub fn firmware_time(&self) -> Option<crate::model::FirmwareTime> {
+        self.clock.figures()
+    }
+
+    /// Reads the firmware's tick counter for the end of its time (the target halted).
+    pub fn end_firmware_time(&mut self) {
+        self.clock.at_end(self.target.as_memory());
     }
 
     /// Heap capacity, from the first walk.

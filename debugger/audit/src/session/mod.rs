@@ -10,24 +10,33 @@
 //! - `breakpoints`: [`BreakpointSet`]: what each address is for, the returns awaited, what is
 //!   inserted.
 //! - `budget`: which breakpoints are armed on a target with few (an FPB's six).
+//! - `clock`: [`FirmwareClock`]: the wall time the firmware ran and was held halted, and its
+//!   tick counter.
 //! - `roles`: what a role tells the budget: [`EntryRole`] (when it is armed: [`Arm`]),
 //!   [`ReturnRole`].
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
-//! - `park`: a firmware parked in a loop, told from one still working, while waiting.
+//! - `restart`: [`Restart`], starting the target again where a reset cannot (a QEMU that
+//!   exited with its firmware).
+//! - [`park`]: a firmware parked in a loop, told from one still working, while waiting (the
+//!   CLI's waits use it too).
 //! - `fault`: the fault handlers' entries, and a stop there decoded (fault status registers,
 //!   the call chain from the exception frame).
 
 mod breakpoints;
 mod budget;
+mod clock;
 mod fault;
 mod live;
-mod park;
+pub mod park;
+mod restart;
 mod resume;
 mod roles;
 mod run;
 
 pub use breakpoints::BreakpointSet;
 pub use budget::{BreakpointUse, Budget};
+pub use clock::FirmwareClock;
 pub use live::{Session, SessionOptions};
+pub use restart::Restart;
 pub use roles::{Arm, EntryRole, ReturnRole, ReturnWatch};
 pub use run::Regs;

@@ -16,6 +16,10 @@ pub enum Arm {
     /// Never when lean: the allocator's return instructions (its caller's return reads the
     /// block instead).
     NotLean,
+    /// Only when lean, inside a phase: the allocator's entry when its block is read at its
+    /// return instructions and no one reads the size asked (lean, those are not armed, and the
+    /// entry awaits the caller's return instead).
+    Lean,
 }
 
 impl Arm {
@@ -24,7 +28,7 @@ impl Arm {
         match self {
             Arm::Always | Arm::Fault => true,
             Arm::Between => !in_phase,
-            Arm::Inside => in_phase,
+            Arm::Inside | Arm::Lean => in_phase,
             Arm::NotLean => false,
         }
     }

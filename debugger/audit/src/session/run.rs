@@ -57,6 +57,7 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
         deadline: Deadline,
         what: &dyn Fn() -> String,
     ) -> Result<Regs, AuditError> {
+        self.clock.before_first_resume(self.target.as_memory());
         let bps = self
             .target
             .breakpoints()
@@ -74,8 +75,11 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
             .control()
             .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?;
         control.resume()?;
+        self.clock.resumed();
         self.cache.clear();
-        match self.wait_stop(deadline, what)? {
+        let stop = self.wait_stop(deadline, what);
+        self.clock.stopped();
+        match stop? {
             StopReason::Breakpoint(_) | StopReason::Signal(5) => {}
             StopReason::Exited(code) => {
                 return Err(AuditError::Target(TargetError::Exited(code)));
@@ -159,7 +163,10 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
             .target
             .control()
             .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?;
-        match control.halt()? {
+        let halted = control.halt()?;
+        // The sample is a halt of the firmware's time too.
+        self.clock.stopped();
+        match halted {
             StopReason::Halted | StopReason::Signal(2) => {}
             // It stopped by itself just then: a real stop.
             other => return Ok(Some(other)),
@@ -184,6 +191,7 @@ impl<E: EntryRole, R: ReturnRole> Session<E, R> {
             .control()
             .ok_or_else(|| AuditError::NeedsLiveTarget("run control".into()))?
             .resume()?;
+        self.clock.resumed();
         Ok(None)
     }
 }

@@ -43,6 +43,7 @@ fn flags(args: &AuditArgs) -> Result<AuditFlags> {
             connect_under_reset: t.probe.connect_under_reset,
             deadline: t.deadline,
             semihosting_dir: t.semihosting_dir.clone(),
+            serial: t.serial.clone(),
         },
         heap: HeapFlags {
             allocator: h.allocator,
@@ -66,6 +67,7 @@ fn flags(args: &AuditArgs) -> Result<AuditFlags> {
             out_dir: args.out.clone(),
         },
         baseline: args.baseline.clone(),
+        fail_on_skip: args.fail_on_skip,
     })
 }
 
@@ -90,6 +92,7 @@ fn target_args(target: &TargetPlan) -> Result<TargetArgs> {
         deadline: target.deadline,
         no_default_deadline: false,
         semihosting_dir: target.semihosting_dir.clone(),
+        serial: target.serial.clone(),
     })
 }
 
@@ -138,7 +141,7 @@ pub fn run(args: AuditArgs, verbose: u8) -> Result<ExitCode> {
     // Reports first: whatever happens to the target afterwards, they are on disk.
     let failures = outputs.write(&report, true);
     let close = session.take().map_or(Ok(()), Session::close);
-    print_summary(&report, &plan.script)?;
+    print_summary(&report, &plan.script, plan.fail_on_skip)?;
     for failure in &failures {
         eprintln!("error: {failure}");
     }
@@ -172,6 +175,8 @@ fn audit(
     let symbols = Rc::new(super::load_symbols(&plan.elf)?);
     plan.check_names(&symbols)?;
     let mut session = Session::open(targets, &plan.elf, leave)?;
+    // A QEMU memlife started is started again when its firmware's exit ends it.
+    let restart = session.restart();
     let target = session.target_slot()?;
     ensure_halted(target.as_mut())?;
     let walker = super::walker(
@@ -193,11 +198,16 @@ fn audit(
             context: run.clone(),
             printer: progress.printer(),
             progress: Some(progress.observer()),
+            restart,
+            fail_on_skip: plan.fail_on_skip,
         },
     );
     progress.finish();
     match audited {
-        Ok(done) => Ok((done.report, Some(session))),
+        Ok(mut done) => {
+            done.report.run.serial = session.serial_file().map(|p| p.display().to_string());
+            Ok((done.report, Some(session)))
+        }
         Err(e) => {
             session.close()?;
             Err(e.into())
@@ -229,7 +239,9 @@ fn script_error(script: &Path, e: &ScriptError) -> String {
     }
 }
 
-fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
+/// The checks, one a line, then the counts; when checks were skipped, a line saying the audit
+/// did not check everything and whether that failed it (`fail_on_skip`).
+fn print_summary(report: &AuditReport, script: &Path, fail_on_skip: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let (mut pass, mut fail, mut warn, mut skipped) = (0, 0, 0, 0);
     for c in &report.checks {
@@ -249,9 +261,15 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
             writeln!(out, "{word} {name}: {message}")?;
         }
     }
+    // What the halts cost the firmware's own time, where the audit ran it.
+    let halted = report
+        .run
+        .firmware_time
+        .as_ref()
+        .map_or_else(String::new, |t| format!("; {}", t.summary()));
     writeln!(
         out,
-        "{}: {pass} passed, {fail} failed, {warn} warnings{} ({} phases, {} allocation events, {:.1} s)",
+        "{}: {pass} passed, {fail} failed, {warn} warnings{} ({} phases, {} allocation events, {:.1} s{halted})",
         script.display(),
         if skipped > 0 {
             format!(", {skipped} skipped")
@@ -262,6 +280,17 @@ fn print_summary(report: &AuditReport, script: &Path) -> Result<()> {
         report.totals.events,
         report.run.seconds
     )?;
+    if skipped > 0 {
+        let consequence = if fail_on_skip {
+            " (--fail-on-skip: exit 1)"
+        } else {
+            ", so this is a pass of the checks that ran only (--fail-on-skip makes a skip fail the audit)"
+        };
+        writeln!(out, "not every check ran: {skipped} skipped{consequence}")?;
+    }
+    if let Some(serial) = &report.run.serial {
+        writeln!(out, "serial output: {serial}")?;
+    }
     Ok(())
 }
 
@@ -304,6 +333,7 @@ mod tests {
             "a.json",
             "--out",
             "o",
+            "--fail-on-skip",
         ]);
         let f = flags(&args).unwrap();
         assert_eq!(f.script.as_deref(), Some(Path::new("s.rhai")));
@@ -319,6 +349,19 @@ mod tests {
         assert_eq!(f.phases, [("load".to_string(), "my_load".to_string())]);
         assert_eq!(f.outputs.json.as_deref(), Some(Path::new("a.json")));
         assert_eq!(f.outputs.out_dir, Path::new("o"));
+        assert!(f.fail_on_skip);
+        assert!(
+            !flags(&audit_args(&["memlife", "audit", "s.rhai"]))
+                .unwrap()
+                .fail_on_skip
+        );
+        let serial = audit_args(&[
+            "memlife", "audit", "s.rhai", "--qemu", "m", "--serial", "stdio",
+        ]);
+        assert_eq!(
+            flags(&serial).unwrap().target.serial,
+            Some(memlife_plan::SerialChoice::Stdio)
+        );
         let two = audit_args(&[
             "memlife", "audit", "s.rhai", "--config", "a", "--config", "b",
         ]);

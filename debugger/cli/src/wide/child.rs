@@ -116,6 +116,9 @@ pub fn command(
     if let Some(dir) = &t.semihosting_dir {
         flag(&mut a, "--semihosting-dir", dir);
     }
+    if let Some(serial) = &t.serial {
+        flag(&mut a, "--serial", &serial.to_string());
+    }
     let h = &args.heap;
     if let Some(alloc) = o.allocator.or(h.allocator) {
         flag(&mut a, "--allocator", &alloc.to_string());
@@ -155,6 +158,9 @@ pub fn command(
     }
     if args.leave == crate::cli::Leave::Halted {
         flag(&mut a, "--leave", &"halted");
+    }
+    if args.fail_on_skip {
+        a.push("--fail-on-skip".into());
     }
     let mut argv: Vec<OsString> = Vec::new();
     if verbose > 0 {

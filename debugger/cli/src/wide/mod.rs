@@ -82,6 +82,14 @@ fn refuse_single_flags(args: &AuditArgs) -> Result<()> {
             "--baseline",
             "compare OUT/NAME/audit.json with memlife diff",
         ),
+        (
+            matches!(
+                t.serial,
+                Some(crate::cli::SerialChoice::File(_) | crate::cli::SerialChoice::Stdio)
+            ),
+            "--serial",
+            "each target's serial output is OUT/NAME/serial.txt (--serial none discards them all)",
+        ),
     ] {
         if given {
             bail!("{flag} is for one audit, not a list: {instead}");
@@ -305,6 +313,7 @@ mod tests {
             "3",
             "--walk",
             "sparse",
+            "--fail-on-skip",
         ]);
         let mut list = targets(&args).unwrap().unwrap();
         let target = list.pop().unwrap();
@@ -329,6 +338,7 @@ mod tests {
         // The run's flags reach the child.
         assert_eq!(child.keep_cycles, Some(memlife_plan::KeepCycles::Count(3)));
         assert_eq!(child.heap.walk, Some(memlife_heap::WalkStrategy::Sparse));
+        assert!(child.fail_on_skip);
     }
 
     #[test]

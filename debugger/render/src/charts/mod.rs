@@ -10,6 +10,7 @@
 pub mod curve;
 pub mod layers;
 pub mod stairs;
+pub mod ticks;
 pub mod trend;
 
 use std::borrow::Borrow;

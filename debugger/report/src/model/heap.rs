@@ -84,6 +84,10 @@ pub struct MapBlock {
     /// Where the trace saw it allocated, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub site: Option<Site>,
+    /// On an RTOS firmware, the task it belongs to: the one that allocated it (traced), else
+    /// the task whose TCB or stack it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// The heap after the last release, block by block, for the report's heap map.
@@ -139,6 +143,7 @@ impl HeapMap {
                     leaked: used && baseline.is_some() && !kept.contains(&(b.addr, b.size)),
                     deferred: false,
                     site: if used { site(b.addr) } else { None },
+                    task: None,
                 }
             })
             .collect();

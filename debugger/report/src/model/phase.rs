@@ -89,6 +89,9 @@ pub struct SpanRecord {
     /// broken canaries or free fill); empty when none, or when the allocator has no canaries.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub damage: Vec<Damage>,
+    /// The firmware's tick count (`xTickCount`) at entry and at return, where it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ticks: Option<Ticks>,
 }
 
 impl SpanRecord {
@@ -126,6 +129,17 @@ pub struct Damage {
     pub site: Option<String>,
     /// The walk's words.
     pub message: String,
+}
+
+/// The firmware's own clock (an RTOS kernel's tick count) at a call's entry and return: the
+/// samples taken there, on the firmware's time axis.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(default)]
+pub struct Ticks {
+    /// At entry.
+    pub begin: u64,
+    /// At return.
+    pub end: u64,
 }
 
 /// Where a phase's peak happened.
@@ -182,7 +196,8 @@ pub struct PhaseRecord {
     pub before: HeapSummary,
     /// The heap at return.
     pub after: HeapSummary,
-    /// after.used - before.used.
+    /// after.used - before.used; in a phase limited to a task (`scope`), what the task's own
+    /// allocations and releases left in use (other tasks' are in `accounting_drift`).
     pub delta_used: i64,
     /// Highest used bytes inside the phase.
     pub peak_used: u64,
@@ -212,6 +227,13 @@ pub struct PhaseRecord {
     /// (`t.cycles(n)`); absent for phases run one by one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cycle: Option<u64>,
+    /// The firmware's tick count (`xTickCount`) at entry and at return, where it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ticks: Option<Ticks>,
+    /// The task or caller the call was limited to (`task Infer`, `caller infer_cycle`): its
+    /// figures count only that task's allocations (`[phases]` in memlife.toml).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 impl PhaseRecord {

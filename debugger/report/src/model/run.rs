@@ -1,9 +1,11 @@
 //! Facts about the run itself: what was audited, on what, how long it took, what the target's
-//! breakpoints allowed, and the allocations memlife made fail.
+//! breakpoints allowed, what the allocation trace recorded and what the halts cost the
+//! firmware, and the allocations memlife made fail.
 
 use serde::{Deserialize, Serialize};
 
 use super::Site;
+use super::firmware_time::FirmwareTime;
 
 /// The breakpoints an audit used, for the report (`run.breakpoints`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +49,33 @@ pub struct RunFacts {
     pub stepped: u64,
     /// Breakpoints armed at most, the target's limit, and the estimate before the run.
     pub breakpoints: BreakpointUse,
+    /// What the allocation trace recorded, and what decided it.
+    pub trace: TraceFacts,
+    /// How long the firmware ran and how long it was held halted; `None` when the audit never
+    /// resumed it.
+    pub firmware_time: Option<FirmwareTime>,
+    /// Where the serial output of the QEMU memlife started went (a file), when it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+}
+
+/// What the allocation trace recorded over an audit (`run.trace`), and what decided it: the
+/// script's text, the outputs asked for, or `[trace]` in memlife.toml.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TraceFacts {
+    /// Allocations were traced at some point (breakpoints in the allocator).
+    pub allocations: bool,
+    /// Why they were, or were not.
+    pub allocations_why: String,
+    /// Each allocation's requested size was read: a stop at the allocator's entry as well as
+    /// at its return. Without it an allocation is one stop and `events[].request` is null.
+    pub requests: bool,
+    /// Why they were, or were not.
+    pub requests_why: String,
+    /// Where the allocator's breakpoints were armed: `everywhere`, `phases`, or the phases
+    /// named (roles or functions).
+    pub scope: String,
 }
 
 /// An allocation memlife made fail (`t.fail_alloc`), with what the phase returned.

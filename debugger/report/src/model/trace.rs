@@ -96,6 +96,15 @@ pub struct TraceEvent {
     /// Where it was called from.
     #[serde(default)]
     pub site: Site,
+    /// Who made it, on a FreeRTOS firmware: the running task's name, `ISR n` in exception
+    /// handler n, `main` before the scheduler started, `?` when the kernel could not say.
+    /// Absent without an RTOS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// The firmware's own clock when it was made: the kernel's tick count (`xTickCount`), where
+    /// the firmware has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick: Option<u64>,
 }
 
 #[cfg(test)]

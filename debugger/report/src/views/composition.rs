@@ -154,6 +154,8 @@ mod tests {
             phase: None,
             span: None,
             site,
+            task: None,
+            tick: None,
         }
     }
 

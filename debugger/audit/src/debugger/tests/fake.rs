@@ -51,6 +51,8 @@ pub struct Step {
     pub args: [u64; 4],
     pub pokes: Vec<(u64, u32)>,
     pub lowers: Vec<(u64, u32)>,
+    /// The program exits here with this status (semihosting `SYS_EXIT`): the target is gone.
+    pub exit: Option<i32>,
 }
 
 /// What the test reads back after the run.
@@ -70,6 +72,8 @@ pub struct FakeTarget {
     script: VecDeque<Step>,
     inserted: BTreeSet<u64>,
     pending: Option<StopReason>,
+    /// The program's exit status, once it exited: nothing answers after that.
+    exited: Option<i32>,
     log: Rc<RefCell<Log>>,
     /// Hardware breakpoints, like an FPB's comparators: one more is refused.
     pub capacity: Option<usize>,
@@ -83,6 +87,7 @@ impl FakeTarget {
             script: script.into(),
             inserted: BTreeSet::new(),
             pending: None,
+            exited: None,
             log,
             capacity: None,
         };
@@ -166,6 +171,11 @@ impl Control for FakeTarget {
                 self.read(*addr, &mut now)?;
                 self.poke(*addr, u32::from_le_bytes(now).min(*v));
             }
+            if let Some(status) = step.exit {
+                self.exited = Some(status);
+                self.pending = Some(StopReason::Exited(status));
+                return Ok(());
+            }
             self.regs[cortex_m::PC] = step.pc;
             self.regs[cortex_m::SP] = step.sp;
             self.regs[cortex_m::LR] = step.lr;
@@ -185,7 +195,10 @@ impl Control for FakeTarget {
         Ok(self.pending.take())
     }
     fn reset(&mut self, _: bool) -> Result<()> {
-        Ok(())
+        match self.exited {
+            Some(status) => Err(TargetError::Exited(status)),
+            None => Ok(()),
+        }
     }
     /// Like a board's debug unit with few comparators, it catches faults by vector catch.
     fn catch_faults(&mut self, _: bool) -> Result<bool> {
@@ -410,6 +423,7 @@ impl Firmware {
             args: [ptr, 0, 0, 0],
             pokes: self.heap_pokes(Some((ptr - 4, size))),
             lowers: self.lower_min(),
+            exit: None,
         });
         // Back in the caller, r0 still the block.
         self.steps.push(Step {
@@ -445,6 +459,14 @@ impl Firmware {
             pc: caller_ret,
             sp,
             pokes,
+            ..Step::default()
+        });
+    }
+
+    /// The program exits with `status`.
+    pub fn exit(&mut self, status: i32) {
+        self.steps.push(Step {
+            exit: Some(status),
             ..Step::default()
         });
     }

@@ -6,7 +6,10 @@
 
 mod arena;
 pub(crate) mod fake;
+pub(crate) mod lifecycle_ends;
 mod observers;
+mod tasks;
+mod trace_plan;
 
 use fake::{BLOCKS, FREERTOS_LIKE, Firmware, HEAP_SIZE, MIN, NO_EXITS, RAM, STACK};
 

@@ -9,21 +9,21 @@ use std::collections::BTreeMap;
 
 use memlife_heap::BlockRef;
 
-use super::entries::tracing_roles;
+use super::arming::{Arming, Change};
 use super::live::{LiveAlloc, LiveBlocks};
 use super::requests::Requests;
 use super::sites::Sites;
 use crate::config::PeakMethod;
 use crate::error::AuditError;
-use crate::events::{AuditSession, Awaited, HeapEvent, PendingAlloc, Role, Tags};
+use crate::events::{AuditSession, Awaited, HeapEvent, PendingAlloc, Tags};
 use crate::model::{EventKind, TraceEvent};
 use crate::session::Regs;
 
 /// What the trace has recorded.
 #[derive(Debug)]
 pub struct AllocationTrace {
-    /// Whether the allocator's entries have breakpoints now.
-    on: bool,
+    /// Whether the allocator's breakpoints are asked for and in.
+    arming: Arming,
     /// Bytes in use as the trace counts them (resynchronised with a walk at every phase entry).
     used: u64,
     /// The next event's sequence number.
@@ -44,7 +44,7 @@ impl AllocationTrace {
     /// An empty trace, off.
     pub fn new(sites: Sites) -> Self {
         AllocationTrace {
-            on: false,
+            arming: Arming::default(),
             used: 0,
             seq: 0,
             events: Vec::new(),
@@ -55,51 +55,80 @@ impl AllocationTrace {
         }
     }
 
-    /// Turns allocation tracing on or off (trace method only). Off, the target runs between
-    /// phase and span boundaries without stopping in the allocator: much faster, but peaks come
-    /// from boundary samples and new allocations get no site.
+    /// Asks for allocation tracing, or stops it (trace method only). Off, the target runs
+    /// between phase and span boundaries without stopping in the allocator: much faster, but
+    /// peaks come from boundary samples and new allocations get no site. Asked for, the
+    /// breakpoints are armed when `in_scope` (the scope allows it now; see [`Self::rescope`]).
     pub fn set_on(
         &mut self,
         session: &mut AuditSession,
         on: bool,
         method: PeakMethod,
+        in_scope: bool,
     ) -> Result<(), AuditError> {
-        if !on && !self.on {
-            // Already off (or never on: the sample and watermark methods): nothing to do, so a
-            // script that turns tracing off runs under every method.
-            return Ok(());
-        }
-        if method != PeakMethod::Trace {
-            return Err(AuditError::Config(format!(
-                "tracing is only available with the trace method (this audit uses {method:?})"
-            )));
-        }
-        for (addr, role) in tracing_roles(session.walker(), session.symbols())? {
-            let role = Role::Trace(role);
-            if on {
-                session.add_entry(addr, role);
-            } else {
-                session.remove_entry(addr, &role);
-            }
-        }
-        if !on {
-            // The mallocs in flight and their return addresses are forgotten.
-            session
-                .breakpoints_mut()
-                .forget_returns(|r| matches!(r, Awaited::Alloc(_)), true);
+        let change = self
+            .arming
+            .set_wanted(session, on, method, in_scope, None)?;
+        self.apply(session, change)
+    }
+
+    /// Arms the breakpoints when tracing is asked for and the scope allows it now
+    /// (`in_scope`), else disarms them. `used`: the bytes in use when a walk just gave them
+    /// (at a phase entry); otherwise arming walks the heap for them.
+    pub fn rescope(
+        &mut self,
+        session: &mut AuditSession,
+        in_scope: bool,
+        used: Option<u64>,
+    ) -> Result<(), AuditError> {
+        let change = self.arming.rescope(session, in_scope, used)?;
+        self.apply(session, change)
+    }
+
+    /// Reads each allocation's requested size at the allocator's entry (a second stop per
+    /// allocation), or not (one stop, at its return; `request` unknown).
+    pub fn set_requests(
+        &mut self,
+        session: &mut AuditSession,
+        read: bool,
+    ) -> Result<(), AuditError> {
+        if self.arming.set_requests(session, read)? {
+            // Sizes asked at entries under the other arming are never matched.
             self.requests.clear();
         }
-        if on && !self.on {
+        Ok(())
+    }
+
+    /// What arming or disarming means for the trace's state.
+    fn apply(&mut self, session: &mut AuditSession, change: Change) -> Result<(), AuditError> {
+        match change {
+            Change::None => {}
             // Re-synchronise the running total: allocations made while off were not seen.
-            self.used = session.walk()?.used;
+            Change::Armed { used: Some(used) } => self.used = used,
+            Change::Armed { used: None } => self.used = session.walk()?.used,
+            Change::Disarmed => self.requests.clear(),
         }
-        self.on = on;
         Ok(())
     }
 
     /// Whether allocations are being traced right now.
     pub fn is_on(&self) -> bool {
-        self.on
+        self.arming.is_on()
+    }
+
+    /// Whether tracing is asked for (armed or kept out of scope).
+    pub fn is_wanted(&self) -> bool {
+        self.arming.is_wanted()
+    }
+
+    /// Its arming: asked for, armed, requested sizes, what the report says.
+    pub fn arming(&self) -> &Arming {
+        &self.arming
+    }
+
+    /// Its arming, to record what decided it.
+    pub fn arming_mut(&mut self) -> &mut Arming {
+        &mut self.arming
     }
 
     /// Bytes in use as the trace counts them.
@@ -114,7 +143,7 @@ impl AllocationTrace {
 
     /// Bytes in use now: the traced count when tracing, else a walk.
     pub fn current_used(&self, session: &mut AuditSession) -> Result<u64, AuditError> {
-        Ok(if self.on {
+        Ok(if self.is_on() {
             self.used
         } else {
             session.walk()?.used
@@ -307,6 +336,9 @@ impl AllocationTrace {
             phase,
             span,
             site: event.site,
+            // The observers' tags (`task`, `tick`) become fields when the report is assembled.
+            task: None,
+            tick: None,
         });
     }
 }
