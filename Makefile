@@ -14,11 +14,11 @@ NEWLIB_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libc_nano.a
 # libstdc++ for newlib (operator new/delete of the C++ firmware, firmware/cpp)
 LIBSTDCXX_NANO := /usr/lib/arm-none-eabi/newlib/thumb/v7e-m/nofp/libstdc++_nano.a
 
-.PHONY: test demo check deps firmware firmware-run host-test rust-test no-probe clippy fmt-check build clean
+.PHONY: test demo check deps firmware firmware-run host-test rust-test no-probe clippy fmt-check module-cycles doc build clean
 
 ## test: everything CI runs (firmware, QEMU runs, host allocator test, cargo test, the build
-## without probe-rs, clippy, fmt)
-test: deps firmware firmware-run host-test rust-test no-probe clippy fmt-check
+## without probe-rs, clippy, fmt, no import circle inside a crate, the API docs)
+test: deps firmware firmware-run host-test rust-test no-probe clippy fmt-check module-cycles doc
 	@echo "make test: all passed"
 
 ## demo: the bundled firmware on QEMU, end to end
@@ -26,7 +26,7 @@ demo: deps firmware build
 	@bash tools/demo.sh
 
 ## check: the quick Rust checks only
-check: clippy fmt-check
+check: clippy fmt-check module-cycles
 
 deps:
 	@missing=""; \
@@ -70,6 +70,16 @@ no-probe:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+## module-cycles: no set of modules inside a crate imports each other in a loop (the checker's
+## own tests first)
+module-cycles:
+	python3 tools/test_module_cycles.py
+	python3 tools/module_cycles.py $(wildcard debugger/*/src)
+
+## doc: the API docs of every crate build without a warning (broken links, missing docs)
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked
 
 fmt-check:
 	$(CARGO) fmt --all -- --check

@@ -171,14 +171,19 @@ class Crate:
                     self.file_module[child] = mod_path
                     self._load(child, mod_path)
         line_of = lambda pos: text.count("\n", 0, pos) + 1  # noqa: E731
+        code = list(text)
         for m in re.finditer(r"(?<![\w$])use\s+([^;]*);", text):
             scope = scope_at(m.start())
             for segs, bound in use_paths(m.group(1)):
                 if bound:
                     self.bindings.setdefault(scope, {})[bound] = (scope, segs)
                 self.refs.append((file, path, scope, segs, line_of(m.start()), True))
+            # The use tree is read above, leaf by leaf; read as code, `a::b::{C, D}` would name
+            # the module `a::b` itself.
+            code[m.start():m.end()] = ["\n" if c == "\n" else " " for c in m.group(0)]
+        code = "".join(code)
         for m in re.finditer(
-            r"(?<![\w$:])(" + IDENT + r")((?:\s*::\s*(?:" + IDENT + r"))+)", text
+            r"(?<![\w$:])(" + IDENT + r")((?:\s*::\s*(?:" + IDENT + r"))+)", code
         ):
             segs = [m.group(1)] + re.findall(IDENT, m.group(2))
             self.refs.append((file, path, scope_at(m.start()), segs, line_of(m.start()), False))

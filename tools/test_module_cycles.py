@@ -91,6 +91,21 @@ class ModuleCycles(unittest.TestCase):
         })
         self.assertEqual(got, [])
 
+    def test_a_grouped_use_names_its_leaves_not_the_module_before_the_braces(self):
+        # `use crate::views::{Names, delta}` in a child of `views` names `names` and `delta`
+        # (through views/mod.rs's re-exports), not `views` itself.
+        got = cycles({
+            "lib.rs": "pub mod views;\n",
+            "views/mod.rs": (
+                "mod delta;\nmod names;\nmod stairs;\n"
+                "pub use delta::delta;\npub use names::Names;\npub use stairs::Stairs;\n"
+            ),
+            "views/delta.rs": "pub fn delta() {}\n",
+            "views/names.rs": "pub struct Names;\n",
+            "views/stairs.rs": "use crate::views::{Names, delta};\npub struct Stairs;\n",
+        })
+        self.assertEqual(got, [])
+
     def test_use_trees_give_every_leaf_and_what_it_binds(self):
         got = module_cycles.use_paths("a::{b, c::d as e, self, x::*}")
         self.assertEqual(

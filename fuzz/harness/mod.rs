@@ -140,8 +140,8 @@ pub fn live_bridge(elf: &Path, snapshot: &Path, dir: &Path) -> LiveBridge {
     let mut route = Vec::new();
     for _ in 0..4 {
         for f in ["pvPortMalloc", "vPortFree"] {
-            if let Some((addr, _)) = symbols.function(f) {
-                route.push(Run::Pass(addr));
+            if let Some(function) = symbols.function(f) {
+                route.push(Run::Pass(function.entry));
             }
         }
     }

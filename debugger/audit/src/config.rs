@@ -257,6 +257,18 @@ impl AuditConfig {
     }
 }
 
+impl AuditConfig {
+    /// This configuration with `role` standing for `function`, limited to `scope` (an empty
+    /// scope limits nothing).
+    pub fn with_scoped_role(mut self, role: &str, function: &str, scope: Scope) -> Self {
+        self.phases.insert(role.into(), function.into());
+        if scope != Scope::default() {
+            self.scopes.insert(role.into(), scope);
+        }
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -303,5 +315,20 @@ mod tests {
         assert_eq!(budget_name("switches"), "more_cycles");
         assert_eq!(budget_name("lifecycles"), "cycles");
         assert_eq!(budget_name("build_step"), "build_step");
+    }
+
+    #[test]
+    fn a_scope_describes_itself_and_an_empty_one_limits_nothing() {
+        let both = Scope {
+            task: Some("Infer".into()),
+            caller: Some("infer_cycle".into()),
+        };
+        assert_eq!(both.describe(), "task Infer, caller infer_cycle");
+        let cfg = AuditConfig::default()
+            .with_scoped_role("run", "inference_run", both.clone())
+            .with_scoped_role("load", "model_load", Scope::default());
+        assert_eq!(cfg.scope_of("inference_run"), Some(("run", &both)));
+        assert_eq!(cfg.scope_of("model_load"), None);
+        assert_eq!(cfg.phase_function("load"), "model_load");
     }
 }

@@ -13,6 +13,49 @@
 //! to the observer whose breakpoint it is; the observers talk through events (an allocation, a
 //! phase or span boundary), never through each other's fields.
 //!
+//! ```no_run
+//! use std::path::Path;
+//! use std::rc::Rc;
+//! use std::time::{Duration, Instant};
+//! use memlife_audit::runner::{self, Audit, Subject};
+//! use memlife_audit::{AuditConfig, EngineSettings, EngineTuning, PeakMethod};
+//! use memlife_core::Target;
+//! use memlife_heap::{LinkState, WalkerOptions};
+//!
+//! # fn audit(mut target: Box<dyn Target>) -> Result<(), Box<dyn std::error::Error>> {
+//! // `target` is a live backend: memlife-rsp's GDB remote client, memlife-probe's probe.
+//! let symbols = Rc::new(memlife_dwarf::Symbols::load(Path::new("fw.elf"))?);
+//! let walker = memlife_heap::detect(&symbols, None, &WalkerOptions::default(), None)?;
+//! let settings = EngineSettings {
+//!     config: AuditConfig::default(),
+//!     method: PeakMethod::default(),
+//!     timeout: Duration::from_secs(30),
+//!     keep_cycles: None,
+//!     link: LinkState::default(),
+//!     tuning: EngineTuning::default(),
+//! };
+//! let subject = Subject {
+//!     elf: "fw.elf".into(),
+//!     target: "qemu".into(),
+//!     board: None,
+//!     script: "leak.rhai".into(),
+//! };
+//! let context = runner::context(subject, Instant::now(), &settings);
+//! let audited = runner::run(&mut target, Audit {
+//!     symbols,
+//!     walker,
+//!     settings,
+//!     source: &std::fs::read_to_string("leak.rhai")?,
+//!     out_dir: Path::new("memlife-out"),
+//!     context,
+//!     printer: Rc::new(|line: &str| println!("{line}")),
+//!     progress: None,
+//! })?;
+//! audited.report.write_json(Path::new("memlife-out/audit.json"))?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - [`config`]: the engine's settings ([`EngineSettings`]), resolved before it runs (memlife-plan
 //!   reads `memlife.toml` and the flags into them).
@@ -39,6 +82,8 @@
 //! - `unwind`: cheap backtraces at allocation sites.
 //! - `figures`: saturating arithmetic on figures read from the target.
 //! - [`error`]: [`AuditError`], what ends an audit.
+
+#![deny(missing_docs)]
 
 pub mod buffers;
 pub mod composition;

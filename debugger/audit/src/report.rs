@@ -47,7 +47,7 @@ impl From<&Debugger> for EngineRecord {
                 .map(InjectedFailure::from)
                 .collect(),
             tasks: Vec::new(),
-            arenas: crate::observers::arena::record(debugger),
+            arenas: debugger.arena_record(),
             injected_unlisted: debugger.injected_unlisted(),
             models: debugger.models(),
         };

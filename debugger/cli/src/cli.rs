@@ -58,7 +58,7 @@ pub enum Command {
     /// Run a TensorFlow Lite Micro firmware until each model was built and run once, watching
     /// each arena as it is built, and print per model its arena, the smallest that works and
     /// the spare.
-    Arena(crate::commands::arena::ArenaArgs),
+    Arena(ArenaArgs),
 }
 
 /// `memlife init`.
@@ -434,6 +434,35 @@ pub struct TasksArgs {
     /// Print one JSON object (stable keys, see docs/tasks-json.md) instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `memlife arena`.
+#[derive(Debug, Args)]
+pub struct ArenaArgs {
+    /// Firmware ELF with DWARF (TensorFlow Lite Micro of 2020 in it).
+    #[arg(long, value_name = "FILE")]
+    pub elf: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub heap: HeapOptions,
+    /// Print one JSON object (keys in docs/tflm.md) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Print every build's steps per operator and category too.
+    #[arg(long)]
+    pub steps: bool,
+    /// Stop after this many builds began, even when a model was not built twice.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub builds: u64,
+    /// Seconds to wait for the next build; when none begins by then after every build ended,
+    /// the run is over (more than 0, at most a week).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = memlife_core::limits::parse_timeout)]
+    pub timeout: f64,
+    /// What to leave the live target doing at the end: running (default) or halted.
+    /// A QEMU started with --qemu is always stopped.
+    #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
+    pub leave: Leave,
 }
 
 /// `memlife snapshot`.

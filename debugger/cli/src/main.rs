@@ -18,8 +18,12 @@
 //! - [`commands`]: one module per subcommand (`serve` runs the GDB server of `memlife-server`).
 
 mod boards;
+// The doc comments of the clap arguments are `--help`'s text, where `[diff]` names a
+// memlife.toml table, not a Rust item.
+#[allow(rustdoc::broken_intra_doc_links)]
 mod cli;
 mod commands;
+mod exit_status;
 mod outputs;
 mod probe_choice;
 mod progress;
@@ -33,6 +37,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+use exit_status::EXIT_INTERRUPTED;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
@@ -70,9 +75,6 @@ fn main() -> ExitCode {
         }
     }
 }
-
-/// The exit status after Ctrl-C or SIGTERM: 128 + SIGINT, as shells report it.
-pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// The first Ctrl-C (or SIGTERM) asks the running command to stop: waits on the target end,
 /// the script aborts, and the normal cleanup runs (breakpoints removed, reports written, the

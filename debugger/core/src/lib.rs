@@ -5,6 +5,20 @@
 //! offline [`Snapshot`] and a live backend (a GDB remote server, a probe) fit the same seam. A plan
 //! that needs a capability the backend lacks fails before it runs.
 //!
+//! ```no_run
+//! use std::path::Path;
+//! use memlife_core::{Memory, Register, Registers, Snapshot};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A snapshot is RAM and registers saved from a halted target (`memlife snapshot`).
+//! let mut snap = Snapshot::load(Path::new("fw.snap"))?;
+//! let pc = snap.read_register(Register::ProgramCounter)?;
+//! let words = snap.read_vec(0x2000_0000, 16)?;
+//! println!("halted at {pc:#010x}, RAM starts {words:02x?}");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - [`error`]: [`TargetError`] and its coarse [`ErrorKind`].
 //! - [`memory`]: [`Memory`] (bulk reads) and [`MemoryWrite`].
@@ -21,6 +35,8 @@
 //!   never overflows the clock.
 //! - [`input`]: reading the files users name: regular files only, of a bounded size.
 //! - [`text`]: strings from files and targets made safe for a terminal and for XML.
+
+#![deny(missing_docs)]
 
 pub mod breakpoints;
 pub mod control;

@@ -13,16 +13,33 @@
 //! reports with no phase role, or no phase function and no site function, in common are
 //! refused ([`DiffError::Unrelated`]).
 //!
+//! ```no_run
+//! use memlife_diff::{Budgets, diff, parse, text};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let base = parse(&std::fs::read("base.json")?, "BASE")?;
+//! let head = parse(&std::fs::read("head.json")?, "HEAD")?;
+//! let d = diff(&base, &head, ("BASE", "HEAD"), &Budgets::default())?;
+//! print!("{}", text::table(&d, false));
+//! println!("{:?}", d.verdict);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - [`read`]: the audit JSON reports, read and refused when there is nothing to compare.
 //! - [`figures`]: the figures of one report, under keys that align.
 //! - [`sites`]: allocation sites matched between two reports.
 //! - [`budgets`]: the `diff` table of memlife.toml.
 //! - [`compare`]: the diff.
+//! - `error`: [`DiffError`], why two reports could not be compared.
 //! - [`text`]: terminal table and markdown.
+
+#![deny(missing_docs)]
 
 pub mod budgets;
 pub mod compare;
+mod error;
 pub mod figures;
 pub mod read;
 pub mod sites;
@@ -30,30 +47,6 @@ pub mod text;
 
 pub use budgets::Budgets;
 pub use compare::{Change, Diff, Verdict, diff};
+pub use error::DiffError;
 pub use memlife_report::AuditReport;
 pub use read::{parse, require_phases};
-
-/// Why two reports could not be compared.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DiffError {
-    /// A file is not an audit JSON report.
-    #[error("{which}: {reason}")]
-    NotAReport {
-        /// Which file.
-        which: String,
-        /// Why.
-        reason: String,
-    },
-    /// A report recorded no phase (the audit stopped before the lifecycle ran).
-    #[error("{which}: the audit recorded no phase, nothing to compare ({reason})")]
-    NoPhases {
-        /// Which file.
-        which: String,
-        /// The audit's error, or what is missing.
-        reason: String,
-    },
-    /// The two reports cannot be aligned.
-    #[error("cannot compare: {0}")]
-    Unrelated(String),
-}

@@ -440,4 +440,25 @@ mod tests {
     fn markdown_cells_cannot_break_the_table() {
         assert_eq!(cell("a|b\nc"), "a\\|b c");
     }
+
+    #[test]
+    fn hostile_figures_do_not_panic() {
+        let base = report(1, |_| {});
+        let head = report(1, |v| {
+            v["phases"][0]["peak_above_before"] = u64::MAX.into();
+            v["phases"][1]["delta_used"] = i64::MIN.into();
+            v["phases"][1]["spans"][0]["after_used"] = u64::MAX.into();
+            v["phases"][3]["after"]["free"] = 0.into();
+            v["events"] = serde_json::json!([
+                {"seq": 0, "kind": "alloc", "addr": 1, "size": u64::MAX, "site": {"function": "f"}},
+                {"seq": 1, "kind": "alloc", "addr": 2, "size": u64::MAX, "site": {"function": "f"}}]);
+            v["heap_map"] = serde_json::json!({"blocks": [
+                {"addr": 1, "size": u64::MAX, "leaked": true}, {"addr": 2, "size": u64::MAX, "leaked": true}]});
+        });
+        let d = diff(&base, &head, ("BASE", "HEAD"), &Budgets::default()).unwrap();
+        assert_eq!(d.verdict, Verdict::Exceeded);
+        let _ = table(&d, true);
+        let _ = markdown(&d);
+        serde_json::to_string(&d).unwrap();
+    }
 }

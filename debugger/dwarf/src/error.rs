@@ -1,4 +1,7 @@
-//! Errors while reading an ELF and its DWARF.
+//! Errors while reading an ELF and its DWARF, and the crate's [`Result`].
+
+/// Crate result type.
+pub type Result<T, E = SymbolError> = std::result::Result<T, E>;
 
 /// Why symbols could not be loaded. The parser's own error is the [`source`](std::error::Error::source),
 /// not part of the message, so a chain printed with `{:#}` names it once.
@@ -40,32 +43,4 @@ pub enum SymbolError {
         #[source]
         source: gimli::Error,
     },
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use std::error::Error as _;
-
-    use crate::Symbols;
-
-    use super::*;
-
-    #[test]
-    fn causes_are_sources_named_once() {
-        let e = Symbols::load(std::path::Path::new("/nonexistent/fw.elf")).unwrap_err();
-        assert_eq!(e.to_string(), "cannot read /nonexistent/fw.elf");
-        assert!(e.source().unwrap().is::<std::io::Error>());
-
-        let e = Symbols::parse(b"#!/bin/sh\necho not an ELF\n".to_vec(), "x.sh").unwrap_err();
-        assert_eq!(e.to_string(), "x.sh is not an ELF file");
-        assert!(e.source().unwrap().is::<object::read::Error>(), "{e:?}");
-
-        let e = SymbolError::Dwarf {
-            path: "fw.elf".into(),
-            source: gimli::Error::UnexpectedEof(gimli::ReaderOffsetId(0)),
-        };
-        assert_eq!(e.to_string(), "fw.elf: damaged DWARF");
-        assert!(e.source().unwrap().is::<gimli::Error>());
-    }
 }

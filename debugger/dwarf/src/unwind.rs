@@ -34,14 +34,14 @@
 
 use std::collections::HashSet;
 
-use gimli::UnwindSection;
 use memlife_core::Memory;
 use memlife_core::cortex_m::exception::Stack;
 use memlife_core::cortex_m::{self, CoreRegisters, ExcReturn, ExceptionFrame};
-use object::{Object, ObjectSection};
 
-use crate::elf::{ElfBytes, Reader, section_reader};
-use crate::{ElfSymbol, SymbolKind, Symbols};
+use crate::Symbols;
+use crate::cfi::Row;
+pub use crate::cfi::Unwinder;
+pub use crate::task_exit::TASK_EXIT_TRAPS;
 
 /// DWARF register number of the stack pointer (r13) on ARM.
 const SP: usize = 13;
@@ -53,24 +53,6 @@ const PC: usize = 15;
 const MAX_SAVE_AREA: i64 = 4096;
 /// Inlined frames reported per physical frame at most.
 const MAX_INLINE: usize = 16;
-
-/// Functions an RTOS gives a task's entry function as its return address, so that a task that
-/// returns lands in them; no code calls them. FreeRTOS's Cortex-M ports put `prvTaskExitError`
-/// in a new task's `lr` (`portTASK_RETURN_ADDRESS`, unless the firmware sets
-/// `configTASK_RETURN_ADDRESS`). A return address at one of them ends the walk at the task's
-/// entry function ([`UnwindEnd::TaskEntry`]): read as a call, it would be looked up two bytes
-/// before the trap, in whatever function the linker put there (`xPortPendSVHandler` in the
-/// Cortex-M3 port's own order), a frame that never was.
-pub const TASK_EXIT_TRAPS: &[&str] = &["prvTaskExitError"];
-
-/// The entry addresses (thumb bit cleared) of the [`TASK_EXIT_TRAPS`] among `symbols`.
-pub(crate) fn task_exit_traps(symbols: &[ElfSymbol]) -> Vec<u64> {
-    symbols
-        .iter()
-        .filter(|s| s.kind == SymbolKind::Function && TASK_EXIT_TRAPS.contains(&s.name.as_str()))
-        .map(|s| s.address & !1)
-        .collect()
-}
 
 /// One frame of a backtrace. A physical frame whose pc lies in inlined code is reported as
 /// several frames (the inlined functions first), all with the same `pc` and `sp`.
@@ -193,121 +175,18 @@ pub struct Interrupted {
     pub xpsr: u32,
 }
 
-/// The CFI sections of one image.
-pub struct Unwinder {
-    debug_frame: Option<gimli::DebugFrame<Reader>>,
-    eh_frame: Option<(gimli::EhFrame<Reader>, gimli::BaseAddresses)>,
-}
-
-impl std::fmt::Debug for Unwinder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Unwinder")
-            .field("debug_frame", &self.debug_frame.is_some())
-            .field("eh_frame", &self.eh_frame.is_some())
-            .finish()
-    }
-}
-
 /// A register value in an unwound frame: known, or not recoverable.
 type Regs = [Option<u32>; 16];
 
-/// The part of a CFI row this unwinder evaluates, copied out of gimli's context.
-struct Row {
-    cfa_register: u16,
-    cfa_offset: i64,
-    rules: Vec<(u16, gimli::RegisterRule<usize>)>,
-}
-
-impl Unwinder {
-    /// Takes `.debug_frame` and `.eh_frame` from the parsed ELF (readers over its shared
-    /// bytes); `None` when the image has neither.
-    pub(crate) fn from_object(
-        file: &object::File<'_>,
-        bytes: &ElfBytes,
-        endian: gimli::RunTimeEndian,
-        address_size: u8,
-    ) -> Option<Self> {
-        let section = |name: &str| section_reader(file, bytes, name, endian);
-        let debug_frame = section(".debug_frame").map(|s| {
-            let mut df = gimli::DebugFrame::from(s.reader);
-            // `.debug_frame` version 1 does not record the address size; gimli would assume
-            // the host's.
-            df.set_address_size(address_size);
-            df
-        });
-        let eh_frame = section(".eh_frame").map(|s| {
-            let mut eh = gimli::EhFrame::from(s.reader);
-            eh.set_address_size(address_size);
-            let mut bases = gimli::BaseAddresses::default().set_eh_frame(s.address);
-            if let Some(text) = file.section_by_name(".text") {
-                bases = bases.set_text(text.address());
-            }
-            (eh, bases)
-        });
-        if debug_frame.is_none() && eh_frame.is_none() {
-            return None;
-        }
-        Some(Unwinder {
-            debug_frame,
-            eh_frame,
-        })
-    }
-
-    /// Whether a `.debug_frame` section is present.
-    pub fn has_debug_frame(&self) -> bool {
-        self.debug_frame.is_some()
-    }
-
-    /// Whether an `.eh_frame` section is present.
-    pub fn has_eh_frame(&self) -> bool {
-        self.eh_frame.is_some()
-    }
-
-    /// Whether any FDE covers `pc`.
-    pub fn covers(&self, pc: u64) -> bool {
-        matches!(self.row(pc), Ok(Some(_)))
-    }
-
-    /// The CFI row at `pc`: `Ok(None)` when no FDE covers it.
-    fn row(&self, pc: u64) -> Result<Option<Row>, gimli::Error> {
-        let mut ctx = gimli::UnwindContext::new();
-        if let Some(df) = &self.debug_frame {
-            let bases = gimli::BaseAddresses::default();
-            match df.unwind_info_for_address(
-                &bases,
-                &mut ctx,
-                pc,
-                gimli::DebugFrame::cie_from_offset,
-            ) {
-                Ok(row) => return Ok(Some(copy_row(row))),
-                Err(gimli::Error::NoUnwindInfoForAddress) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        if let Some((eh, bases)) = &self.eh_frame {
-            match eh.unwind_info_for_address(bases, &mut ctx, pc, gimli::EhFrame::cie_from_offset) {
-                Ok(row) => return Ok(Some(copy_row(row))),
-                Err(gimli::Error::NoUnwindInfoForAddress) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None)
-    }
-}
-
-fn copy_row(row: &gimli::UnwindTableRow<usize>) -> Row {
-    let (cfa_register, cfa_offset) = match row.cfa() {
-        gimli::CfaRule::RegisterAndOffset { register, offset } => (register.0, *offset),
-        // Marked by an impossible register; `step` reports it as unsupported.
-        gimli::CfaRule::Expression(_) => (u16::MAX, 0),
-    };
-    Row {
-        cfa_register,
-        cfa_offset,
-        rules: row
-            .registers()
-            .map(|(r, rule)| (r.0, rule.clone()))
-            .collect(),
+impl Symbols {
+    /// Walks the stack of a halted core; see [`backtrace`].
+    pub fn backtrace(
+        &self,
+        mem: &mut dyn memlife_core::Memory,
+        regs: &memlife_core::cortex_m::CoreRegisters,
+        max_frames: usize,
+    ) -> Vec<Frame> {
+        backtrace(self, mem, regs, max_frames)
     }
 }
 
@@ -742,13 +621,13 @@ mod tests {
             }
 
             fn start(&self, function: &str) -> u32 {
-                self.symbols.function(function).unwrap().0 as u32
+                self.symbols.function(function).unwrap().entry as u32
             }
 
             /// An address in the middle of `function`'s body (where its frame is set up).
             fn middle(&self, function: &str) -> u32 {
-                let (start, size) = self.symbols.function(function).unwrap();
-                (start + size / 2) as u32 & !1
+                let f = self.symbols.function(function).unwrap();
+                (f.entry + f.size / 2) as u32 & !1
             }
 
             fn put(&mut self, addr: u32, value: u32) {

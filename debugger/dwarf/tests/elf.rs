@@ -45,7 +45,7 @@ fn function_at_agrees_with_a_scan_of_the_symbol_table() {
     }
     assert_eq!(
         symbols
-            .function_at(symbols.function("main").unwrap().0)
+            .function_at(symbols.function("main").unwrap().entry)
             .map(|s| s.name.as_str()),
         Some("main")
     );
@@ -58,7 +58,7 @@ fn code_is_the_bytes_of_the_executable_sections() {
     let file = object::File::parse(&*data).unwrap();
     let text = file.section_by_name(".text").unwrap();
     let bytes = text.data().unwrap();
-    let (main, _) = symbols.function("main").unwrap();
+    let main = symbols.function("main").unwrap().entry;
     let off = (main - text.address()) as usize;
     assert_eq!(symbols.code(main, 8), Some(&bytes[off..off + 8]));
     let end = text.address() + text.size();

@@ -113,7 +113,7 @@ fn backtrace_from_pv_port_malloc_reaches_main() {
     let (_qemu, mut t, symbols) = start();
     let unwinder = symbols.unwinder().expect("the firmware has .debug_frame");
     assert!(unwinder.has_debug_frame());
-    let (malloc, _) = symbols.function("pvPortMalloc").unwrap();
+    let malloc = symbols.function("pvPortMalloc").unwrap().entry;
     assert!(unwinder.covers(malloc));
     t.add_breakpoint(malloc, BreakpointKind::Software).unwrap();
 
@@ -172,7 +172,7 @@ fn backtrace_from_pv_port_malloc_reaches_main() {
 #[test]
 fn backtrace_without_cfi_falls_back_to_lr_once_and_crosses_exc_return_frames() {
     let (_qemu, mut t, symbols) = start();
-    let (malloc, _) = symbols.function("pvPortMalloc").unwrap();
+    let malloc = symbols.function("pvPortMalloc").unwrap().entry;
     t.add_breakpoint(malloc, BreakpointKind::Software).unwrap();
     run_to(&mut t, malloc);
     let mut regs = CoreRegisters::read_r0_to_r15(&mut t).unwrap();
@@ -230,7 +230,7 @@ fn backtrace_without_cfi_falls_back_to_lr_once_and_crosses_exc_return_frames() {
     assert_eq!(bt.end, UnwindEnd::Outermost);
     // A stack pointer whose frame would wrap past 4 GiB, and one where nothing is mapped.
     let mut wild = real;
-    wild.r[15] = symbols.function("main").unwrap().0 as u32 + 8;
+    wild.r[15] = symbols.function("main").unwrap().entry as u32 + 8;
     wild.r[13] = 0xFFFF_FFF0;
     let bt = unwind::unwind(&symbols, &mut t, &wild, 64);
     assert_eq!(bt.frames.len(), 1, "{}", show(&bt.frames));
@@ -252,7 +252,7 @@ fn backtrace_without_cfi_falls_back_to_lr_once_and_crosses_exc_return_frames() {
 #[test]
 fn typed_reads_of_the_tensor_table() {
     let (_qemu, mut t, symbols) = start();
-    let (run, _) = symbols.function("inference_run").unwrap();
+    let run = symbols.function("inference_run").unwrap().entry;
     t.add_breakpoint(run, BreakpointKind::Software).unwrap();
     // The 2nd entry: after the model switch, the table has been planned twice.
     run_to(&mut t, run);
@@ -344,7 +344,7 @@ fn typed_read_errors_are_clear() {
 fn backtrace_matches_gdb_multiarch() {
     const HITS: usize = 2;
     let (_qemu, mut t, symbols) = start();
-    let (malloc, _) = symbols.function("pvPortMalloc").unwrap();
+    let malloc = symbols.function("pvPortMalloc").unwrap().entry;
     t.add_breakpoint(malloc, BreakpointKind::Software).unwrap();
     for _ in 0..HITS {
         run_to(&mut t, malloc);

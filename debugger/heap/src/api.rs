@@ -91,6 +91,17 @@ pub struct BlockRef {
     pub size: u64,
 }
 
+/// The bytes [`HeapWalker::block_of`](crate::HeapWalker::block_of) reads first for a user
+/// pointer: the header in front of it, which a caller can fetch together with other reads at
+/// the same stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderRange {
+    /// Address of the first byte.
+    pub addr: u64,
+    /// Bytes to read.
+    pub len: usize,
+}
+
 /// Where an allocator keeps its lowest free figure, for the watermark peak method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LowWaterMark {

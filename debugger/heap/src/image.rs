@@ -241,6 +241,8 @@ fn bulk_bytes(spans: &[(u64, Vec<u8>)], addr: u64, len: u64) -> Option<&[u8]> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::sparse::CHUNK;
+    use crate::sparse::tests::{Ram, reader};
 
     struct Counting {
         reads: usize,
@@ -279,5 +281,30 @@ mod tests {
         assert!(img.u32(u64::MAX - 3).is_none());
         assert!(img.u32(0).is_none());
         assert!(img.bytes(u64::MAX - 1, u64::MAX).is_none());
+    }
+
+    #[test]
+    fn answers_what_a_bulk_image_answers_reading_far_less() {
+        let mut bulk_ram = Ram { reads: 0, bytes: 0 };
+        let bulk = MemImage::read(&mut bulk_ram, &[(0x1000, 0x10), (0x1100, 0x7f00)]).unwrap();
+        let mut ram = Ram { reads: 0, bytes: 0 };
+        let mut r = reader(&mut ram, 1000);
+        // Headers 0x400 apart, accesses across chunk edges, one outside every span.
+        for a in (0x1000u64..0x9000).step_by(0x400) {
+            for (off, len) in [(0, 4), (60, 8), (3, 1)] {
+                let got = r.bytes(a + off, len).map(|b| b.into_owned());
+                let want = bulk.bytes(a + off, len).map(|b| b.into_owned());
+                assert_eq!(got, want, "{:#x}", a + off);
+            }
+        }
+        assert_eq!(r.bytes(0x8ffe, 4), None);
+        assert_eq!(r.bytes(0x9000 - 8, 0).map(|b| b.len()), Some(0));
+        assert_eq!(r.bytes(0x9000, 1), None);
+        assert_eq!(r.strategy(), ReadStrategy::Sparse);
+        let (trips, bytes) = r.cost();
+        // One chunk plus one read-ahead chunk per header, never the 32 KiB.
+        assert!(bytes <= 32 * 2 * CHUNK + 2 * CHUNK, "{bytes} bytes");
+        assert!(trips <= 33, "{trips} round trips");
+        assert!(r.take_error().is_none());
     }
 }

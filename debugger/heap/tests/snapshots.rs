@@ -401,7 +401,7 @@ fn a_core_halted_inside_the_allocator_makes_the_walk_busy() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let symbols = Symbols::load(&dir.join("heap4-fragmentation.elf")).unwrap();
     let (w, mut snap) = fixture("heap4-fragmentation");
-    let (malloc, _) = symbols.function("pvPortMalloc").unwrap();
+    let malloc = symbols.function("pvPortMalloc").unwrap().entry;
     let set_pc = |snap: &mut Snapshot, pc: u64| {
         snap.registers.retain(|(n, _)| n != "pc");
         snap.registers.push(("pc".into(), pc));
@@ -417,7 +417,7 @@ fn a_core_halted_inside_the_allocator_makes_the_walk_busy() {
         Some("halted inside pvPortMalloc")
     );
     // Halted in the application (a phase function): the same memory is a healthy heap.
-    let (phase, _) = symbols.function("model_release").unwrap();
+    let phase = symbols.function("model_release").unwrap().entry;
     set_pc(&mut snap, phase & !1);
     let walked =
         memlife_heap::walk_halted(w.as_ref(), &symbols, &mut snap, &mut LinkState::default())
@@ -468,7 +468,7 @@ fn user_pointers_map_back_to_their_blocks_through_the_declared_header() {
         assert!(used.len() > 5, "{name}");
         for b in used {
             let ptr = user_ptr(b.addr);
-            let (hdr, len) = w.header_range(ptr).unwrap();
+            let memlife_heap::HeaderRange { addr: hdr, len } = w.header_range(ptr).unwrap();
             let mut mem = Recording {
                 snap: &mut snap,
                 reads: Vec::new(),

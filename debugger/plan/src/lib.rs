@@ -34,7 +34,8 @@
 //! - `trace_scope`: `[trace] scope` as written (a word or a list of phases).
 //! - [`flags`]: the command line's flags and environment as plain data.
 //! - [`plan`]: [`AuditPlan`], the resolution of both.
-//! - [`target`]: which target, flags over `[target]`.
+//! - [`target`]: which target, flags over `[target]`; `serial`: [`SerialChoice`], where a
+//!   QEMU's serial output goes.
 //! - [`defaults`]: the bundled firmware's lifecycle names, and what `monitor audit` runs with.
 //! - [`names`]: the settings' names checked against the firmware.
 //! - [`keep_cycles`]: `--keep-cycles N|all`.
@@ -53,6 +54,7 @@ pub mod names;
 pub mod plan;
 mod schema;
 mod scope;
+mod serial;
 pub mod target;
 mod trace_scope;
 

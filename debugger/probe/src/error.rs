@@ -83,7 +83,7 @@ fn no_probe_hint(found: &[String]) -> String {
     if found.is_empty() {
         format!(
             "none is attached, or it is not accessible (on Linux, install probe-rs's udev rules; `memlife probes` lists what is visible){}",
-            crate::list::usb_hint()
+            crate::usb::usb_hint()
         )
     } else {
         format!("attached are {}", found.join("; "))

@@ -33,7 +33,10 @@
 //! # Layout
 //! - `chip`: registry, chip name validation and suggestions, plugin registration.
 //! - `selector`: `--probe VID:PID[:SERIAL]` ([`ProbeSelector`], [`SelectorError`]).
-//! - `list`: attached probes (`memlife probes`) and choosing one.
+//! - `options`: [`ProbeOptions`], how to reach a board (`--chip`, `--probe`, `--speed`,
+//!   `--connect-under-reset`).
+//! - `list`: attached probes (`memlife probes`) and choosing one; `usb`: whether this machine
+//!   can see a USB probe at all ([`usb_hint`]).
 //! - `target`: [`ProbeTarget`], the trait implementations.
 //! - `dwt`, `hwbp`, `words`: the pure logic, unit-tested without hardware.
 //! - `error`: [`ProbeError`] and the mapping of probe-rs errors into
@@ -46,38 +49,19 @@ mod dwt;
 mod error;
 mod hwbp;
 mod list;
+mod options;
 mod selector;
 mod target;
+mod usb;
 mod words;
 
 pub use chip::{ChipCore, ChipInfo, registry, resolve_chip};
 pub use error::ProbeError;
-pub use list::{ProbeEntry, list_probes, usb_hint};
+pub use list::{ProbeEntry, list_probes};
+pub use options::ProbeOptions;
 pub use selector::{IdPart, IdProblem, ProbeSelector, SelectorError};
 pub use target::ProbeTarget;
-
-/// How to reach a board: the `--chip`, `--probe`, `--speed`, `--connect-under-reset` flags.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProbeOptions {
-    /// probe-rs chip name (`STM32F405RGTx`, `esp32s3`).
-    pub chip: String,
-    /// Which probe, when several are attached.
-    pub probe: Option<ProbeSelector>,
-    /// SWD/JTAG clock in kHz; the probe's default when `None`.
-    pub speed_khz: Option<u32>,
-    /// Hold the reset line while attaching.
-    pub connect_under_reset: bool,
-}
-
-impl ProbeOptions {
-    /// Options for a chip, everything else default.
-    pub fn new(chip: impl Into<String>) -> Self {
-        ProbeOptions {
-            chip: chip.into(),
-            ..ProbeOptions::default()
-        }
-    }
-}
+pub use usb::usb_hint;
 
 /// Whether this build includes the ESP32 family (the `esp32` feature).
 pub const ESP32: bool = cfg!(feature = "esp32");

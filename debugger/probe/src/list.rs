@@ -32,16 +32,6 @@ fn entry(info: &DebugProbeInfo) -> ProbeEntry {
     }
 }
 
-/// Why no probe can be seen at all, when that is known: a Linux machine without a USB bus in
-/// sysfs (a container, a build machine) cannot see any probe, attached or not.
-pub fn usb_hint() -> &'static str {
-    if cfg!(target_os = "linux") && !std::path::Path::new("/sys/bus/usb/devices").exists() {
-        "; this machine shows no USB bus (/sys/bus/usb/devices is missing, as in a container)"
-    } else {
-        ""
-    }
-}
-
 /// Every probe probe-rs can see now (USB probes; needs access rights to the USB devices).
 pub fn list_probes() -> Vec<ProbeEntry> {
     crate::chip::register_plugins();

@@ -37,15 +37,6 @@ dl.facts dt { font-weight: bold; } dl.facts dd { margin: 0; }
 @media print { body { margin: 0; max-width: none; } h2 { break-after: avoid; } }
 "#;
 
-fn verdict(v: Verdict) -> (&'static str, &'static str) {
-    match v {
-        Verdict::Pass => ("pass", "PASS"),
-        Verdict::Fail => ("fail", "FAIL"),
-        Verdict::Warn => ("warn", "WARN"),
-        Verdict::Skip => ("skip", "SKIP"),
-    }
-}
-
 /// Renders the page.
 pub fn render_html(report: &AuditReport) -> Result<String> {
     let views = Views::of(report, SpanNames::Readable);
@@ -82,11 +73,11 @@ pub fn render_html(report: &AuditReport) -> Result<String> {
         .count();
     let passed = report.checks.len() - failed - warned;
     let (cls, word) = if report.error.is_some() {
-        ("fail", "ERROR")
+        (Verdict::Fail.as_str(), "ERROR")
     } else if failed > 0 {
-        ("fail", "FAIL")
+        (Verdict::Fail.as_str(), Verdict::Fail.word())
     } else {
-        ("pass", "PASS")
+        (Verdict::Pass.as_str(), Verdict::Pass.word())
     };
     let _ = write!(
         h,
@@ -115,7 +106,8 @@ pub fn render_html(report: &AuditReport) -> Result<String> {
 fn checks(h: &mut String, report: &AuditReport) {
     h.push_str("<section id=\"checks\">\n<h2>Checks</h2>\n<table>\n<tr><th>check</th><th>verdict</th><th>calls</th><th>message</th></tr>\n");
     for c in &report.checks {
-        let (cls, word) = verdict(c.verdict);
+        // The CSS class is the JSON's name (`pass`), the text the terminal's word (`PASS`).
+        let (cls, word) = (c.verdict.as_str(), c.verdict.word());
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td><span class=\"verdict {cls}\">{word}</span></td><td class=\"num\">{}{}</td><td>{}</td></tr>",

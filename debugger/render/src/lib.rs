@@ -1,8 +1,9 @@
-//! Renders what an audit recorded ([`AuditReport`]) for people and tools: one self-contained
-//! HTML page, a heap map as SVG, the run as a Chrome trace event (Perfetto) JSON file, and the
-//! checks as JUnit XML; and two runs compared (`memlife diff --report`). The report itself, its
-//! JSON and the figures each chart shows are `memlife-report`'s (`memlife_report::views`);
-//! this crate draws them. One heap as text or JSON is `memlife_heap::render`.
+//! Renders what an audit recorded ([`AuditReport`](memlife_report::AuditReport)) for people
+//! and tools: one self-contained HTML page, a heap map as SVG, the run as a Chrome trace event
+//! (Perfetto) JSON file, and the checks as JUnit XML; and two runs compared (`memlife diff
+//! --report`). The report itself, its JSON and the figures each chart shows are
+//! `memlife-report`'s (`memlife_report::views`); this crate draws them. One heap as text or JSON
+//! is `memlife_heap::render`.
 //!
 //! Nothing here touches a target, so the CLI (`memlife audit --report DIR --trace FILE --junit
 //! FILE`, `memlife heap --svg FILE`) and the GDB server (`monitor report DIR`) render the same
@@ -34,84 +35,32 @@
 //!   views and chart builders as the audit page.
 //! - `junit`: the checks as JUnit XML.
 //! - `escape`: escaping for HTML, SVG and XML text and attributes.
+//! - `units`: byte figures as the pages print them ([`kib`], [`delta`]).
+//! - `output`: the files written, each atomically ([`write_html_report`], [`write_trace`],
+//!   [`write_atomic`]).
+//! - `error`: [`ReportError`].
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod arena;
 mod charts;
 pub mod diff;
+mod error;
 mod escape;
 pub mod heapmap;
 mod html;
 mod junit;
+mod output;
 pub mod palette;
 pub mod peakbar;
 mod trace;
-
-use std::path::{Path, PathBuf};
-
-use memlife_report::AuditReport;
+mod units;
 
 pub use diff::write_diff_report;
+pub use error::{ReportError, Result};
 pub use heapmap::heap_map_svg;
 pub use html::render_html;
 pub use junit::{junit, write_junit};
+pub use output::{write_atomic, write_html_report, write_trace};
 pub use trace::trace_json;
-
-/// What can go wrong while rendering or writing a report.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReportError {
-    /// A chart could not be drawn.
-    #[error("drawing the {chart} chart: {message}")]
-    Chart {
-        /// Which chart.
-        chart: &'static str,
-        /// What plotters said.
-        message: String,
-    },
-    /// A file could not be written.
-    #[error(transparent)]
-    Write(#[from] memlife_core::output::WriteError),
-    /// JSON could not be serialised.
-    #[error("serialising the trace: {0}")]
-    Json(#[from] serde_json::Error),
-}
-
-/// The crate's result.
-pub type Result<T> = std::result::Result<T, ReportError>;
-
-/// Writes `dir/index.html` (atomically) and returns its path.
-pub fn write_html_report(report: &AuditReport, dir: &Path) -> Result<PathBuf> {
-    let page = render_html(report)?;
-    let path = dir.join("index.html");
-    write_atomic(&path, page.as_bytes())?;
-    Ok(path)
-}
-
-/// Writes the Perfetto JSON of the run to `path` (atomically).
-pub fn write_trace(report: &AuditReport, path: &Path) -> Result<()> {
-    let json = serde_json::to_vec(&trace_json(report))?;
-    write_atomic(path, &json)
-}
-
-/// Writes `bytes` to `path` atomically (see [`memlife_core::output`]): a reader never sees half
-/// a report.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    Ok(memlife_core::output::write_atomic(path, bytes)?)
-}
-
-/// Bytes as KiB with one decimal (`10.5 KiB`).
-pub fn kib(bytes: u64) -> String {
-    format!("{:.1} KiB", bytes as f64 / 1024.0)
-}
-
-/// A signed byte delta as `+9.3 KiB` / `-368 B`: small deltas stay in bytes, where a header's
-/// worth matters.
-pub fn delta(bytes: i64) -> String {
-    if bytes.unsigned_abs() < 1024 {
-        format!("{bytes:+} B")
-    } else {
-        format!("{:+.1} KiB", bytes as f64 / 1024.0)
-    }
-}
+pub use units::{delta, kib};

@@ -503,6 +503,37 @@ fn the_peak_is_a_stacked_bar_and_the_heap_at_it_is_coloured_by_component() {
     assert_ne!(fill_of(weights), fill_of(file));
 }
 
+/// Each check's verdict shows as the terminal's word in a span whose class is the JSON's name,
+/// and the summary line says FAIL when a check failed (a skipped check counts as passed).
+#[test]
+fn verdicts_read_as_the_terminal_words_them() {
+    let mut r = report(Vec::new(), Vec::new(), "lost 396 B");
+    let calls = [
+        ("leak", Verdict::Fail),
+        ("peak", Verdict::Pass),
+        ("fragmentation", Verdict::Warn),
+        ("overlap", Verdict::Skip),
+    ]
+    .map(|(name, verdict)| CheckResult {
+        name: name.into(),
+        verdict,
+        message: String::new(),
+        line: Some(1),
+    });
+    r.checks = summarize(&calls);
+    r.check_calls = calls.to_vec();
+    let page = memlife_render::render_html(&r).unwrap();
+    for word in [
+        "<span class=\"verdict fail\">FAIL</span></td>",
+        "<span class=\"verdict pass\">PASS</span></td>",
+        "<span class=\"verdict warn\">WARN</span></td>",
+        "<span class=\"verdict skip\">SKIP</span></td>",
+        "<p class=\"summary\"><span class=\"verdict fail\">FAIL</span> 2 passed, 1 failed, 1 warnings;",
+    ] {
+        assert!(page.contains(word), "{word}");
+    }
+}
+
 #[test]
 fn an_rtos_heap_map_colours_used_blocks_by_their_task() {
     use memlife_report::model::HeapMap;

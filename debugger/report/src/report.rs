@@ -406,4 +406,35 @@ mod tests {
             (1, 1, 1)
         );
     }
+
+    fn check_call(name: &str, verdict: Verdict, msg: &str) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            verdict,
+            message: msg.into(),
+            line: Some(3),
+        }
+    }
+
+    #[test]
+    fn folds_checks_by_name() {
+        let s = summarize(&[
+            check_call("leak", Verdict::Pass, "ok 1"),
+            check_call("leak", Verdict::Fail, "lost 396 B"),
+            check_call("leak", Verdict::Fail, "lost 792 B"),
+            check_call("fragmentation", Verdict::Warn, "0.55"),
+            check_call("fragmentation", Verdict::Pass, "0.7"),
+        ]);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].verdict, Verdict::Fail);
+        assert_eq!(s[0].message, "lost 396 B");
+        assert_eq!((s[0].calls, s[0].failures), (3, 2));
+        assert_eq!(s[1].verdict, Verdict::Warn);
+        assert_eq!(
+            AuditReport::exit_code_for(&s, None),
+            1,
+            "a failed check fails the audit"
+        );
+        assert_eq!(AuditReport::exit_code_for(&s[1..], None), 0);
+    }
 }

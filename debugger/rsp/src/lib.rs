@@ -38,11 +38,13 @@
 //! - `tdesc`: target descriptions (`target.xml` with includes) and the `g` layout.
 //! - `client`: [`GdbRemote`]: handshake, memory, registers, breakpoints, run control.
 //! - `target`: the `memlife-core` trait implementations on [`GdbRemote`].
+//! - `semihosting_dir`: [`SemihostingDir`], the one host directory a firmware's semihosting
+//!   file calls may use (`--semihosting-dir`).
 //! - `qemu`: [`QemuProcess`], QEMU started halted on a free port, killed on drop.
 //! - `spawn`: [`spawn_dying_with_parent`], a child the kernel signals when its starting thread
 //!   ends (QEMU, a wide run's memlife children).
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod client;
 mod conn;
@@ -54,7 +56,8 @@ mod spawn;
 mod target;
 mod tdesc;
 
-pub use client::{ConnectOptions, Features, GdbRemote, Server};
+pub use client::reset::Server;
+pub use client::{ConnectOptions, Features, GdbRemote};
 pub use qemu::{QemuProcess, Serial};
 pub use semihosting_dir::{DEFAULT_MAX_WRITE, SemihostingDir};
 pub use spawn::{Spawned, spawn_dying_with_parent};

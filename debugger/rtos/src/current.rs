@@ -7,13 +7,44 @@
 use memlife_core::Memory;
 
 use crate::layout::{Global, read_uint};
+use crate::mode::IPSR_MASK;
 use crate::read::read_or_none;
 use crate::task::{Now, Running};
 use crate::walk::STACK_FILL;
 use crate::{FreeRtos, RtosError};
 
-/// IPSR: the exception number in the low 9 bits of xPSR; 0 in thread mode.
-pub(crate) const IPSR_MASK: u32 = 0x1ff;
+impl FreeRtos {
+    /// Who runs now, given the core's xPSR: an ISR in handler mode (no read), `main` before
+    /// the scheduler starts, else the current task and its name (two round trips).
+    pub fn running(&self, mem: &mut dyn Memory, xpsr: u32) -> Result<Running, RtosError> {
+        Ok(now(self, mem, xpsr, false)?.running)
+    }
+
+    /// Who runs now and the tick count (`xTickCount`), given the core's xPSR: in handler mode
+    /// one read (the tick count), otherwise two round trips (the globals together, then the
+    /// running task's name).
+    pub fn now(&self, mem: &mut dyn Memory, xpsr: u32) -> Result<Now, RtosError> {
+        now(self, mem, xpsr, true)
+    }
+
+    /// The lowest address of the stack of the task whose TCB is at `tcb` (`pxStack`); `None`
+    /// when the TCB cannot be read or holds none.
+    pub fn stack_low(&self, mem: &mut dyn Memory, tcb: u64) -> Result<Option<u64>, RtosError> {
+        stack_low(self, mem, tcb)
+    }
+
+    /// The bytes still holding the 0xa5 fill from `low` upward, reading at most `limit` bytes
+    /// (and never more than [`MAX_STACK_BYTES`](crate::MAX_STACK_BYTES)): a stack's unused
+    /// depth when `low` is its `pxStack`. `None` when the memory cannot be read.
+    pub fn unused_stack(
+        &self,
+        mem: &mut dyn Memory,
+        low: u64,
+        limit: u64,
+    ) -> Result<Option<u64>, RtosError> {
+        unused_stack(mem, low, limit)
+    }
+}
 
 /// See [`FreeRtos::now`] (`with_tick`) and [`FreeRtos::running`] (without: nothing is read in
 /// handler mode).

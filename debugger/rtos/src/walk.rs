@@ -13,10 +13,10 @@ use memlife_core::Memory;
 use memlife_core::cortex_m::CoreRegisters;
 use memlife_heap::image::MemImage;
 
-use crate::current::IPSR_MASK;
 use crate::frame::{self, MAX_FRAME_LEN, XPSR_THUMB};
 use crate::layout::{Global, KernelLayout};
 use crate::list::{self, Entry};
+use crate::mode::IPSR_MASK;
 use crate::read::{read_each, read_or_none};
 use crate::task::{
     Allocation, HighWater, RegisterSource, StackBounds, StackFill, StackTop, Task, TaskRegisters,
@@ -350,6 +350,18 @@ fn budget_stack_reads(parsed: &mut [Parsed], anomalies: &mut Vec<Anomaly>) {
                 ),
             ));
         }
+    }
+}
+
+impl FreeRtos {
+    /// Reads every task from memory. `core` is the halted core's registers, when known: the
+    /// running task's registers, and whether the core is in an exception handler.
+    pub fn read_tasks(
+        &self,
+        mem: &mut dyn Memory,
+        core: Option<&CoreRegisters>,
+    ) -> Result<TaskSnapshot, RtosError> {
+        read_tasks(self, mem, core)
     }
 }
 

@@ -48,7 +48,7 @@ fn board(board: &str) {
     let mut target = qemu.connect().unwrap();
     let stops: Vec<u64> = ["pvPortMalloc", "vPortFree", "xPortSysTickHandler"]
         .iter()
-        .map(|f| symbols.function(f).unwrap().0)
+        .map(|f| symbols.function(f).unwrap().entry)
         .collect();
     for &a in &stops {
         target.add_breakpoint(a, BreakpointKind::Software).unwrap();

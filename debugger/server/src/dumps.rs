@@ -5,18 +5,9 @@
 use memlife_core::BreakpointKind;
 
 use crate::bridge::Bridge;
+pub(crate) use crate::dump_on::DumpOn;
 use crate::error::{Capability, Context, Result, ServeError};
 use crate::event::{DumpOnEnd, ServeEvent};
-
-/// A `monitor dump-on` request.
-#[derive(Debug, Clone)]
-pub(crate) struct DumpOn {
-    pub symbol: String,
-    pub addr: u64,
-    /// May contain `{n}`, the 1-based count of dumps written for this symbol.
-    pub path: String,
-    pub written: u32,
-}
 
 impl Bridge {
     /// Walks the heap and writes its JSON to `path` under the dump directory (a client's
@@ -78,10 +69,11 @@ impl Bridge {
     pub(crate) fn dump_on_symbol(&mut self, symbol: &str, path: Option<String>) -> Result<String> {
         let path = path.unwrap_or_else(|| format!("memlife-{symbol}-{{n}}.json"));
         crate::places::check_relative(&path)?;
-        let (addr, _) = self
+        let addr = self
             .symbols
             .function(symbol)
-            .ok_or_else(|| ServeError::UnknownFunction(symbol.to_string()))?;
+            .ok_or_else(|| ServeError::UnknownFunction(symbol.to_string()))?
+            .entry;
         if !self.dump_on.iter().any(|d| d.addr == addr) {
             self.target
                 .breakpoints()

@@ -36,13 +36,14 @@
 //! - `tasks`: `monitor tasks`, every task as `memlife tasks` prints it.
 //! - `arch`: the Cortex-M architecture gdbstub lacks (m-profile registers, target.xml).
 //! - [`monitor`]: the `monitor` commands, [`MonitorCommand`] parsed from one table with the help.
-//! - `dumps`: `monitor dump` and `dump-on` (bounded, ended when their client leaves).
+//! - `dumps`: `monitor dump` and `dump-on` (bounded, ended when their client leaves); `dump_on`:
+//!   a `dump-on` request as the bridge keeps it.
 //! - `audit`: `monitor audit FILE`, a Rhai script run on the target gdb is looking at.
 //! - `guard`: `monitor audit` under a deadline and the client's interrupt.
 //! - [`replay`]: a session over bytes in memory (the packet path without a socket), for fuzzing
 //!   and packet-level tests.
 //! - [`places`]: where a client's dumps, reports and scripts may be (never outside the server's
-//!   directories).
+//!   directories); `place_error`: [`places::PlaceError`], why a path is refused.
 //! - [`heap`]: walking a halted target; the views of a heap are `memlife_heap::render`'s, as
 //!   for `memlife heap`.
 //! - [`error`]: [`ServeError`], with its causes as sources.
@@ -53,6 +54,7 @@ mod arch;
 mod audit;
 mod bridge;
 pub mod client;
+mod dump_on;
 mod dumps;
 pub mod error;
 pub mod event;
@@ -64,6 +66,7 @@ pub mod heap;
 pub mod lobby;
 pub mod monitor;
 pub mod options;
+mod place_error;
 pub mod places;
 pub mod replay;
 mod sessions;

@@ -1,6 +1,17 @@
 //! What memlife's tests share, so that no test file carries its own copy: a dev-dependency
 //! only, never part of memlife itself.
 //!
+//! ```no_run
+//! use memlife_testkit::{firmware, ram};
+//!
+//! // A bundled firmware ELF (built on first use), and fake RAM at 0x2000_0000.
+//! let elf = firmware::elf("heap4", "healthy");
+//! let mut bytes = vec![0u8; 64];
+//! ram::put_u32(&mut bytes, 0, 0x2000_0010);
+//! let snapshot = ram::at(0x2000_0000, bytes);
+//! # let _ = (elf, snapshot);
+//! ```
+//!
 //! # Layout
 //! - [`firmware`]: the repository, and the bundled firmware ELFs, built on first use (once, under
 //!   a lock, so parallel tests and test binaries do not race `make`).
@@ -16,6 +27,7 @@
 //! - [`rsp`]: scripted GDB servers on loopback: the exact bytes a client must send, and what
 //!   the server answers.
 
+#![deny(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::panic, clippy::expect_used)]
 
 pub mod cross_elf;

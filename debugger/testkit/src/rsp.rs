@@ -20,10 +20,13 @@ pub enum Step {
     Silence(Duration),
 }
 
+/// `s` framed as a packet (`$s#cs`), the bytes a client or server puts on the wire.
 pub fn pkt(s: &str) -> Vec<u8> {
     encode(s.as_bytes())
 }
 
+/// An acknowledgement followed by `s` framed as a packet (`+$s#cs`): a reply as a server in
+/// acknowledged mode sends it.
 pub fn ack_pkt(s: &str) -> Vec<u8> {
     let mut v = b"+".to_vec();
     v.extend(pkt(s));

@@ -53,6 +53,24 @@
 //! the first operator writing it to the last reading it. Two planned buffers (tensors or
 //! scratch buffers) sharing bytes while both are live are an overlap.
 //!
+//! ```no_run
+//! use std::path::Path;
+//! use memlife_tflm::{Tflm, containers, read_arenas};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let symbols = memlife_dwarf::Symbols::load(Path::new("fw.elf"))?;
+//! let Some(tflm) = Tflm::detect(&symbols) else {
+//!     return Ok(()); // no TFLM in this firmware
+//! };
+//! let mut ram = memlife_core::Snapshot::load(Path::new("fw.snap"))?;
+//! // Static variables only here; a caller with a heap walk adds its blocks in use.
+//! let places = containers(&symbols, &[], None);
+//! let arenas = read_arenas(&mut ram, &symbols, &tflm, &places)?;
+//! print!("{}", memlife_tflm::render::text(&arenas));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layout
 //! - `layout`: detection from DWARF ([`Tflm`], [`Generation`]).
 //! - `scan`: where objects are looked for ([`Container`]) and the arena allocator rules.
@@ -69,6 +87,8 @@
 //! - `flatbuffer`, `model`: the bounded flatbuffer reader and the TFLite schema fields used.
 //! - `ram`: the memory a reading looks at (containers read whole, ELF constants, budgeted pages).
 //! - [`render`]: the text section, the JSON `arenas[]` and `firmware_view.tflm`.
+
+#![deny(missing_docs)]
 
 mod arena;
 mod demand;

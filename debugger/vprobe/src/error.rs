@@ -15,9 +15,9 @@ use memlife_core::TargetError;
 use probe_rs::architecture::arm::{ArmError, DapError};
 use probe_rs::probe::DebugProbeError;
 
-use crate::dap::PortError;
 use crate::dwt::DwtError;
 use crate::fpb::FpbError;
+use crate::port_error::PortError;
 use crate::regsel::RegselError;
 
 /// The crate's `Result`.

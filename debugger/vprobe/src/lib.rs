@@ -43,7 +43,7 @@
 //!
 //! # Layout
 //! - `probe`: [`VirtualProbe`], the probe-rs traits.
-//! - `dap`: the DP and MEM-AP registers, and [`PortError`].
+//! - `dap`: the DP and MEM-AP registers; `port_error`: [`PortError`], what they refuse.
 //! - `machine`: the bus behind the MEM-AP: debug registers, run control, memory.
 //! - `fpb`, `dwt`: the comparators, as breakpoints and watchpoints ([`FpbError`], [`DwtError`]).
 //! - `rom`: ROM table and CoreSight IDs.
@@ -57,6 +57,7 @@ pub mod dwt;
 mod error;
 pub mod fpb;
 pub mod machine;
+mod port_error;
 mod probe;
 pub mod regsel;
 pub mod rom;

@@ -55,14 +55,22 @@ fn repeated(r: &ArenaRecord) -> Option<String> {
 }
 
 impl Debugger {
+    /// The arena observer's records, when it has one and it saw a build.
+    pub fn arena_record(&self) -> Option<ArenaRecord> {
+        self.observer_reports()
+            .into_iter()
+            .find(|(name, _)| *name == arena::NAME)
+            .and_then(|(_, v)| serde_json::from_value(v).ok())
+    }
+
     /// Runs the firmware until every model it builds was built and run once (see the module
     /// doc); the arena observer's record at the end.
     pub fn observe_arenas(
         &mut self,
         max_builds: u64,
     ) -> Result<(ArenaEnd, ArenaRecord), AuditError> {
-        let (addr, _) = self.function(BUILD_ENTRY)?;
-        if arena::record(self).is_none() && !self.has_arena_observer() {
+        let addr = self.function(BUILD_ENTRY)?.entry;
+        if self.arena_record().is_none() && !self.has_arena_observer() {
             return Err(AuditError::Config(
                 "this firmware's TensorFlow Lite Micro cannot be observed while it builds (the arena observer follows TFLM of 2020)".into(),
             ));
@@ -81,7 +89,7 @@ impl Debugger {
                     Err(e) => break Err(e),
                 }
             };
-            let record = arena::record(self).unwrap_or_default();
+            let record = self.arena_record().unwrap_or_default();
             match reached {
                 Ok(()) => {}
                 Err(AuditError::Target(TargetError::Exited(status))) => {

@@ -145,7 +145,7 @@ impl Debugger {
     ) -> Result<(PresentRoles, String), AuditError> {
         let mut roles = Vec::new();
         for (role, function) in self.present_roles() {
-            let (addr, _) = self.function(&function)?;
+            let addr = self.function(&function)?.entry;
             roles.push((role, function, addr));
         }
         let plan: Vec<(u64, Option<String>)> = roles

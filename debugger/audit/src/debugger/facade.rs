@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use memlife_core::Target;
-use memlife_dwarf::Symbols;
+use memlife_dwarf::{FunctionRange, Symbols};
 use memlife_heap::{HeapState, HeapWalker, LinkState};
 
 use super::extensions::Extensions;
@@ -344,7 +344,7 @@ impl Debugger {
 
     /// Sets a script hook on a function's entry.
     pub fn add_hook(&mut self, symbol: &str) -> Result<u64, AuditError> {
-        let (addr, _) = self.function(symbol)?;
+        let addr = self.function(symbol)?.entry;
         self.session.add_entry(
             addr,
             Role::Hook {
@@ -354,8 +354,8 @@ impl Debugger {
         Ok(addr)
     }
 
-    /// The entry address of a function, or a clear error.
-    pub fn function(&self, name: &str) -> Result<(u64, u64), AuditError> {
+    /// Where a function lies (its entry and size), or a clear error.
+    pub fn function(&self, name: &str) -> Result<FunctionRange, AuditError> {
         self.session.symbols().function(name).ok_or_else(|| {
             // A misspelt role or function: the nearest of both.
             let roles = crate::config::ROLES

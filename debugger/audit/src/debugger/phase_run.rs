@@ -6,6 +6,7 @@
 
 use std::rc::Rc;
 
+use memlife_dwarf::FunctionRange;
 use memlife_heap::HeapState;
 
 use super::facade::Debugger;
@@ -37,7 +38,7 @@ impl Debugger {
         }
         let function = self.settings.config.phase_function(name).to_string();
         let alias = (function != name).then(|| name.to_string());
-        let (addr, _) = self.function(&function)?;
+        let addr = self.function(&function)?.entry;
         // Cycles end halted at the entry of the call that begins the next one: that call is
         // the next of its function still to record.
         let remaining = if self.take_cycle_start(&function) {
@@ -94,7 +95,7 @@ impl Debugger {
         // Resynchronise the running total with the walk at every phase entry.
         self.trace.set_used(before.used);
         let span = match self.settings.config.span_of(function) {
-            Some(span_fn) => Some((span_fn.to_string(), self.function(span_fn)?.0)),
+            Some(span_fn) => Some((span_fn.to_string(), self.function(span_fn)?.entry)),
             None => None,
         };
         self.watermark.phase_entered(&mut self.session)?;
@@ -145,7 +146,7 @@ impl Debugger {
             return Err(AuditError::Config("no phase is running".into()));
         };
         if let Some(span_fn) = self.settings.config.span_of(&function).map(str::to_string)
-            && let Ok((addr, _)) = self.function(&span_fn)
+            && let Ok(FunctionRange { entry: addr, .. }) = self.function(&span_fn)
         {
             self.session
                 .remove_entry(addr, &Role::Span { function: span_fn });

@@ -84,7 +84,7 @@ impl Debugger {
         let span_of = |span: &Option<String>| {
             span.as_deref()
                 .and_then(|f| self.session.symbols().function(f))
-                .map(|(a, _)| a)
+                .map(|f| f.entry)
         };
         // One phase at a time, each with its own span entry and one span return awaited; and
         // the phase's return.

@@ -49,7 +49,7 @@ pub fn handlers(symbols: &Symbols, halt_on: &[String]) -> Vec<(u64, String)> {
         .copied()
         .chain(halt_on.iter().map(String::as_str))
     {
-        if let Some((addr, _)) = symbols.function(name)
+        if let Some(addr) = symbols.function(name).map(|f| f.entry)
             && !out.iter().any(|(a, _)| *a == addr)
         {
             out.push((addr, name.to_string()));

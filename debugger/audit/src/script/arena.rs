@@ -18,7 +18,6 @@ use super::handle::{RhaiResult, TargetHandle, err};
 use super::sandbox::MAX_ARRAY;
 use crate::debugger::ArenaEnd;
 use crate::model::{ArenaBuild, ArenaRecord, BuildStatus};
-use crate::observers::arena;
 
 /// Builds `t.observe_arenas()` lets begin unless told otherwise.
 const DEFAULT_BUILDS: i64 = 16;
@@ -65,7 +64,7 @@ pub(crate) fn register(engine: &mut Engine) {
 
 /// What the arena observer recorded so far (empty without one).
 fn record(ctx: &NativeCallContext, t: &TargetHandle) -> RhaiResult<ArenaRecord> {
-    Ok(t.with(ctx, |d| arena::record(d))?.unwrap_or_default())
+    Ok(t.with(ctx, |d| d.arena_record())?.unwrap_or_default())
 }
 
 /// The last build that ended (`AllocateTensors` returned), else the last one begun: after

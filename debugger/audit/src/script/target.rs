@@ -78,9 +78,10 @@ fn run_to(ctx: &NativeCallContext, t: &TargetHandle, function: &str, hits: i64) 
         .ok()
         .filter(|h| *h > 0)
         .ok_or_else(|| err(ctx, "the hit count must be at least 1"))?;
-    let (addr, _) = t
+    let addr = t
         .with(ctx, |d| d.function(function))?
-        .map_err(|e| audit_err(ctx, &e))?;
+        .map_err(|e| audit_err(ctx, &e))?
+        .entry;
     let mut goal = Goal::Entry {
         function: function.to_string(),
         addr,

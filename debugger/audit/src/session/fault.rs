@@ -94,7 +94,7 @@ pub fn describe_status(cfsr: u32, hfsr: u32, mmfar: u32, bfar: u32) -> String {
 pub fn handlers(symbols: &Symbols) -> Vec<(u64, &'static str)> {
     HANDLERS
         .iter()
-        .filter_map(|(symbol, fault)| symbols.function(symbol).map(|(addr, _)| (addr, *fault)))
+        .filter_map(|(symbol, fault)| symbols.function(symbol).map(|f| (f.entry, *fault)))
         .collect()
 }
 

@@ -15,7 +15,8 @@
 //! - `roles`: what a role tells the budget: [`EntryRole`] (when it is armed: [`Arm`]),
 //!   [`ReturnRole`].
 //! - `resume`: leaving a breakpoint by executing its instruction on the host.
-//! - `restart`: [`Restart`], starting the target again where a reset cannot (a QEMU that
+//! - `starter`: [`Restart`], the caller's way to start the target again.
+//! - `restart`: starting the target again where a reset cannot (a QEMU that
 //!   exited with its firmware).
 //! - [`park`]: a firmware parked in a loop, told from one still working, while waiting (the
 //!   CLI's waits use it too).
@@ -32,11 +33,12 @@ mod restart;
 mod resume;
 mod roles;
 mod run;
+mod starter;
 
 pub use breakpoints::BreakpointSet;
 pub use budget::{BreakpointUse, Budget};
 pub use clock::FirmwareClock;
 pub use live::{Session, SessionOptions};
-pub use restart::Restart;
 pub use roles::{Arm, EntryRole, ReturnRole, ReturnWatch};
 pub use run::Regs;
+pub use starter::Restart;

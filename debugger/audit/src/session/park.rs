@@ -4,7 +4,7 @@
 //!
 //! While a run waits with the watch on, memlife halts the core every [`POLL`], samples the pc
 //! and the stack pointer, and resumes. Parked means: [`POLLS`] samples in a row at the same
-//! stack pointer, all pcs within [`WINDOW`] bytes (a branch-to-self, or a loop of a few
+//! stack pointer, all pcs within `WINDOW` (16) bytes (a branch-to-self, or a loop of a few
 //! instructions polling a flag that never changes). Any breakpoint stop starts the count over:
 //! a firmware that still allocates, frees or calls a role is not parked. Work that spins in a
 //! short loop for longer than `POLLS × POLL` at one stack depth would be taken for parked;

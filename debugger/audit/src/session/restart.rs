@@ -13,17 +13,8 @@ use memlife_core::{ErrorKind, Target};
 
 use super::live::Session;
 use super::roles::{EntryRole, ReturnRole};
+use super::starter::Restart;
 use crate::error::AuditError;
-
-/// Starts the target afresh when it is gone (see the module doc).
-pub trait Restart {
-    /// A fresh target, halted at its reset vector, running the same firmware; what the old
-    /// one left behind (a process, a connection) is let go.
-    fn restart(&mut self) -> Result<Box<dyn Target>, String>;
-
-    /// What a restart starts, for messages (`a fresh qemu-system-arm -M netduinoplus2`).
-    fn describe(&self) -> String;
-}
 
 impl<E: EntryRole, R: ReturnRole> Session<E, R> {
     /// Hands the session a way to start the target again (see the module doc).

@@ -4,50 +4,19 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
 
 use anyhow::{Result, bail};
-use clap::Args;
 use memlife_audit::config::EngineSettings;
 use memlife_audit::debugger::{ArenaEnd, Refused};
 use memlife_audit::history::DEFAULT_KEEP_CYCLES;
 use memlife_audit::model::{ArenaBuild, ArenaRecord, ModelArena};
 use memlife_audit::{AuditConfig, Debugger, PeakMethod};
 
-use crate::cli::{HeapOptions, Leave, TargetArgs};
+use crate::cli::ArenaArgs;
 use crate::runto::ensure_halted;
 use crate::session::Session;
-
-/// `memlife arena`.
-#[derive(Debug, Args)]
-pub struct ArenaArgs {
-    /// Firmware ELF with DWARF (TensorFlow Lite Micro of 2020 in it).
-    #[arg(long, value_name = "FILE")]
-    pub elf: PathBuf,
-    #[command(flatten)]
-    pub target: TargetArgs,
-    #[command(flatten)]
-    pub heap: HeapOptions,
-    /// Print one JSON object (keys in docs/tflm.md) instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Print every build's steps per operator and category too.
-    #[arg(long)]
-    pub steps: bool,
-    /// Stop after this many builds began, even when a model was not built twice.
-    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
-    pub builds: u64,
-    /// Seconds to wait for the next build; when none begins by then after every build ended,
-    /// the run is over (more than 0, at most a week).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = memlife_core::limits::parse_timeout)]
-    pub timeout: f64,
-    /// What to leave the live target doing at the end: running (default) or halted.
-    /// A QEMU started with --qemu is always stopped.
-    #[arg(long, value_name = "STATE", value_enum, default_value_t = Leave::Running)]
-    pub leave: Leave,
-}
 
 pub fn run(args: ArenaArgs) -> Result<ExitCode> {
     let symbols = Rc::new(super::load_symbols(&args.elf)?);

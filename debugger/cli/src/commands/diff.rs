@@ -11,6 +11,8 @@ use clap::Args;
 use memlife_diff::{AuditReport, Budgets, Diff};
 
 /// `memlife diff`.
+// The doc comments are `--help`'s text: `[diff]` names a memlife.toml table.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// The audit JSON report of the base build (`memlife audit --json FILE`).

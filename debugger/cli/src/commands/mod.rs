@@ -1,6 +1,6 @@
 //! One module per subcommand, plus what they share: loading the ELF, choosing the walker,
-//! walking a halted target, and memlife's environment variables (`environment`, the one place
-//! they are read).
+//! walking a halted target (`shared`), and memlife's environment variables (`environment`, the
+//! one place they are read).
 
 pub mod arena;
 mod audit;
@@ -10,19 +10,17 @@ mod heap;
 mod init;
 mod probes;
 mod serve;
+mod shared;
 mod snapshot;
 mod symbols;
 mod tasks;
 
-use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
-use memlife_core::Target;
-use memlife_dwarf::Symbols;
-use memlife_heap::{AllocatorKind, HeapWalker, LinkState, WalkerOptions};
+use anyhow::Result;
 
 use crate::cli::{Cli, Command};
+pub use shared::{load_symbols, walk, walker};
 
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -38,40 +36,4 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Diff(args) => diff::run(args),
         Command::Arena(args) => arena::run(args),
     }
-}
-
-/// Loads the ELF; an ELF without DWARF is refused, since every layout comes from it.
-pub fn load_symbols(elf: &Path) -> Result<Symbols> {
-    let symbols = Symbols::load(elf)?;
-    if !symbols.has_dwarf() {
-        bail!(
-            "{} has no DWARF debug information (.debug_info): rebuild the firmware with -g",
-            elf.display()
-        );
-    }
-    Ok(symbols)
-}
-
-/// Builds the walker of `allocator` (detected from the symbols when `None`).
-pub fn walker(
-    symbols: &Symbols,
-    allocator: Option<AllocatorKind>,
-    options: &WalkerOptions,
-    target: Option<&mut dyn Target>,
-) -> Result<Box<dyn HeapWalker>> {
-    let mem = target.map(|t| t.as_memory());
-    Ok(memlife_heap::detect(symbols, allocator, options, mem)?)
-}
-
-/// Walks the heap of a halted target (busy detection from its pc) as `link` says, and what it
-/// cost on the link.
-pub fn walk(
-    target: &mut dyn Target,
-    symbols: &Symbols,
-    walker: &dyn HeapWalker,
-    link: &mut LinkState,
-) -> Result<(memlife_heap::HeapState, memlife_core::LinkStats)> {
-    let walked =
-        memlife_heap::walk_halted(walker, symbols, target, link).context("walking the heap")?;
-    Ok((walked.state, walked.link))
 }

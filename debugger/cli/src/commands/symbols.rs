@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use memlife_dwarf::Type;
+use memlife_dwarf::{FunctionRange, Type};
 use memlife_heap::AllocatorKind;
 
 use crate::cli::SymbolsArgs;
@@ -51,7 +51,7 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
         None,
     )?;
     let types = symbols.types();
-    let phases: Vec<(String, Option<(u64, u64)>)> = PHASE_FUNCTIONS
+    let phases: Vec<(String, Option<FunctionRange>)> = PHASE_FUNCTIONS
         .iter()
         .map(|f| (f.to_string(), symbols.function(f)))
         .collect();
@@ -61,7 +61,7 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
         .filter_map(|e| {
             symbols
                 .function(e.function)
-                .map(|(a, _)| (e.function.to_string(), a))
+                .map(|f| (e.function.to_string(), f.entry))
         })
         .collect();
     let mut globals: Vec<(String, String, u64, u64, String)> = symbols
@@ -110,7 +110,7 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
             "allocator": walker.name(),
             "allocator_symbols": walker.resolved().iter().map(|r| serde_json::json!({"name": r.name, "address": r.address, "size": r.size, "type": r.type_name})).collect::<Vec<_>>(),
             "allocator_entry_points": entry.iter().map(|(n, a)| serde_json::json!({"name": n, "address": a})).collect::<Vec<_>>(),
-            "phase_functions": phases.iter().map(|(n, f)| serde_json::json!({"name": n, "address": f.map(|x| x.0), "size": f.map(|x| x.1)})).collect::<Vec<_>>(),
+            "phase_functions": phases.iter().map(|(n, f)| serde_json::json!({"name": n, "address": f.map(|x| x.entry), "size": f.map(|x| x.size)})).collect::<Vec<_>>(),
             "layouts": layouts.iter().map(|(n, m)| serde_json::json!({"name": n, "members": m.iter().map(|(mn, o, s)| serde_json::json!({"name": mn, "offset": o, "size": s})).collect::<Vec<_>>()})).collect::<Vec<_>>(),
             "globals": globals.iter().map(|(n, cu, a, s, t)| serde_json::json!({"name": n, "cu": cu, "address": a, "size": s, "type": t})).collect::<Vec<_>>(),
         });
@@ -129,7 +129,7 @@ pub fn run(args: SymbolsArgs) -> Result<ExitCode> {
         let _ = writeln!(o, "\nphase functions");
         for (n, f) in &phases {
             match f {
-                Some((a, s)) => {
+                Some(FunctionRange { entry: a, size: s }) => {
                     let _ = writeln!(o, "  {n:<16} {a:#010x} ({s} bytes)");
                 }
                 None => {

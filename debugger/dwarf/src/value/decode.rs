@@ -1,8 +1,15 @@
 //! Decoding a value's bytes by its DWARF type, on the host: pure and bounded (see the parent
 //! module for the rules).
 
-use super::{MAX_DEPTH, MAX_ELEMENTS, MAX_VALUES, Value};
+use super::model::Value;
 use crate::types::{BaseEncoding, Member, Type, TypeId, TypeTable};
+
+/// Elements decoded per array dimension at most; longer arrays are truncated, and say so.
+pub const MAX_ELEMENTS: u64 = 4096;
+/// Values (nodes) decoded per read at most.
+pub const MAX_VALUES: usize = 65_536;
+/// Nesting depth decoded at most (damaged DWARF can describe a struct that contains itself).
+pub(super) const MAX_DEPTH: usize = 32;
 
 /// Decodes `bytes` (the start of an object of type `type_id`) on the host. Parts beyond
 /// `bytes` become [`Value::Unreadable`].

@@ -6,7 +6,9 @@
 //! a float is in `s0` under the hard-float ABI: neither is read from `r0`, and the result says
 //! why instead of guessing.
 
-use super::{Value, decode};
+use super::decode::decode;
+use super::model::Value;
+use crate::Symbols;
 use crate::types::{BaseEncoding, Type, TypeId, TypeTable};
 
 /// What a call returned.
@@ -39,6 +41,15 @@ impl std::fmt::Display for Returned {
                 other => write!(f, "{}", other.to_json()),
             },
         }
+    }
+}
+
+impl Symbols {
+    /// What the function `name` returned, from the registers at its return (`r0`, `r1`; see
+    /// [`returned`]); `None` when DWARF does not describe that function.
+    pub fn returned(&self, name: &str, r0: u64, r1: u64) -> Option<Returned> {
+        self.return_type(name)
+            .map(|ty| returned(self.types(), ty, r0, r1))
     }
 }
 

@@ -14,8 +14,8 @@ use crate::firmware_view::{FirmwareView, Mallinfo, NewlibView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{
-    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext,
-    WalkerOptions,
+    AllocatorKind, BlockRef, EntryPoint, HeaderRange, HeapError, HeapWalker, ResolvedSymbol,
+    WalkContext, WalkerOptions,
 };
 
 const NAME: &str = AllocatorKind::Dlmalloc.name();
@@ -129,12 +129,20 @@ impl HeapWalker for DlmallocWalker {
 
     /// The chunk starts 8 bytes before the user pointer (`prev_size`, `size`); only `size` is
     /// read.
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
-        Some((ptr.checked_sub(4)?, 4))
+    fn header_range(&self, ptr: u64) -> Option<HeaderRange> {
+        Some(HeaderRange {
+            addr: ptr.checked_sub(4)?,
+            len: 4,
+        })
     }
 
     fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
-        let (Some(chunk), Some((size_word, _))) = (ptr.checked_sub(8), self.header_range(ptr))
+        let (
+            Some(chunk),
+            Some(HeaderRange {
+                addr: size_word, ..
+            }),
+        ) = (ptr.checked_sub(8), self.header_range(ptr))
         else {
             return Ok(None);
         };

@@ -15,8 +15,8 @@ use crate::firmware_view::{FirmwareView, Mallinfo, NewlibView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{
-    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext,
-    WalkerOptions,
+    AllocatorKind, BlockRef, EntryPoint, HeaderRange, HeapError, HeapWalker, ResolvedSymbol,
+    WalkContext, WalkerOptions,
 };
 
 /// The allocator's name, as reported.
@@ -141,12 +141,18 @@ impl HeapWalker for NanoWalker {
 
     /// The word before the user pointer: the chunk size, or, when the pointer was aligned up, a
     /// negative offset back to the chunk.
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
-        Some((ptr.checked_sub(4)?, 4))
+    fn header_range(&self, ptr: u64) -> Option<HeaderRange> {
+        Some(HeaderRange {
+            addr: ptr.checked_sub(4)?,
+            len: 4,
+        })
     }
 
     fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
-        let Some((word_addr, _)) = self.header_range(ptr) else {
+        let Some(HeaderRange {
+            addr: word_addr, ..
+        }) = self.header_range(ptr)
+        else {
             return Ok(None);
         };
         let word = mem.read_u32(word_addr)? as i32;

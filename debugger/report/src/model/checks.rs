@@ -150,37 +150,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn call(name: &str, verdict: Verdict, msg: &str) -> CheckResult {
-        CheckResult {
-            name: name.into(),
-            verdict,
-            message: msg.into(),
-            line: Some(3),
-        }
-    }
-
-    #[test]
-    fn folds_checks_by_name() {
-        let s = summarize(&[
-            call("leak", Verdict::Pass, "ok 1"),
-            call("leak", Verdict::Fail, "lost 396 B"),
-            call("leak", Verdict::Fail, "lost 792 B"),
-            call("fragmentation", Verdict::Warn, "0.55"),
-            call("fragmentation", Verdict::Pass, "0.7"),
-        ]);
-        assert_eq!(s.len(), 2);
-        assert_eq!(s[0].verdict, Verdict::Fail);
-        assert_eq!(s[0].message, "lost 396 B");
-        assert_eq!((s[0].calls, s[0].failures), (3, 2));
-        assert_eq!(s[1].verdict, Verdict::Warn);
-        assert_eq!(
-            crate::AuditReport::exit_code_for(&s, None),
-            1,
-            "a failed check fails the audit"
-        );
-        assert_eq!(crate::AuditReport::exit_code_for(&s[1..], None), 0);
-    }
-
     #[test]
     fn verdicts_are_named_as_the_json_names_them() {
         for v in [Verdict::Pass, Verdict::Fail, Verdict::Warn, Verdict::Skip] {

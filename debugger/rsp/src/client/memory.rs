@@ -37,6 +37,11 @@ pub(crate) fn split_range(addr: u64, len: usize, max: usize) -> impl Iterator<It
 }
 
 impl GdbRemote {
+    /// Memory bytes per `m` request.
+    pub fn max_read(&self) -> usize {
+        max_read_size(self.features.packet_size)
+    }
+
     /// Reads several ranges with every `m` request sent before the first reply is read (in
     /// batches of [`PIPELINE_DEPTH`]): a 96 KiB arena costs one round trip instead of 48.
     pub(crate) fn read_memory_ranges(&mut self, ranges: &[(u64, usize)]) -> Result<Vec<Vec<u8>>> {

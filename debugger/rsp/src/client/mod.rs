@@ -27,7 +27,7 @@ mod handshake;
 mod memory;
 mod registers;
 mod requests;
-mod reset;
+pub(crate) mod reset;
 mod run;
 mod semihosting;
 
@@ -41,10 +41,8 @@ use memlife_core::{BreakpointKind, LinkStats, Result, StopReason, TargetError, W
 use crate::conn::Conn;
 use crate::packets::{self, monitor::Monitor, monitor::MonitorReply};
 use crate::tdesc::RegisterLayout;
-use memory::max_read_size;
 
 pub use crate::packets::supported::Features;
-pub use reset::Server;
 
 /// Packet size assumed when the server does not say (QEMU's).
 const DEFAULT_PACKET_SIZE: usize = 0x1000;
@@ -244,11 +242,6 @@ impl GdbRemote {
     /// Whether the server gave a target description.
     pub fn has_target_description(&self) -> bool {
         self.has_tdesc
-    }
-
-    /// Memory bytes per `m` request.
-    pub fn max_read(&self) -> usize {
-        max_read_size(self.features.packet_size)
     }
 
     /// Sets (or lifts) the bound on the whole session, see [`ConnectOptions::deadline`].

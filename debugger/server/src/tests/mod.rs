@@ -95,7 +95,7 @@ pub(crate) fn symbols() -> Symbols {
 
 /// A function's entry in the fixture.
 pub(crate) fn entry(name: &str) -> u64 {
-    symbols().function(name).unwrap().0
+    symbols().function(name).unwrap().entry
 }
 
 /// gdb's run-length encoding undone: `X*N` is X and N - 29 more of it.

@@ -30,14 +30,15 @@
 //! runs now").
 //!
 //! # Layout
+//! - `ids`: the thread ids: the core's, the handler's, a task's (its TCB's address).
 //! - `view`: `ThreadView`, a stop's threads read from the kernel.
 //! - `task_exit`: the task-exit return address shown as 0.
 
+mod ids;
 pub(crate) mod task_exit;
 mod view;
 
 use std::cell::Cell;
-use std::num::NonZeroUsize;
 use std::rc::Rc;
 
 use gdbstub::common::Tid;
@@ -46,20 +47,10 @@ use memlife_core::{Register, Target, TargetError};
 use memlife_dwarf::Symbols;
 use memlife_rtos::{FreeRtos, Running};
 
+pub use ids::{CORE_TID, HANDLER_TID};
+use ids::{IPSR_MASK, task_tid};
 pub(crate) use task_exit::ExitSlots;
 pub(crate) use view::{ThreadRegisters, ThreadView};
-
-/// The core's thread: the only one without an RTOS, and the one that runs before the
-/// scheduler starts (gdbstub's own id for a single-threaded target).
-pub const CORE_TID: Tid = NonZeroUsize::MIN;
-/// The thread of the exception handler the core runs (no TCB is at address 2).
-pub const HANDLER_TID: Tid = match NonZeroUsize::new(2) {
-    Some(t) => t,
-    None => NonZeroUsize::MIN,
-};
-
-/// IPSR: the exception number in the low 9 bits of xPSR; 0 in thread mode.
-const IPSR_MASK: u32 = 0x1ff;
 
 /// The thread that runs at the stop a client looks at, shared with the client's connection,
 /// which answers `qC` with it (gdbstub does not).
@@ -75,11 +66,6 @@ impl CurrentThread {
     pub(crate) fn set(&self, tid: Option<Tid>) {
         self.0.set(tid);
     }
-}
-
-/// A task's thread id: its TCB's address.
-pub(crate) fn task_tid(tcb: u64) -> Option<Tid> {
-    usize::try_from(tcb).ok().and_then(NonZeroUsize::new)
 }
 
 /// What the server keeps to serve a FreeRTOS firmware's tasks as threads.

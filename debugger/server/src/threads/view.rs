@@ -8,7 +8,7 @@ use memlife_core::{Target, TargetError};
 use memlife_dwarf::Symbols;
 use memlife_rtos::{FreeRtos, RtosError, Task, TaskSnapshot, TaskState};
 
-use super::{CORE_TID, HANDLER_TID, IPSR_MASK, task_tid};
+use super::ids::{CORE_TID, HANDLER_TID, IPSR_MASK, task_tid};
 
 /// Where a thread's registers come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use memlife_tflm::{AllocatorLayout, InterpreterLayout, LiveLayout, NodeLayout, P
 use super::fake::{self, FREERTOS_LIKE, Firmware, RAM, STACK, Step};
 use super::{IN_BUILD_GRAPH, IN_BUILD_GRAPH_2, IN_OP_PREPARE, MAIN_A, MAIN_B, phase};
 use crate::config::PeakMethod;
-use crate::observers::arena::{self, ArenaObserver, Hooks};
+use crate::observers::arena::{ArenaObserver, Hooks};
 
 /// The arena as handed over, and its size.
 const ARENA: u64 = RAM + 0x4000;
@@ -176,7 +176,7 @@ fn a_build_is_recorded_step_by_step_with_its_plan_peak_and_smallest_arena() {
     dbg.add_observer(Box::new(observer)).unwrap();
     phase(&mut dbg, "build").unwrap();
     phase(&mut dbg, "run").unwrap();
-    let r = arena::record(&dbg).unwrap();
+    let r = dbg.arena_record().unwrap();
     assert_eq!(r.builds.len(), 1);
     let b = &r.builds[0];
     assert_eq!(b.status, BuildStatus::Ok);

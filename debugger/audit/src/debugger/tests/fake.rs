@@ -315,8 +315,11 @@ impl HeapWalker for FakeWalker {
         self.entries
     }
 
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
-        Some((ptr.checked_sub(8)?, 8))
+    fn header_range(&self, ptr: u64) -> Option<memlife_heap::HeaderRange> {
+        Some(memlife_heap::HeaderRange {
+            addr: ptr.checked_sub(8)?,
+            len: 8,
+        })
     }
 
     fn block_of(
@@ -368,7 +371,7 @@ impl Firmware {
 
     /// The entry address of a function.
     pub fn addr(&self, function: &str) -> u64 {
-        self.symbols.function(function).unwrap().0 & !1
+        self.symbols.function(function).unwrap().entry & !1
     }
 
     /// A call of `function` with the stack pointer at `sp`, returning to `ret`.
@@ -409,7 +412,8 @@ impl Firmware {
             [u64::from(request), 0, 0, 0],
         );
         self.used += size;
-        let (addr, len) = self.symbols.function("pvPortMalloc").unwrap();
+        let malloc = self.symbols.function("pvPortMalloc").unwrap();
+        let (addr, len) = (malloc.entry, malloc.size);
         let code = self.symbols.code(addr, len as usize).unwrap();
         let exit = cortex_m::thumb::return_instructions(code, addr)[0];
         self.steps.push(Step {

@@ -287,7 +287,7 @@ fn sampled_spans_credit_the_peak_to_the_span_that_returned_highest() {
     let (mut dbg, log) = fake::debugger(fw, FREERTOS_LIKE, PeakMethod::Sample);
     let rec = phase(&mut dbg, "build").unwrap();
     assert!(dbg.events().is_empty(), "nothing traced");
-    let malloc = sym.function("pvPortMalloc").unwrap().0;
+    let malloc = sym.function("pvPortMalloc").unwrap().entry;
     assert!(!log.borrow().stops.contains(&malloc));
     assert_eq!((rec.peak_used, rec.delta_used), (64, 0));
     let at = rec.peak_at.unwrap();
@@ -513,7 +513,8 @@ fn six_breakpoints_trace_a_lifecycle_like_an_unlimited_target() {
     assert_eq!(recorded(&lean), (events, phases));
     // Lean: the block is read at the caller's return, never at the allocator's return
     // instruction, which the unlimited target stops at once per allocation.
-    let (addr, len) = lean.symbols().function("pvPortMalloc").unwrap();
+    let malloc = lean.symbols().function("pvPortMalloc").unwrap();
+    let (addr, len) = (malloc.entry, malloc.size);
     let in_malloc = |pc: &&u64| (addr..addr + len).contains(*pc) && **pc != addr;
     assert_eq!(lean_log.borrow().stops.iter().filter(in_malloc).count(), 0);
     assert_eq!(free_log.borrow().stops.iter().filter(in_malloc).count(), 6);

@@ -46,10 +46,11 @@ impl Observer for TaskAndOperator {
     }
 
     fn attach(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AuditError> {
-        let (addr, _) = ctx
+        let addr = ctx
             .symbols()
             .function("op_init")
-            .ok_or_else(|| AuditError::Config("no op_init".into()))?;
+            .ok_or_else(|| AuditError::Config("no op_init".into()))?
+            .entry;
         ctx.break_at(addr, ENTRY, Arm::Inside);
         Ok(())
     }

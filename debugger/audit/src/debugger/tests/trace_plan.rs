@@ -21,7 +21,8 @@ fn reads(allocations: &[&'static str], requests: &[&'static str]) -> ScriptReads
 
 /// Stops at pvPortMalloc's entry, and at its return instructions.
 fn malloc_stops(dbg: &Debugger, stops: &[u64]) -> (usize, usize) {
-    let (addr, len) = dbg.symbols().function("pvPortMalloc").unwrap();
+    let malloc = dbg.symbols().function("pvPortMalloc").unwrap();
+    let (addr, len) = (malloc.entry, malloc.size);
     let entry = addr & !1;
     let at_entry = stops.iter().filter(|pc| **pc == entry).count();
     let inside = stops
@@ -239,7 +240,7 @@ fn failure_injection_arms_the_allocators_entry_where_the_failure_is_made() {
     let (mut dbg, _) = fake::debugger(lifecycle_firmware(), FREERTOS_LIKE, PeakMethod::Trace);
     dbg.plan_trace(&reads(&["events"], &[])).unwrap();
     let entry_roles = |dbg: &Debugger| {
-        let (addr, _) = dbg.symbols().function("pvPortMalloc").unwrap();
+        let addr = dbg.symbols().function("pvPortMalloc").unwrap().entry;
         dbg.session.roles_at(addr & !1)
     };
     assert_eq!(

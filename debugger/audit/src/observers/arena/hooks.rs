@@ -27,7 +27,7 @@ impl Hooks {
     /// The functions of 2020's TFLM in this ELF; `None` when one the observer cannot do
     /// without is missing (the constructor, `AllocateTensors`, `AllocateFromTail`).
     pub fn of(symbols: &Symbols) -> Option<Hooks> {
-        let f = |name: &str| symbols.function(name).map(|(addr, _)| addr);
+        let f = |name: &str| symbols.function(name).map(|f| f.entry);
         Some(Hooks {
             construct: f("tflite::MicroInterpreter::MicroInterpreter")?,
             destroy: f("tflite::MicroInterpreter::~MicroInterpreter"),

@@ -25,7 +25,8 @@
 //! smallest arena that works is replayed for each candidate size (`memlife_tflm::ArenaDemand`).
 //!
 //! Its records go to the report through [`crate::events::Observer::report`] (the report
-//! model's `ArenaRecord`); [`record`] reads them back from a debugger.
+//! model's `ArenaRecord`); [`Debugger::arena_record`](crate::Debugger::arena_record) reads them
+//! back from a debugger.
 //!
 //! # Layout
 //! - `hooks`: the functions broken on; `category`: what an allocation holds and its stage;
@@ -44,7 +45,6 @@ use memlife_dwarf::Symbols;
 use memlife_report::model::{ArenaFigures, ArenaRecord, BuildStatus};
 use memlife_tflm::{Cursors, LiveLayout, TailRequest, Tflm};
 
-use crate::debugger::Debugger;
 use crate::error::AuditError;
 use crate::events::{Boundary, Ctx, Observer};
 use crate::session::Arm;
@@ -584,13 +584,4 @@ pub fn in_heap(
         .map(|b| (b.addr, b.size))
         .collect();
     memlife_tflm::heap_arenas(mem, symbols, &used, Some((heap.heap_start, heap.heap_size)))
-}
-
-/// The arena observer's records in a debugger, when it has one and it saw a build.
-pub fn record(debugger: &Debugger) -> Option<ArenaRecord> {
-    debugger
-        .observer_reports()
-        .into_iter()
-        .find(|(name, _)| *name == NAME)
-        .and_then(|(_, v)| serde_json::from_value(v).ok())
 }

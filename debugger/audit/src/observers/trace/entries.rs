@@ -6,7 +6,7 @@
 //! allocation).
 
 use memlife_core::cortex_m::thumb;
-use memlife_dwarf::Symbols;
+use memlife_dwarf::{FunctionRange, Symbols};
 use memlife_heap::{EntryRole, HeapWalker};
 
 use crate::error::AuditError;
@@ -30,7 +30,7 @@ pub fn tracing_roles(
     let mut roles: Vec<(u64, TraceRole)> = Vec::new();
     let mut found = false;
     for e in entries {
-        let Some((addr, size)) = symbols.function(e.function) else {
+        let Some(FunctionRange { entry: addr, size }) = symbols.function(e.function) else {
             continue;
         };
         match e.role {

@@ -227,7 +227,12 @@ impl AllocationTrace {
         regs: &Regs,
     ) -> Result<Option<HeapEvent>, AuditError> {
         let ptr = regs.args[0];
-        let header: Vec<(u64, usize)> = session.walker().header_range(ptr).into_iter().collect();
+        let header: Vec<(u64, usize)> = session
+            .walker()
+            .header_range(ptr)
+            .map(|h| (h.addr, h.len))
+            .into_iter()
+            .collect();
         let backtrace = self.sites.backtrace(session, regs, &header);
         let request = self.requests.pop(regs.sp);
         self.allocated(session, ptr, request, &backtrace)

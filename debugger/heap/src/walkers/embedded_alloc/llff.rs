@@ -16,7 +16,8 @@ use crate::firmware_view::{EmbeddedAllocView, FirmwareView};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::{
-    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeaderRange, HeapError, HeapWalker, ResolvedSymbol,
+    WalkContext,
 };
 
 const NAME: &str = AllocatorKind::RustLlff.name();
@@ -196,7 +197,7 @@ impl HeapWalker for LlffWalker {
     }
 
     /// No header: nothing in front of a user pointer tells its size.
-    fn header_range(&self, _ptr: u64) -> Option<(u64, usize)> {
+    fn header_range(&self, _ptr: u64) -> Option<HeaderRange> {
         None
     }
 

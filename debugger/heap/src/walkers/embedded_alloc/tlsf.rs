@@ -24,7 +24,8 @@ use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState, HeapStatus};
 use crate::walkers::{align_down, align_up};
 use crate::{
-    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, ResolvedSymbol, WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeaderRange, HeapError, HeapWalker, ResolvedSymbol,
+    WalkContext,
 };
 
 const NAME: &str = AllocatorKind::RustTlsf.name();
@@ -215,9 +216,12 @@ impl HeapWalker for TlsfWalker {
 
     /// The used block's header is the two words before the payload (alignments below the
     /// granularity); for larger alignments the word before the payload points to it.
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
+    fn header_range(&self, ptr: u64) -> Option<HeaderRange> {
         let w = self.layout.word;
-        Some((ptr.checked_sub(2 * w)?, usize::try_from(2 * w).ok()?))
+        Some(HeaderRange {
+            addr: ptr.checked_sub(2 * w)?,
+            len: usize::try_from(2 * w).ok()?,
+        })
     }
 
     fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {

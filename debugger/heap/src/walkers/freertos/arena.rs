@@ -2,8 +2,8 @@
 //! start to its end marker) and the free list (address-ordered from `xStart` to `pxEnd`).
 //! No target access here: everything comes from the [`MemImage`].
 
-use super::ALIGN;
 use super::protector::Protector;
+use super::regions::ALIGN;
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, Block, HeapState};
 

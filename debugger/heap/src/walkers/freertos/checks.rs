@@ -1,7 +1,7 @@
 //! Cross-checks after both walks: blocks lost from the free list, free neighbours the allocator
 //! would have merged, and the allocator's own counters against what the walks found.
 
-use super::Counters;
+use super::counters::Counters;
 use crate::state::{AnomalyKind, Block, HeapState};
 
 /// Free blocks of the physical walk that the free list does not link.

@@ -11,10 +11,13 @@
 //! - `protector`: how stored links decode under the V11 heap protector (the one place that
 //!   knows about `xHeapCanary`);
 //! - `arena`: the physical walk of each region and the free-list walk;
+//! - `counters`: the allocator's counters and the scheduler lock as read, and what the
+//!   firmware's own heap API would return from them;
 //! - `checks`: lost blocks, missed coalescing and the allocator's counters cross-checked.
 
 mod arena;
 mod checks;
+mod counters;
 mod protector;
 mod regions;
 
@@ -22,14 +25,14 @@ use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
 use super::{optional_static, require_static, resolved_statics};
-use crate::firmware_view::{FirmwareView, FreeRtosView, HeapStats};
 use crate::image::MemImage;
 use crate::state::{Block, HeapState, HeapStatus};
 use crate::{
-    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol,
-    WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeaderRange, HeapError, HeapWalker, LowWaterMark,
+    ResolvedSymbol, WalkContext,
 };
 use arena::Arena;
+use counters::Counters;
 use protector::Protector;
 pub use regions::Variant;
 
@@ -40,8 +43,6 @@ const ENTRY_POINTS: &[EntryPoint] = &[
     EntryPoint::other_alloc("pvPortRealloc"),
     EntryPoint::free("vPortFree", 0),
 ];
-/// heap_4/5 align to 8 on every Cortex-M and Xtensa port.
-const ALIGN: u64 = 8;
 
 /// Walker for heap_4 and heap_5.
 #[derive(Debug, Clone)]
@@ -59,83 +60,6 @@ pub struct FreeRtosWalker {
     canary: Option<u64>,
     suspended: Option<u64>,
     resolved: Vec<ResolvedSymbol>,
-}
-
-/// The allocator's counters and the scheduler lock, as read for one walk.
-#[derive(Debug, Clone, Copy)]
-struct Counters {
-    free_bytes: u64,
-    min_ever: Option<u64>,
-    allocs: Option<u64>,
-    frees: Option<u64>,
-    suspended: Option<u64>,
-}
-
-impl Counters {
-    fn read(w: &FreeRtosWalker, img: &MemImage) -> Counters {
-        let word = |addr: u64| img.u32(addr).map(u64::from);
-        Counters {
-            free_bytes: word(w.free_bytes).unwrap_or(0),
-            min_ever: w.min_ever.and_then(word),
-            allocs: w.allocs.and_then(word),
-            frees: w.frees.and_then(word),
-            suspended: w.suspended.and_then(word),
-        }
-    }
-
-    /// Into the state's counters, in the order `memlife heap` lists them.
-    fn record(&self, st: &mut HeapState) {
-        st.counters
-            .push(("xFreeBytesRemaining".into(), self.free_bytes));
-        st.min_ever_free = self.min_ever;
-        if let Some(v) = self.min_ever {
-            st.counters
-                .push(("xMinimumEverFreeBytesRemaining".into(), v));
-        }
-        if let (Some(a), Some(f)) = (self.allocs, self.frees) {
-            st.counters
-                .push(("xNumberOfSuccessfulAllocations".into(), a));
-            st.counters.push(("xNumberOfSuccessfulFrees".into(), f));
-        }
-        if let Some(s) = self.suspended {
-            st.counters.push(("uxSchedulerSuspended".into(), s));
-        }
-    }
-
-    /// What `vPortGetHeapStats`, `xPortGetFreeHeapSize` and `xPortGetMinimumEverFreeHeapSize`
-    /// return: the counters as stored, and the free list as walked, heap_5's region markers
-    /// still linked counted as free blocks (but not as the smallest one).
-    fn firmware_view(&self, list: &arena::FreeListWalk) -> FirmwareView {
-        let min_ever = self.min_ever.unwrap_or(0);
-        FirmwareView::FreeRtos(FreeRtosView {
-            heap_stats: HeapStats {
-                xAvailableHeapSpaceInBytes: self.free_bytes,
-                xSizeOfLargestFreeBlockInBytes: list.largest,
-                // The allocator starts its minimum at SIZE_MAX and keeps it when no free block
-                // is found (32-bit ports).
-                xSizeOfSmallestFreeBlockInBytes: list.smallest.unwrap_or(0xffff_ffff),
-                xNumberOfFreeBlocks: list.markers + list.count,
-                xMinimumEverFreeBytesRemaining: min_ever,
-                xNumberOfSuccessfulAllocations: self.allocs.unwrap_or(0),
-                xNumberOfSuccessfulFrees: self.frees.unwrap_or(0),
-            },
-            xPortGetFreeHeapSize: self.free_bytes,
-            xPortGetMinimumEverFreeHeapSize: min_ever,
-        })
-    }
-
-    /// heap_4/5 suspend the scheduler around every change, so a task halted inside
-    /// pvPortMalloc or vPortFree leaves it suspended; but FreeRTOS also suspends it in queue,
-    /// timer and delay code. A suspended scheduler explains an inconsistent walk (the caller
-    /// asks only then); a consistent one is simply the heap.
-    fn busy_lock(&self) -> Option<String> {
-        self.suspended.filter(|s| *s != 0).map(|s| {
-            format!(
-                "scheduler suspended (uxSchedulerSuspended = {s}) and the heap inconsistent: \
-                 a task was halted inside pvPortMalloc/vPortFree"
-            )
-        })
-    }
 }
 
 impl FreeRtosWalker {
@@ -233,6 +157,18 @@ impl FreeRtosWalker {
         });
         Ok(walker)
     }
+
+    /// The counters as `img` holds them.
+    fn counters(&self, img: &MemImage) -> Counters {
+        let word = |addr: u64| img.u32(addr).map(u64::from);
+        Counters {
+            free_bytes: word(self.free_bytes).unwrap_or(0),
+            min_ever: self.min_ever.and_then(word),
+            allocs: self.allocs.and_then(word),
+            frees: self.frees.and_then(word),
+            suspended: self.suspended.and_then(word),
+        }
+    }
 }
 
 impl HeapWalker for FreeRtosWalker {
@@ -262,12 +198,15 @@ impl HeapWalker for FreeRtosWalker {
     }
 
     /// The `BlockLink_t` header sits `xHeapStructSize` bytes before the user pointer.
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
-        Some((ptr.checked_sub(self.struct_size)?, 8))
+    fn header_range(&self, ptr: u64) -> Option<HeaderRange> {
+        Some(HeaderRange {
+            addr: ptr.checked_sub(self.struct_size)?,
+            len: 8,
+        })
     }
 
     fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
-        let Some((block, _)) = self.header_range(ptr) else {
+        let Some(HeaderRange { addr: block, .. }) = self.header_range(ptr) else {
             return Ok(None);
         };
         let mut hdr = [0u8; 8];
@@ -298,7 +237,7 @@ impl HeapWalker for FreeRtosWalker {
         let (img, mut read) = MemImage::for_walk(mem, &ranges, &ctx.read)?;
         let protector = Protector::read(&img, self.canary);
         let px_end = protector.end_marker(img.u32(self.px_end).map_or(0, u64::from));
-        let counters = Counters::read(self, &img);
+        let counters = self.counters(&img);
         let mut st = HeapState::empty(self.name());
         counters.record(&mut st);
         let busy_lock = counters.busy_lock();

@@ -4,10 +4,12 @@
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
 
-use super::ALIGN;
 use crate::state::{AnomalyKind, HeapState};
 use crate::walkers::{align_down, align_up};
 use crate::{AllocatorKind, HeapError};
+
+/// heap_4/5 align to 8 on every Cortex-M and Xtensa port.
+pub(super) const ALIGN: u64 = 8;
 
 /// Which of the two.
 #[derive(Debug, Clone, PartialEq, Eq)]

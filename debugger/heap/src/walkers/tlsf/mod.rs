@@ -19,6 +19,7 @@ mod layout;
 mod params;
 pub(crate) mod poison;
 mod pool;
+mod spec;
 
 use memlife_core::Memory;
 use memlife_dwarf::Symbols;
@@ -28,12 +29,13 @@ use crate::firmware_view::{EspIdfHeap, EspIdfView, FirmwareView, MultiHeapInfo, 
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, HeapRegion, HeapState, HeapStatus};
 use crate::{
-    AllocatorKind, BlockRef, EntryPoint, HeapError, HeapWalker, LowWaterMark, ResolvedSymbol,
-    WalkContext,
+    AllocatorKind, BlockRef, EntryPoint, HeaderRange, HeapError, HeapWalker, LowWaterMark,
+    ResolvedSymbol, WalkContext,
 };
 use layout::Layouts;
 pub use poison::Poisoning;
-use pool::{PoolSpec, walk_pool};
+use pool::walk_pool;
+use spec::PoolSpec;
 
 const NAME: &str = AllocatorKind::EspIdfTlsf.name();
 const CU: &[&str] = &["heap_caps_init.c", "heap_caps.c"];
@@ -206,18 +208,21 @@ impl HeapWalker for TlsfWalker {
 
     /// The user pointer is the block + 8 (`prev_phys_block`, then the size word right before
     /// the user data), + 8 more with heap poisoning (the poison head sits in front of the data).
-    fn header_range(&self, ptr: u64) -> Option<(u64, usize)> {
+    fn header_range(&self, ptr: u64) -> Option<HeaderRange> {
         let head = if self.poisoning == Poisoning::None {
             0
         } else {
             8
         };
-        Some((ptr.checked_sub(8 + head)?, 8))
+        Some(HeaderRange {
+            addr: ptr.checked_sub(8 + head)?,
+            len: 8,
+        })
     }
 
     /// A block in use counts `size + 4` (what `multi_heap_malloc` takes from `free_bytes`).
     fn block_of(&self, mem: &mut dyn Memory, ptr: u64) -> Result<Option<BlockRef>, HeapError> {
-        let Some((block, _)) = self.header_range(ptr) else {
+        let Some(HeaderRange { addr: block, .. }) = self.header_range(ptr) else {
             return Ok(None);
         };
         let mut hdr = [0u8; 8];

@@ -3,7 +3,7 @@
 //! type in DWARF, recognised in memory (the layout whose pool walk ends on the sentinel).
 
 use super::layout::{BlockLayout, ControlLayout};
-use super::pool::{BLOCK_SIZE_MIN, POOL_OVERHEAD, PoolSpec};
+use super::spec::{BLOCK_SIZE_MIN, POOL_OVERHEAD, PoolSpec};
 use crate::image::MemImage;
 use crate::state::{AnomalyKind, HeapState};
 
