@@ -48,7 +48,7 @@ pub fn tflm_fixture(elf: &Path, snapshot: &Path) -> TflmFixture {
     let pc = CoreRegisters::from_named(&template.registers).map(|c| u64::from(c.r[15]));
     let stop = symbols.function(TFLM_STOP);
     assert!(
-        matches!((pc, stop), (Some(pc), Some((at, len))) if (at..at + len.max(2)).contains(&(pc & !1))),
+        matches!((pc, stop), (Some(pc), Some(f)) if (f.entry..f.entry + f.size.max(2)).contains(&(pc & !1))),
         "{} is not a stop at {TFLM_STOP} of {} (pc {pc:x?}, {TFLM_STOP} at {stop:x?}): \
          the firmware changed, take the snapshot again (debugger/tflm/testdata/README.md)",
         snapshot.display(),
