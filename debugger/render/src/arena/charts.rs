@@ -6,7 +6,7 @@
 use memlife_report::model::arena_plan::MAX_PLAN_OPERATORS;
 use memlife_report::model::{ArenaBuild, ArenaPlan, ModelArena};
 
-use super::category_colour;
+use super::categories::category_colour;
 use super::svg::Canvas;
 use crate::heapmap::{FREE, LEAKED};
 

@@ -15,9 +15,11 @@
 //! | `scratch-buffer-handle`, `unattributed`, `other`, steps past those listed | transient or unknown | grey |
 //!
 //! # Layout
+//! - `categories`: a tail category's palette kind and colour (the table above).
 //! - `charts`: the four drawings; `svg`: the hand-drawn canvas they share.
 //! - `trace`: the arena's thread in the Perfetto trace.
 
+mod categories;
 mod charts;
 mod svg;
 pub mod trace;
@@ -28,26 +30,9 @@ use memlife_report::model::{ArenaBuild, ArenaPlan, ArenaRecord, ModelArena};
 
 use crate::Result;
 use crate::escape::text;
-use crate::palette::{Kind, kind_colour};
 
+pub use categories::category_colour;
 pub use charts::Column;
-
-/// The palette kind a tail category is drawn in (the module's table).
-pub fn category_kind(category: &str) -> Kind {
-    match category {
-        "kOpData" | "kNodeAndRegistrationArray" | "kPersistentBufferData" => Kind::Context,
-        "kPersistentTfLiteTensorQuantizationData" => Kind::Relayout,
-        "kTfLiteEvalTensorData" | "kTfLiteTensorVariableBufferData" | "arena-allocator" => {
-            Kind::Pool
-        }
-        _ => Kind::Transient,
-    }
-}
-
-/// The colour of a tail category.
-pub fn category_colour(category: &str) -> &'static str {
-    kind_colour(category_kind(category))
-}
 
 /// A step's label in the stairs: `setup` for node -1, else `N OPERATOR`.
 fn node_label(node: i64, operator: Option<&str>) -> String {
@@ -260,6 +245,7 @@ fn plan_html(h: &mut String, plan: &ArenaPlan) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::palette::{Kind, kind_colour};
     use memlife_report::model::{
         ArenaStep, BuildStatus, OperatorTotal, PlanBuffer, PlanOperator, PlanOverlap, PlanTensor,
     };
