@@ -325,6 +325,25 @@ fn alive(pid: u32) -> bool {
 #[test]
 fn children_and_their_qemus_die_with_a_killed_wide_run() {
     let dir = tempdir("wide-killed");
+    let mut run = spawn_hanging_wide_run(&dir);
+    let (child, qemu) = child_and_qemu(run.0.id());
+    run.0.kill().unwrap();
+    let _ = run.0.wait();
+    let killed = std::time::Instant::now();
+    while (alive(child) || alive(qemu)) && killed.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !alive(child),
+        "the child memlife {child} outlived its killed parent"
+    );
+    assert!(!alive(qemu), "the QEMU {qemu} outlived the killed wide run");
+}
+
+/// A list of one target whose script waits for a second entry of `main` that never comes, and
+/// a wide run of it (output under `dir/out`) started in the background, stdout and stderr
+/// discarded.
+fn spawn_hanging_wide_run(dir: &Path) -> ChildGuard {
     let hang = dir.join("hang.rhai");
     std::fs::write(&hang, "let t = target();\nt.run_to(\"main\", 2);\n").unwrap();
     let file = dir.join("matrix.toml");
@@ -345,34 +364,25 @@ fn children_and_their_qemus_die_with_a_killed_wide_run() {
         .arg(dir.join("out"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let mut run = ChildGuard(cmd.spawn().unwrap());
-    let parent = run.0.id();
-    // The child memlife and, under it, its QEMU.
+    ChildGuard(cmd.spawn().unwrap())
+}
+
+/// The wide run's child memlife and, under it, its QEMU, once both are running.
+fn child_and_qemu(parent: u32) -> (u32, u32) {
     let started = std::time::Instant::now();
-    let (child, qemu) = loop {
+    loop {
         let found = children_of(parent)
             .into_iter()
             .find_map(|c| children_of(c).first().map(|q| (c, *q)));
         if let Some(pair) = found {
-            break pair;
+            return pair;
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "the wide run started no child with a QEMU"
         );
         std::thread::sleep(Duration::from_millis(100));
-    };
-    run.0.kill().unwrap();
-    let _ = run.0.wait();
-    let killed = std::time::Instant::now();
-    while (alive(child) || alive(qemu)) && killed.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(
-        !alive(child),
-        "the child memlife {child} outlived its killed parent"
-    );
-    assert!(!alive(qemu), "the QEMU {qemu} outlived the killed wide run");
 }
 
 /// SIGTERM to a wide run whose one target hangs: the target is stopped, memlife exits 130, and
@@ -380,40 +390,10 @@ fn children_and_their_qemus_die_with_a_killed_wide_run() {
 #[test]
 fn a_wide_run_stopped_by_sigterm_says_so_in_its_summary() {
     let dir = tempdir("wide-term");
-    let hang = dir.join("hang.rhai");
-    std::fs::write(&hang, "let t = target();\nt.run_to(\"main\", 2);\n").unwrap();
-    let file = dir.join("matrix.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[[matrix]]\nname = \"hang\"\nconfig = {}\nelf = {}\nscript = {}\ntimeout = 600\n",
-            toml_path(&example("healthy")),
-            toml_path(&elf("heap4", "healthy")),
-            toml_path(&hang)
-        ),
-    )
-    .unwrap();
     let out = dir.join("out");
-    let mut cmd = memlife();
-    cmd.args(["audit", "--config"])
-        .arg(&file)
-        .args(["--target-timeout", "600", "--out"])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut run = ChildGuard(cmd.spawn().unwrap());
+    let mut run = spawn_hanging_wide_run(&dir);
     let parent = run.0.id();
-    let started = std::time::Instant::now();
-    while children_of(parent)
-        .into_iter()
-        .all(|c| children_of(c).is_empty())
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the wide run started no child with a QEMU"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    child_and_qemu(parent);
     let sent = std::process::Command::new("kill")
         .args(["-TERM", &parent.to_string()])
         .status()
