@@ -1,8 +1,8 @@
 //! Audits of the RTOS firmware (FreeRTOS V11) in QEMU with its tasks told apart: per-task live
 //! bytes against gdb's own walk (firmware/tools/rtoswalk.py), a leak named with its task and
 //! site, no false leak on the healthy firmware, an assert reported at once with FILE:LINE and
-//! task, the inference task's smallest stack margin with its layer, and the firmware's tick
-//! count in the report.
+//! task, the inference task's smallest stack margin with its layer, the firmware's tick count
+//! in the report, and roles limited to a task or a caller.
 #![allow(clippy::unwrap_used, clippy::panic)] // tests fail loudly
 
 mod common;
@@ -441,4 +441,109 @@ fn events_and_phases_carry_the_firmwares_tick_count() {
         last_end <= now && last_event <= now && now - last_end < 50,
         "phases end at tick {last_end}, events at {last_event}, xTickCount {now}"
     );
+}
+
+/// The lifecycle's roles mapped plainly, or limited to the inference task's calls (release to
+/// calls from `infer_task`, the task's entry, where `infer_cycle` is inlined).
+fn roles_config(dir: &Path, scoped: bool) -> PathBuf {
+    let role = |role: &str, function: &str, scope: &str| {
+        if scoped {
+            format!("{role} = {{ function = \"{function}\", {scope} }}\n")
+        } else {
+            format!("{role} = \"{function}\"\n")
+        }
+    };
+    let text = format!(
+        "[phases]\n{}{}{}{}",
+        role("load", "model_load", "task = \"Infer\""),
+        role("build", "graph_build", "task = \"Infer\""),
+        role("run", "inference_run", "task = \"Infer\""),
+        role("release", "model_release", "caller = \"infer_task\""),
+    );
+    let path = dir.join(if scoped { "scoped.toml" } else { "plain.toml" });
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Per phase function: the tasks of the traced events inside its calls, with their counts.
+fn tasks_by_phase(report: &Value) -> BTreeMap<String, BTreeMap<String, u64>> {
+    let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for e in report["events"].as_array().unwrap() {
+        if let (Some(phase), Some(task)) = (e["phase"].as_str(), e["task"].as_str()) {
+            *out.entry(phase.to_string())
+                .or_default()
+                .entry(task.to_string())
+                .or_default() += 1;
+        }
+    }
+    out
+}
+
+/// Roles limited to a task or a caller: other tasks allocate inside the lifecycle's phase
+/// windows (the plain run shows it), and the scoped run counts only the inference task's
+/// allocations in those phases, the same ones the plain run saw from that task.
+#[test]
+fn roles_scoped_to_a_task_or_a_caller_count_only_its_allocations() {
+    let dir = tempdir("scoped-roles");
+    let board = "mps2-an385";
+    let elf = rtos_elf(board, "healthy");
+    let script = dir.join("cycles.rhai");
+    std::fs::write(
+        &script,
+        "let t = target();\nt.trace(true);\nt.cycles(3);\ncheck(\"cycles\", true, \"three cycles\");\n",
+    )
+    .unwrap();
+    let run = |scoped: bool| {
+        let json = dir.join(format!("{scoped}.json"));
+        let cfg = roles_config(&dir, scoped);
+        let out = audit(
+            board,
+            &elf,
+            &script,
+            &json,
+            &["--config", cfg.to_str().unwrap()],
+        );
+        assert!(out.status.success(), "scoped {scoped}: {}", stderr(&out));
+        read_json(&json)
+    };
+    let (plain, scoped) = (run(false), run(true));
+    let scoped_phases = [
+        "model_load",
+        "graph_build",
+        "inference_run",
+        "model_release",
+    ];
+    let (before, after) = (tasks_by_phase(&plain), tasks_by_phase(&scoped));
+    let foreign = |by: &BTreeMap<String, BTreeMap<String, u64>>| -> u64 {
+        scoped_phases
+            .iter()
+            .filter_map(|p| by.get(*p))
+            .flat_map(|tasks| tasks.iter().filter(|(t, _)| *t != "Infer").map(|(_, n)| *n))
+            .sum()
+    };
+    assert!(
+        foreign(&before) > 0,
+        "no other task allocated inside a phase in the plain run: {before:?}"
+    );
+    assert_eq!(foreign(&after), 0, "{after:?}");
+    for p in scoped_phases {
+        let infer = |by: &BTreeMap<String, BTreeMap<String, u64>>| {
+            by.get(p).and_then(|t| t.get("Infer")).copied().unwrap_or(0)
+        };
+        assert_eq!(infer(&after), infer(&before), "{p}: {before:?} {after:?}");
+    }
+    // The phases say their scope, and their allocation counts are the inference task's.
+    for phase in scoped.as_object().unwrap()["phases"].as_array().unwrap() {
+        let function = phase["function"].as_str().unwrap();
+        if !scoped_phases.contains(&function) {
+            continue;
+        }
+        let want = if function == "model_release" {
+            "caller infer_task"
+        } else {
+            "task Infer"
+        };
+        assert_eq!(phase["scope"].as_str(), Some(want), "{phase}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
