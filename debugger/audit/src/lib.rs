@@ -50,6 +50,8 @@
 //!     context,
 //!     printer: Rc::new(|line: &str| println!("{line}")),
 //!     progress: None,
+//!     restart: None,
+//!     fail_on_skip: false,
 //! })?;
 //! audited.report.write_json(Path::new("memlife-out/audit.json"))?;
 //! # Ok(())
