@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::BudgetError;
 use crate::figures::{Kind, Unit};
 
 /// Default absolute slack for byte figures.
@@ -67,14 +68,22 @@ pub struct Budgets {
     per: BTreeMap<Kind, Override>,
 }
 
-fn number(v: &toml::Value, what: &str) -> Result<f64, String> {
+fn number(v: &toml::Value, key: &str) -> Result<f64, BudgetError> {
     let n = match v {
         toml::Value::Integer(i) => *i as f64,
         toml::Value::Float(f) => *f,
-        _ => return Err(format!("{what} must be a number, not {}", v.type_str())),
+        _ => {
+            return Err(BudgetError::NotANumber {
+                key: key.to_owned(),
+                found: v.type_str(),
+            });
+        }
     };
     if !n.is_finite() || n < 0.0 {
-        return Err(format!("{what} must be 0 or more, not {n}"));
+        return Err(BudgetError::Negative {
+            key: key.to_owned(),
+            value: n,
+        });
     }
     Ok(n)
 }
@@ -88,9 +97,9 @@ fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> String 
 }
 
 impl TryFrom<toml::Table> for Budgets {
-    type Error = String;
+    type Error = BudgetError;
 
-    fn try_from(table: toml::Table) -> Result<Self, String> {
+    fn try_from(table: toml::Table) -> Result<Self, BudgetError> {
         let mut b = Budgets::default();
         for (key, value) in &table {
             let what = format!("[diff] {key}");
@@ -103,16 +112,17 @@ impl TryFrom<toml::Table> for Budgets {
                     let top = ["bytes", "count", "ratio", "percent"];
                     let Some(kind) = Kind::from_key(key) else {
                         let names = top.into_iter().chain(Kind::ALL.iter().map(|k| k.key()));
-                        return Err(format!(
-                            "unknown key `{key}` in [diff]{}",
-                            nearest(key, names)
-                        ));
+                        return Err(BudgetError::UnknownKey {
+                            key: key.clone(),
+                            table: "[diff]".into(),
+                            hint: nearest(key, names),
+                        });
                     };
                     let Some(inner) = value.as_table() else {
-                        return Err(format!(
-                            "[diff] {key} must be a table: [diff.{key}] with `{}` and `percent`",
-                            kind.unit().key()
-                        ));
+                        return Err(BudgetError::NotATable {
+                            figure: key.clone(),
+                            unit: kind.unit().key(),
+                        });
                     };
                     let mut o = Override::default();
                     for (k, v) in inner {
@@ -122,17 +132,18 @@ impl TryFrom<toml::Table> for Budgets {
                         } else if k == kind.unit().key() {
                             o.absolute = Some(number(v, &what)?);
                         } else if ["bytes", "count", "ratio"].contains(&k.as_str()) {
-                            return Err(format!(
-                                "[diff.{key}] {k}: {key} is counted in {}: use `{}`",
-                                kind.unit().key(),
-                                kind.unit().key()
-                            ));
+                            return Err(BudgetError::WrongUnit {
+                                figure: key.clone(),
+                                key: k.clone(),
+                                unit: kind.unit().key(),
+                            });
                         } else {
                             let names = [kind.unit().key(), "percent"];
-                            return Err(format!(
-                                "unknown key `{k}` in [diff.{key}]{}",
-                                nearest(k, names.into_iter())
-                            ));
+                            return Err(BudgetError::UnknownKey {
+                                key: k.clone(),
+                                table: format!("[diff.{key}]"),
+                                hint: nearest(k, names.into_iter()),
+                            });
                         }
                     }
                     b.per.insert(kind, o);
@@ -163,8 +174,9 @@ impl Budgets {
     }
 
     /// Parses a `[diff]` table's text (for tests and callers without a whole memlife.toml).
-    pub fn from_toml(text: &str) -> Result<Self, String> {
-        let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn from_toml(text: &str) -> Result<Self, BudgetError> {
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| BudgetError::Toml(e.to_string()))?;
         Budgets::try_from(table)
     }
 }
@@ -248,7 +260,7 @@ mod tests {
 
     #[test]
     fn wrong_keys_and_values_are_named() {
-        let e = |t: &str| Budgets::from_toml(t).unwrap_err();
+        let e = |t: &str| Budgets::from_toml(t).unwrap_err().to_string();
         assert_eq!(
             e("byte = 1"),
             "unknown key `byte` in [diff]; did you mean `bytes`?"

@@ -32,7 +32,8 @@
 //! - [`sites`]: allocation sites matched between two reports.
 //! - [`budgets`]: the `diff` table of memlife.toml.
 //! - [`compare`]: the diff.
-//! - `error`: [`DiffError`], why two reports could not be compared.
+//! - `error`: [`DiffError`], why two reports could not be compared; [`BudgetError`], why a
+//!   `[diff]` table was refused.
 //! - [`text`]: terminal table and markdown.
 
 #![deny(missing_docs)]
@@ -47,6 +48,6 @@ pub mod text;
 
 pub use budgets::Budgets;
 pub use compare::{Change, Diff, Verdict, diff};
-pub use error::DiffError;
+pub use error::{BudgetError, DiffError};
 pub use memlife_report::AuditReport;
 pub use read::{parse, require_phases};

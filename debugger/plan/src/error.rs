@@ -26,6 +26,6 @@ pub enum PlanError {
     #[error("{0}")]
     Usage(String),
     /// A name the settings give is not in the firmware (the message names the nearest one).
-    #[error("{0}")]
-    NotInFirmware(String),
+    #[error(transparent)]
+    NotInFirmware(#[from] crate::names::NameCheckError),
 }

@@ -1,7 +1,8 @@
 //! The names the settings give, checked against the firmware before it runs: every function of
 //! `[phases]`, `[spans]`, `[labels]`, `[components]` and `[trace] scope` must be in the ELF (by
 //! linkage or C++ name) or be a role, every global of `[tensors]` and `[labels]` too, and every
-//! role a role. The error names the first wrong one and the nearest valid name.
+//! role a role. The error ([`NameError`]) names the first wrong one, where it was given, and the
+//! nearest valid name.
 //!
 //! Only what the user wrote is checked: the bundled firmware's defaults
 //! ([`crate::defaults`]) fill in what the user does not say, and a firmware without those
@@ -12,9 +13,124 @@ use memlife_audit::config::{AuditConfig, ROLES, nearest};
 use memlife_audit::observers::ModelKey;
 use memlife_dwarf::{SymbolKind, Symbols};
 
+/// What the roles are, for messages.
+const ROLE_LIST: &str = "load, build, run, switch, release or one in [phases]";
+
+/// A name the settings give that the firmware or memlife does not have. `place` is where it was
+/// given (`[phases] load`, `[trace] scope`), `hint` the nearest valid name
+/// (`; did you mean `nn_open`?`) or nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NameError {
+    /// A function that must be in the ELF is not.
+    #[error("{place}: no function `{name}` in the ELF{hint}")]
+    NoFunction {
+        /// Where it was given.
+        place: String,
+        /// The name.
+        name: String,
+        /// The nearest function.
+        hint: String,
+    },
+    /// A scoped role's caller is not a function of the ELF.
+    #[error("[phases] {role}: caller `{name}` is not a function in the ELF{hint}")]
+    NoCaller {
+        /// The scoped role.
+        role: String,
+        /// The caller given.
+        name: String,
+        /// The nearest function.
+        hint: String,
+    },
+    /// A scope given to a role that has no function.
+    #[error("[phases] {role}: a scope without a function")]
+    ScopeWithoutFunction {
+        /// The role.
+        role: String,
+    },
+    /// A `[spans]` key or `[trace] scope` name that is neither a role nor a function.
+    #[error("{place} `{name}` is neither a role ({ROLE_LIST}) nor a function in the ELF{hint}")]
+    NeitherRoleNorFunction {
+        /// `[spans]` or `[trace] scope:`.
+        place: &'static str,
+        /// The name.
+        name: String,
+        /// The nearest role or function.
+        hint: String,
+    },
+    /// A `[labels]` key that is neither a role nor a function.
+    #[error("[labels] `{name}` is neither a role nor a function in the ELF{hint}")]
+    UnknownLabelKey {
+        /// The key.
+        name: String,
+        /// The nearest role or function.
+        hint: String,
+    },
+    /// A `[components]` key that is neither a function nor a `file:line` site.
+    #[error("[components] `{name}` is neither a function in the ELF nor a `file:line` site{hint}")]
+    UnknownComponentKey {
+        /// The key.
+        name: String,
+        /// The nearest function.
+        hint: String,
+    },
+    /// A `[components]` entry whose component name is empty.
+    #[error("[components] `{key}`: the component name is empty")]
+    EmptyComponent {
+        /// The key.
+        key: String,
+    },
+    /// A `[lifecycle]` setting that must name a role does not.
+    #[error("[lifecycle] {setting}: `{name}` is not a role ({ROLE_LIST}){hint}")]
+    NotARole {
+        /// `cycle_starts` or `model`.
+        setting: &'static str,
+        /// The name.
+        name: String,
+        /// The nearest role.
+        hint: String,
+    },
+    /// A label both read as a string and indexing a names table.
+    #[error(
+        "[labels.{key}]: `string = true` and `names` exclude each other (the argument is either the name or an index into names)"
+    )]
+    LabelStringAndNames {
+        /// The label's key.
+        key: String,
+    },
+    /// A label reading an argument memlife does not read.
+    #[error("[labels.{key}] arg = {arg}: memlife reads the first four arguments (0 to 3)")]
+    LabelArgument {
+        /// The label's key.
+        key: String,
+        /// The argument given.
+        arg: usize,
+    },
+    /// A global that must be in the ELF is not.
+    #[error("{place}: no global `{name}` in the ELF")]
+    NoGlobal {
+        /// `[tensors]` or `[labels.KEY] names`.
+        place: String,
+        /// The name.
+        name: String,
+    },
+}
+
+/// Where a name was given, for [`check_against`]'s error: the file alone, or the file or a
+/// flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameCheckError {
+    /// A function or role, which memlife.toml or a flag (`--phase`, `--span`) may give.
+    #[error("memlife.toml or flags: {0}")]
+    Function(NameError),
+    /// A global, which only memlife.toml gives.
+    #[error("memlife.toml: {0}")]
+    Global(NameError),
+}
+
 /// Checks `config`'s names against `symbols`; the error is the first wrong name with where it
 /// was given.
-pub fn check_against(config: &AuditConfig, symbols: &Symbols) -> Result<(), String> {
+pub fn check_against(config: &AuditConfig, symbols: &Symbols) -> Result<(), NameCheckError> {
     let functions = symbols
         .elf_symbols()
         .iter()
@@ -23,9 +139,8 @@ pub fn check_against(config: &AuditConfig, symbols: &Symbols) -> Result<(), Stri
         .chain(symbols.demangled_functions())
         .collect::<Vec<_>>();
     check_functions(config, &functions, &|n| symbols.function(n).is_some())
-        .map_err(|e| format!("memlife.toml or flags: {e}"))?;
-    check_globals(config, &|n| symbols.variable(n, &[]).is_some())
-        .map_err(|e| format!("memlife.toml: {e}"))
+        .map_err(NameCheckError::Function)?;
+    check_globals(config, &|n| symbols.variable(n, &[]).is_some()).map_err(NameCheckError::Global)
 }
 
 /// Every `[phases]` and `[spans]` function must be `known` (the ELF has it), a `[spans]` or
@@ -34,68 +149,78 @@ pub(crate) fn check_functions(
     config: &AuditConfig,
     functions: &[&str],
     known: &dyn Fn(&str) -> bool,
-) -> Result<(), String> {
+) -> Result<(), NameError> {
+    let near = |name: &str| nearest(name, functions.iter().copied());
     for (role, function) in &config.phases {
         if !known(function) {
-            return Err(format!(
-                "[phases] {role}: no function `{function}` in the ELF{}",
-                nearest(function, functions.iter().copied())
-            ));
+            return Err(NameError::NoFunction {
+                place: format!("[phases] {role}"),
+                name: function.clone(),
+                hint: near(function),
+            });
         }
     }
     check_scopes_and_halts(config, functions, known)?;
     let mut roles: Vec<&str> = ROLES.to_vec();
     roles.extend(config.phases.keys().map(String::as_str));
+    let near_role_or_function =
+        |name: &str| nearest(name, functions.iter().chain(roles.iter()).copied());
     for (key, function) in &config.spans {
         if !roles.contains(&key.as_str()) && !known(key) {
-            let candidates = functions.iter().chain(roles.iter()).copied();
-            return Err(format!(
-                "[spans] `{key}` is neither a role (load, build, run, switch, release or one in [phases]) nor a function in the ELF{}",
-                nearest(key, candidates)
-            ));
+            return Err(NameError::NeitherRoleNorFunction {
+                place: "[spans]",
+                name: key.clone(),
+                hint: near_role_or_function(key),
+            });
         }
         if !known(function) {
-            return Err(format!(
-                "[spans] {key}: no function `{function}` in the ELF{}",
-                nearest(function, functions.iter().copied())
-            ));
+            return Err(NameError::NoFunction {
+                place: format!("[spans] {key}"),
+                name: function.clone(),
+                hint: near(function),
+            });
         }
     }
     check_labels(config, &roles, functions, known)?;
     for (key, name) in &config.components {
         if !is_site_key(key) && !known(key) {
-            return Err(format!(
-                "[components] `{key}` is neither a function in the ELF nor a `file:line` site{}",
-                nearest(key, functions.iter().copied())
-            ));
+            return Err(NameError::UnknownComponentKey {
+                name: key.clone(),
+                hint: near(key),
+            });
         }
         if name.trim().is_empty() {
-            return Err(format!("[components] `{key}`: the component name is empty"));
+            return Err(NameError::EmptyComponent { key: key.clone() });
         }
     }
     for name in config.trace.scope.names() {
         if !roles.contains(&name.as_str()) && !known(name) {
-            return Err(format!(
-                "[trace] scope: `{name}` is neither a role (load, build, run, switch, release or one in [phases]) nor a function in the ELF{}",
-                nearest(name, functions.iter().chain(roles.iter()).copied())
-            ));
+            return Err(NameError::NeitherRoleNorFunction {
+                place: "[trace] scope:",
+                name: name.clone(),
+                hint: near_role_or_function(name),
+            });
         }
     }
+    check_lifecycle_roles(config, &roles)
+}
+
+/// `[lifecycle]`'s `cycle_starts` and `model` name roles of the configuration.
+fn check_lifecycle_roles(config: &AuditConfig, roles: &[&str]) -> Result<(), NameError> {
+    let not_a_role = |setting: &'static str, name: &str| NameError::NotARole {
+        setting,
+        name: name.to_owned(),
+        hint: nearest(name, roles.iter().copied()),
+    };
     if let Some(start) = &config.lifecycle.cycle_starts
         && !roles.contains(&start.as_str())
     {
-        return Err(format!(
-            "[lifecycle] cycle_starts: `{start}` is not a role (load, build, run, switch, release or one in [phases]){}",
-            nearest(start, roles.iter().copied())
-        ));
+        return Err(not_a_role("cycle_starts", start));
     }
     if let ModelKey::Arg { role, .. } = &config.lifecycle.model
         && !roles.contains(&role.as_str())
     {
-        return Err(format!(
-            "[lifecycle] model: `{role}` is not a role (load, build, run, switch, release or one in [phases]){}",
-            nearest(role, roles.iter().copied())
-        ));
+        return Err(not_a_role("model", role));
     }
     Ok(())
 }
@@ -106,26 +231,28 @@ fn check_scopes_and_halts(
     config: &AuditConfig,
     functions: &[&str],
     known: &dyn Fn(&str) -> bool,
-) -> Result<(), String> {
+) -> Result<(), NameError> {
     for (role, scope) in &config.scopes {
         if !config.phases.contains_key(role) {
-            return Err(format!("[phases] {role}: a scope without a function"));
+            return Err(NameError::ScopeWithoutFunction { role: role.clone() });
         }
         if let Some(caller) = &scope.caller
             && !known(caller)
         {
-            return Err(format!(
-                "[phases] {role}: caller `{caller}` is not a function in the ELF{}",
-                nearest(caller, functions.iter().copied())
-            ));
+            return Err(NameError::NoCaller {
+                role: role.clone(),
+                name: caller.clone(),
+                hint: nearest(caller, functions.iter().copied()),
+            });
         }
     }
     for function in &config.halt_on {
         if !known(function) {
-            return Err(format!(
-                "[target] halt_on: no function `{function}` in the ELF{}",
-                nearest(function, functions.iter().copied())
-            ));
+            return Err(NameError::NoFunction {
+                place: "[target] halt_on".into(),
+                name: function.clone(),
+                hint: nearest(function, functions.iter().copied()),
+            });
         }
     }
     Ok(())
@@ -138,24 +265,22 @@ fn check_labels(
     roles: &[&str],
     functions: &[&str],
     known: &dyn Fn(&str) -> bool,
-) -> Result<(), String> {
+) -> Result<(), NameError> {
     for (key, l) in &config.labels {
         if !roles.contains(&key.as_str()) && !known(key) {
-            return Err(format!(
-                "[labels] `{key}` is neither a role nor a function in the ELF{}",
-                nearest(key, functions.iter().chain(roles.iter()).copied())
-            ));
+            return Err(NameError::UnknownLabelKey {
+                name: key.clone(),
+                hint: nearest(key, functions.iter().chain(roles.iter()).copied()),
+            });
         }
         if l.string && l.names.is_some() {
-            return Err(format!(
-                "[labels.{key}]: `string = true` and `names` exclude each other (the argument is either the name or an index into names)"
-            ));
+            return Err(NameError::LabelStringAndNames { key: key.clone() });
         }
         if l.arg > 3 {
-            return Err(format!(
-                "[labels.{key}] arg = {}: memlife reads the first four arguments (0 to 3)",
-                l.arg
-            ));
+            return Err(NameError::LabelArgument {
+                key: key.clone(),
+                arg: l.arg,
+            });
         }
     }
     Ok(())
@@ -166,11 +291,14 @@ fn check_labels(
 pub(crate) fn check_globals(
     config: &AuditConfig,
     known: &dyn Fn(&str) -> bool,
-) -> Result<(), String> {
+) -> Result<(), NameError> {
     if let Some(t) = &config.tensors {
         for name in std::iter::once(&t.table).chain(t.count.as_ref()) {
             if !known(name) {
-                return Err(format!("[tensors]: no global `{name}` in the ELF"));
+                return Err(NameError::NoGlobal {
+                    place: "[tensors]".into(),
+                    name: name.clone(),
+                });
             }
         }
     }
@@ -178,9 +306,10 @@ pub(crate) fn check_globals(
         if let Some(names) = &l.names
             && !known(names)
         {
-            return Err(format!(
-                "[labels.{key}] names: no global `{names}` in the ELF"
-            ));
+            return Err(NameError::NoGlobal {
+                place: format!("[labels.{key}] names"),
+                name: names.clone(),
+            });
         }
     }
     Ok(())
@@ -199,7 +328,7 @@ mod tests {
     }
 
     fn functions(text: &str) -> Result<(), String> {
-        check_functions(&cfg(text), &FUNCS, &|n| FUNCS.contains(&n))
+        check_functions(&cfg(text), &FUNCS, &|n| FUNCS.contains(&n)).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -298,6 +427,7 @@ mod tests {
         assert!(
             check_globals(&cfg(&ok), &|n| n != "layer_names")
                 .unwrap_err()
+                .to_string()
                 .contains("[labels.run] names: no global `layer_names`")
         );
         let e = functions(&format!("{base}[labels.rnu]\narg = 0")).unwrap_err();
@@ -312,7 +442,8 @@ mod tests {
                 &cfg("[tensors]\ntable = \"g_plan\"\ncount = \"g_n\""),
                 &|n| n == "g_plan"
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "[tensors]: no global `g_n` in the ELF"
         );
     }
@@ -330,7 +461,9 @@ mod tests {
                 },
             )
         };
-        let check = |c: &AuditConfig| check_functions(c, &FUNCS, &|n| FUNCS.contains(&n));
+        let check = |c: &AuditConfig| {
+            check_functions(c, &FUNCS, &|n| FUNCS.contains(&n)).map_err(|e| e.to_string())
+        };
         assert_eq!(check(&by_caller("nn_open")), Ok(()));
         assert_eq!(
             check(&by_caller("nn_opne")).unwrap_err(),

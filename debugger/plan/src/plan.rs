@@ -132,7 +132,7 @@ impl AuditPlan {
     /// The names the user gave are the firmware's: every function and global exists, every
     /// role is one. The error names the first that is not and the nearest that is.
     pub fn check_names(&self, symbols: &Symbols) -> Result<(), PlanError> {
-        crate::names::check_against(&self.given, symbols).map_err(PlanError::NotInFirmware)
+        crate::names::check_against(&self.given, symbols).map_err(PlanError::from)
     }
 }
 
