@@ -771,12 +771,7 @@ fn leak_script_finds_the_cpp_firmwares_leak_per_cycle_by_configuration_only() {
 fn every_script_runs_on_the_cpp_firmware_by_configuration_only() {
     let dir = tempdir("cpp-scripts");
     let leak = memlife_testkit::firmware::elf("cpp", "leak");
-    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
-        .collect();
-    scripts.sort();
+    let scripts = bundled_scripts();
     assert!(scripts.len() >= 7);
     for script in scripts {
         let junit = dir.join("j.xml");
@@ -950,12 +945,7 @@ fn every_script_runs_on_a_third_firmware_with_names_of_its_own() {
         &elf,
         "[phases]\nload = \"mlp_open\"\nbuild = \"mlp_prepare\"\nrun = \"mlp_execute\"\nrelease = \"mlp_close\"\n[spans]\nrun = \"layer_forward\"\n[budgets]\ncycles = 3\nmore_cycles = 5\n",
     );
-    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
-        .collect();
-    scripts.sort();
+    let scripts = bundled_scripts();
     for script in scripts {
         let name = script.file_name().unwrap().to_string_lossy().to_string();
         let out = run_memlife(&[

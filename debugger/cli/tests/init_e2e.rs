@@ -48,15 +48,6 @@ fn role_functions(text: &str) -> Vec<&str> {
         .collect()
 }
 
-fn script(name: &str) -> String {
-    repo()
-        .join("scripts")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
 #[test]
 fn tflm_lifecycle_functions_are_found_by_the_tflm_functions_they_call_and_cycles_complete() {
     // The application's functions are named as no vocabulary would (ReadModelImage,
@@ -117,7 +108,7 @@ fn tflm_lifecycle_functions_are_found_by_the_tflm_functions_they_call_and_cycles
         "audit",
         "--config",
         dir.join("memlife.toml").to_str().unwrap(),
-        &script("lifecycle.rhai"),
+        &bundled_script("lifecycle.rhai"),
         "--qemu",
         "netduinoplus2",
         "--json",
@@ -276,7 +267,7 @@ fn rtos_firmware_without_a_lifecycle_says_so_comments_every_phase_out_and_propos
         "audit",
         "--config",
         dir.join("memlife.toml").to_str().unwrap(),
-        &script("lifecycle.rhai"),
+        &bundled_script("lifecycle.rhai"),
         "--qemu",
         "mps2-an385",
         "--out",

@@ -10,15 +10,6 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 
-fn script(name: &str) -> String {
-    repo()
-        .join("scripts")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
 /// Runs `memlife audit` with `cfg` and `script`, a JSON report into `dir`; stdout, exit code
 /// and the report.
 fn audit(
@@ -67,7 +58,7 @@ fn roles_of_cycle(report: &serde_json::Value, cycle: u64) -> Vec<String> {
 fn cycles_record_all_four_invocations_of_the_cpp_firmware() {
     let dir = tempdir("cycles-cpp");
     let cfg = repo().join("examples/cpp-interpreter/memlife.toml");
-    let (text, code, report) = audit(&dir, &cfg, &script("lifecycle.rhai"), None);
+    let (text, code, report) = audit(&dir, &cfg, &bundled_script("lifecycle.rhai"), None);
     assert_eq!(code, 1, "{text}");
     // Every call in the firmware's order: Setup, AllocateTensors, four Invoke(), Teardown.
     for cycle in 1..=3 {
@@ -105,7 +96,12 @@ fn cycles_record_all_four_invocations_of_the_cpp_firmware() {
         format!("{base}\n[lifecycle]\ncycle_starts = \"release\"\n"),
     )
     .unwrap();
-    let (text, code, report) = audit(&dir, &starts_at_run, &script("fragmentation.rhai"), None);
+    let (text, code, report) = audit(
+        &dir,
+        &starts_at_run,
+        &bundled_script("fragmentation.rhai"),
+        None,
+    );
     assert_eq!(code, 0, "{text}");
     // From the first Teardown: the next session's Setup, AllocateTensors and four Invoke().
     assert_eq!(
@@ -120,7 +116,7 @@ fn cycles_record_all_four_invocations_of_the_cpp_firmware() {
         format!("{base}\n[lifecycle]\ncycle_starts = \"rnu\"\n"),
     )
     .unwrap();
-    let (text, code, _) = audit(&dir, &typo, &script("leak.rhai"), None);
+    let (text, code, _) = audit(&dir, &typo, &bundled_script("leak.rhai"), None);
     assert_eq!(code, 2, "{text}");
     assert!(
         text.contains("cycle_starts: `rnu` is not a role") && text.contains("did you mean `run`?"),
@@ -207,7 +203,7 @@ fn overlap_from_a_described_tensor_table_and_from_traced_allocations() {
     let described = dir.join("described.toml");
     std::fs::write(&described, format!("{head}{NET_TABLES}")).unwrap();
     for name in ["overlap.rhai", "lifecycle.rhai"] {
-        let (text, code, _) = audit(&dir, &described, &script(name), None);
+        let (text, code, _) = audit(&dir, &described, &bundled_script(name), None);
         assert_eq!(code, 1, "{name}: {text}");
         assert!(
             text.contains("FAIL overlap: act_b [layers 0..1] and act_c [layers 1..2] share 0x")
@@ -221,7 +217,7 @@ fn overlap_from_a_described_tensor_table_and_from_traced_allocations() {
     // shares memory, and the check says so instead of being skipped.
     let traced = dir.join("traced.toml");
     std::fs::write(&traced, &head).unwrap();
-    let (text, code, _) = audit(&dir, &traced, &script("overlap.rhai"), None);
+    let (text, code, _) = audit(&dir, &traced, &bundled_script("overlap.rhai"), None);
     assert_eq!(code, 0, "{text}");
     assert!(
         text.contains("PASS overlap: ") && text.contains(" traced buffers, none shares memory"),
@@ -231,7 +227,7 @@ fn overlap_from_a_described_tensor_table_and_from_traced_allocations() {
     // A table the ELF does not have is a configuration error.
     let wrong = dir.join("wrong.toml");
     std::fs::write(&wrong, format!("{head}[tensors]\ntable = \"g_plans\"\n")).unwrap();
-    let (text, code, _) = audit(&dir, &wrong, &script("overlap.rhai"), None);
+    let (text, code, _) = audit(&dir, &wrong, &bundled_script("overlap.rhai"), None);
     assert_eq!(code, 2, "{text}");
     assert!(
         text.contains("[tensors]: no global `g_plans` in the ELF"),
@@ -247,7 +243,7 @@ fn span_labels_from_an_index_argument_a_name_table_and_a_string_argument() {
     let cfg = dir.join("memlife.toml");
     std::fs::write(&cfg, format!("{head}{NET_TABLES}")).unwrap();
     // The build's operators by their string argument, the escape shown, not sent.
-    let (text, code, report) = audit(&dir, &cfg, &script("build-stairs.rhai"), None);
+    let (text, code, report) = audit(&dir, &cfg, &bundled_script("build-stairs.rhai"), None);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("conv_in: +"), "{text}");
     assert!(text.contains("dense\\u{1b}[2J: +"), "{text}");
@@ -261,7 +257,7 @@ fn span_labels_from_an_index_argument_a_name_table_and_a_string_argument() {
         .clone();
     assert_eq!(spans[2]["label"], "softmax", "{spans}");
     // The layers by their first argument, an index into `layer_names`: three runs per cycle.
-    let (text, code, report) = audit(&dir, &cfg, &script("layers.rhai"), None);
+    let (text, code, report) = audit(&dir, &cfg, &bundled_script("layers.rhai"), None);
     assert_eq!(code, 0, "{text}");
     for (i, name) in ["conv_out", "dense_out", "softmax_out"].iter().enumerate() {
         assert!(
@@ -290,13 +286,13 @@ fn span_labels_from_an_index_argument_a_name_table_and_a_string_argument() {
     // shown instead, and nothing is read from the table.
     let plain = dir.join("plain.toml");
     std::fs::write(&plain, &head).unwrap();
-    let (text, code, _) = audit(&dir, &plain, &script("layers.rhai"), None);
+    let (text, code, _) = audit(&dir, &plain, &bundled_script("layers.rhai"), None);
     assert_eq!(code, 0, "{text}");
     assert!(!text.contains("softmax_out"), "{text}");
     // A label key that is neither a role nor a function is an error naming the nearest.
     let typo = dir.join("typo.toml");
     std::fs::write(&typo, format!("{head}[labels.rnu]\narg = 0\n")).unwrap();
-    let (text, code, _) = audit(&dir, &typo, &script("layers.rhai"), None);
+    let (text, code, _) = audit(&dir, &typo, &bundled_script("layers.rhai"), None);
     assert_eq!(code, 2, "{text}");
     assert!(
         text.contains("[labels] `rnu` is neither a role") && text.contains("did you mean `run`?"),
@@ -337,7 +333,7 @@ fn init_on_the_c_engine_picks_its_public_build_phase_and_the_audit_runs_unedited
         "audit",
         "--config",
         cfg.to_str().unwrap(),
-        &script("lifecycle.rhai"),
+        &bundled_script("lifecycle.rhai"),
         "--qemu",
         "netduinoplus2",
         "--json",
@@ -373,12 +369,7 @@ fn init_on_the_c_engine_picks_its_public_build_phase_and_the_audit_runs_unedited
 fn every_script_runs_on_the_c_engine_and_observes_its_switch() {
     let dir = tempdir("c-scripts");
     let cfg = repo().join("examples/leak-on-switch/memlife.toml");
-    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
-        .collect();
-    scripts.sort();
+    let scripts = bundled_scripts();
     assert!(scripts.len() >= 7);
     for s in scripts {
         let name = s.file_name().unwrap().to_string_lossy().to_string();
@@ -463,7 +454,7 @@ fn traced_allocations_show_a_block_handed_out_over_one_in_use() {
         "[phases]\nload = \"app_start\"\nrun = \"app_run\"\nrelease = \"app_stop\"\n[spans]\nrun = \"step\"\n",
     );
     for name in ["overlap.rhai", "lifecycle.rhai"] {
-        let (text, code, _) = audit(&dir, &cfg, &script(name), None);
+        let (text, code, _) = audit(&dir, &cfg, &bundled_script(name), None);
         assert_eq!(code, 1, "{name}: {text}");
         // b (stale.c:19) is in use when c (stale.c:24) is handed the grown block over it.
         let fail = text
@@ -551,7 +542,7 @@ for c in t.cycles(3) {
     assert_eq!(text.matches("exit none").count(), 2, "{text}");
     assert!(text.contains("exit 0"), "{text}");
     // The bundled checks run on all three: 24 B kept per cycle.
-    let (text, code, _) = audit(&dir, &cfg, &script("lifecycle.rhai"), None);
+    let (text, code, _) = audit(&dir, &cfg, &bundled_script("lifecycle.rhai"), None);
     assert_eq!(code, 1, "{text}");
     assert!(
         text.contains("FAIL leak: free after release drops ") && text.contains("over 3 cycles"),

@@ -8,21 +8,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
 use memlife_rsp::QemuProcess;
 use serde_json::Value;
-
-fn script(name: &str) -> String {
-    repo()
-        .join("scripts")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
 
 /// `memlife audit ARGS --json DIR/NAME.json --out DIR`: stdout and stderr, exit code, report.
 fn audit(dir: &Path, name: &str, args: &[&str]) -> (String, i32, Value) {
@@ -52,12 +43,7 @@ fn every_bundled_script_judges_the_cycles_of_a_firmware_that_exits() {
     let dir = tempdir("exits-all");
     let elf = memlife_testkit::firmware::exiting_elf("heap4", "leak-on-switch", 3);
     let cfg = repo().join("examples/leak-on-switch/memlife.toml");
-    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
-        .collect();
-    scripts.sort();
+    let scripts = bundled_scripts();
     assert!(scripts.len() >= 8);
     for path in scripts {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
@@ -110,7 +96,7 @@ fn tflm_models_in_turn_have_their_leak_told_per_model() {
         "leak",
         &[
             &common[..],
-            &[&script("leak.rhai"), "--budget", "more_cycles=5"],
+            &[&bundled_script("leak.rhai"), "--budget", "more_cycles=5"],
         ]
         .concat(),
     );
@@ -145,7 +131,7 @@ fn tflm_models_in_turn_have_their_leak_told_per_model() {
     let (text, code, _) = audit(
         &dir,
         "lifecycle",
-        &[&common[..], &[&script("lifecycle.rhai")]].concat(),
+        &[&common[..], &[&bundled_script("lifecycle.rhai")]].concat(),
     );
     assert_eq!(code, 1, "{text}");
     assert!(
@@ -161,7 +147,11 @@ fn tflm_models_in_turn_have_their_leak_told_per_model() {
         "base",
         &[
             &common[..],
-            &["--elf", healthy.to_str().unwrap(), &script("leak.rhai")],
+            &[
+                "--elf",
+                healthy.to_str().unwrap(),
+                &bundled_script("leak.rhai"),
+            ],
             &["--budget", "cycles=6", "--budget", "more_cycles=0"],
         ]
         .concat(),
@@ -240,7 +230,7 @@ fn the_error_path_audit_restarts_a_firmware_that_exits_and_finds_the_second_site
         &[
             "--config",
             cfg.to_str().unwrap(),
-            &script("error-paths.rhai"),
+            &bundled_script("error-paths.rhai"),
         ],
     );
     assert_eq!(code, 1, "{text}");
@@ -282,7 +272,7 @@ fn the_error_path_audit_restarts_a_firmware_that_exits_and_finds_the_second_site
         cfg.to_str().unwrap(),
         "--gdb",
         &server,
-        &script("error-paths.rhai"),
+        &bundled_script("error-paths.rhai"),
     ];
     let (text, code, _) = audit(&dir, "skipped", &gdb_args);
     assert_eq!(code, 0, "{text}");
@@ -302,7 +292,7 @@ fn the_error_path_audit_restarts_a_firmware_that_exits_and_finds_the_second_site
         cfg.to_str().unwrap(),
         "--gdb",
         &server,
-        &script("error-paths.rhai"),
+        &bundled_script("error-paths.rhai"),
         "--fail-on-skip",
     ];
     let (text, code, report) = audit(&dir, "failed-on-skip", &gdb_args);
@@ -347,7 +337,7 @@ fn a_cycle_that_never_completes_ends_at_the_timeout_naming_the_roles_seen() {
         &[
             "--config",
             cfg.to_str().unwrap(),
-            &script("leak.rhai"),
+            &bundled_script("leak.rhai"),
             "--timeout",
             "5",
         ],

@@ -28,6 +28,27 @@ pub use memlife_testkit::process::{
     ChildGuard, gdb_batch, lldb_batch, run_with_timeout, stderr, stdout, tempdir,
 };
 
+/// A bundled script's path (`scripts/NAME`), as an argument.
+pub fn bundled_script(name: &str) -> String {
+    repo()
+        .join("scripts")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Every bundled script (`scripts/*.rhai`), sorted by name.
+pub fn bundled_scripts() -> Vec<PathBuf> {
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(repo().join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
+        .collect();
+    scripts.sort();
+    scripts
+}
+
 /// A firmware ELF, built on first use.
 pub fn elf(alloc: &str, scenario: &str) -> PathBuf {
     memlife_testkit::firmware::elf(alloc, scenario)
