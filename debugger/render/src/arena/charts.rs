@@ -132,21 +132,17 @@ pub fn stairs(columns: &[Column]) -> Option<String> {
     if columns.is_empty() || total == 0 {
         return None;
     }
-    let (top, plot_h) = (16.0, 260.0);
-    let mut c = Canvas::new(
-        "arena-stairs",
-        "arena stairs per operator",
-        WIDTH,
-        plot_h + 120.0,
+    let (mut c, bars) = Bars::canvas(
+        ("arena-stairs", "arena stairs per operator"),
+        (260.0, 120.0),
+        total,
+        columns.len(),
     );
-    let scale = plot_h / total as f64;
-    let y = |bytes: u64| top + plot_h - bytes as f64 * scale;
-    axis(&mut c, top, plot_h, total);
-    let col_w = INNER / columns.len() as f64;
+    let (top, plot_h) = (bars.top, bars.plot_h);
+    let y = |bytes: u64| bars.y(bytes);
     let mut level = 0u64;
     for (i, (label, pieces)) in columns.iter().enumerate() {
-        let x = LEFT + i as f64 * col_w + col_w * 0.1;
-        let w = col_w * 0.8;
+        let (x, w) = bars.column(i, 0.1);
         if level > 0 {
             // What the operators before it left, faint, so the columns read as a staircase.
             c.rect(
@@ -172,13 +168,51 @@ pub fn stairs(columns: &[Column]) -> Option<String> {
     Some(c.finish())
 }
 
-/// Bytes on a vertical axis from `max` (top) to 0 (bottom), with a light grid.
-fn axis(c: &mut Canvas, top: f64, plot_h: f64, max: u64) {
-    for i in 0..=4u64 {
-        let v = max / 4 * i;
-        let yy = top + plot_h - v as f64 / max.max(1) as f64 * plot_h;
-        c.line((LEFT, yy), (LEFT + INNER, yy), GRID, false);
-        c.text((LEFT - 6.0, yy + 4.0), 11, "end", INK, &format!("{v} B"));
+/// The frame of a bar chart over operators: bytes from 0 (bottom) to `max` (top) on a
+/// vertical axis with a light grid, and equal columns left to right.
+struct Bars {
+    top: f64,
+    plot_h: f64,
+    max: u64,
+    col_w: f64,
+}
+
+impl Bars {
+    /// A canvas `(id, title)` whose plot is `plot_h` high with `below` more for labels under
+    /// it, its axis drawn up to `max` bytes, and the frame for `columns` columns.
+    fn canvas(
+        (id, title): (&str, &str),
+        (plot_h, below): (f64, f64),
+        max: u64,
+        columns: usize,
+    ) -> (Canvas, Bars) {
+        let mut c = Canvas::new(id, title, WIDTH, plot_h + below);
+        let bars = Bars {
+            top: 16.0,
+            plot_h,
+            max: max.max(1),
+            col_w: INNER / columns.max(1) as f64,
+        };
+        for i in 0..=4u64 {
+            let v = max / 4 * i;
+            let yy = bars.y(v);
+            c.line((LEFT, yy), (LEFT + INNER, yy), GRID, false);
+            c.text((LEFT - 6.0, yy + 4.0), 11, "end", INK, &format!("{v} B"));
+        }
+        (c, bars)
+    }
+
+    /// The height of `bytes` on the axis.
+    fn y(&self, bytes: u64) -> f64 {
+        self.top + self.plot_h - bytes as f64 / self.max as f64 * self.plot_h
+    }
+
+    /// Column `i`'s bar: its left edge and width, `margin` of the column left on each side.
+    fn column(&self, i: usize, margin: f64) -> (f64, f64) {
+        (
+            LEFT + i as f64 * self.col_w + self.col_w * margin,
+            self.col_w * (1.0 - 2.0 * margin),
+        )
     }
 }
 
@@ -317,34 +351,26 @@ pub fn activation(plan: &ArenaPlan) -> Option<String> {
     if ops == 0 || max == 0 {
         return None;
     }
-    let (top, plot_h) = (16.0, 220.0);
-    let mut c = Canvas::new(
-        "arena-activation",
-        "activation bytes per operator",
-        WIDTH,
-        plot_h + 110.0,
+    let (mut c, bars) = Bars::canvas(
+        ("arena-activation", "activation bytes per operator"),
+        (220.0, 110.0),
+        max,
+        ops,
     );
-    let scale = plot_h / max as f64;
-    let y = |bytes: u64| top + plot_h - bytes as f64 * scale;
-    axis(&mut c, top, plot_h, max);
-    let col_w = INNER / ops as f64;
+    let (top, plot_h) = (bars.top, bars.plot_h);
+    let y = |bytes: u64| bars.y(bytes);
     let mut points = Vec::with_capacity(ops);
     for (i, o) in plan.operators.iter().enumerate() {
-        let x = LEFT + i as f64 * col_w + col_w * 0.15;
-        let w = col_w * 0.7;
+        let (x, w) = bars.column(i, 0.15);
         let title = format!("operator {} {}: {} B live", o.index, o.name, o.live_bytes);
         c.rect(
-            (x, y(o.live_bytes), w, o.live_bytes as f64 * scale),
+            (x, y(o.live_bytes), w, y(0) - y(o.live_bytes)),
             HEAD,
             &title,
             r#" opacity="0.85""#,
         );
         if plan.peak_operator == Some(o.index) {
-            c.outline(
-                (x, y(o.live_bytes), w, o.live_bytes as f64 * scale),
-                LEAKED,
-                2.5,
-            );
+            c.outline((x, y(o.live_bytes), w, y(0) - y(o.live_bytes)), LEAKED, 2.5);
         }
         points.push((x + w / 2.0, y(o.live_bytes)));
     }
