@@ -208,20 +208,27 @@ fn leak_line(out: &Output) -> String {
         .to_string()
 }
 
+/// leak.rhai over 6 more cycles on `board`'s `scenario` build, the JSON report into `json`:
+/// memlife's output and its leak line.
+fn leak_audit(board: &str, scenario: &str, json: &Path) -> (Output, String) {
+    let out = audit(
+        board,
+        &rtos_elf(board, scenario),
+        &leak_script(),
+        json,
+        &["--budget", "more_cycles=6"],
+    );
+    let msg = leak_line(&out);
+    (out, msg)
+}
+
 #[test]
 fn task_leak_fails_naming_the_task_and_the_site_on_both_boards() {
     let dir = tempdir("task-leak");
     let line = churn_line("\"logger:line\"");
     for board in BOARDS {
         let json = dir.join(format!("{board}.json"));
-        let out = audit(
-            board,
-            &rtos_elf(board, "task-leak"),
-            &leak_script(),
-            &json,
-            &["--budget", "more_cycles=6"],
-        );
-        let msg = leak_line(&out);
+        let (out, msg) = leak_audit(board, "task-leak", &json);
         assert_eq!(
             out.status.code(),
             Some(1),
@@ -266,14 +273,7 @@ fn healthy_passes_with_no_false_leak_in_ten_runs() {
         // Both boards, in turn.
         let board = BOARDS[run % 2];
         let json = dir.join(format!("{run}.json"));
-        let out = audit(
-            board,
-            &rtos_elf(board, "healthy"),
-            &leak_script(),
-            &json,
-            &["--budget", "more_cycles=6"],
-        );
-        let msg = leak_line(&out);
+        let (out, msg) = leak_audit(board, "healthy", &json);
         assert_eq!(
             out.status.code(),
             Some(0),
