@@ -487,10 +487,17 @@ impl Control for ProbeTarget {
         let deadline = Deadline::after(timeout);
         let mut pause = FIRST_PAUSE;
         loop {
-            let status = self
-                .core0()?
-                .status()
-                .map_err(|e| target_error("reading core status", e))?;
+            let status = match self.core0()?.status() {
+                Ok(status) => status,
+                // An exit under the probe (the virtual probe's firmware) is a stop, as a GDB
+                // server reports it.
+                Err(e) => {
+                    return match target_error("reading core status", e) {
+                        TargetError::Exited(code) => Ok(Some(StopReason::Exited(code))),
+                        other => Err(other),
+                    };
+                }
+            };
             match status {
                 CoreStatus::Halted(reason) => {
                     self.halted = true;
