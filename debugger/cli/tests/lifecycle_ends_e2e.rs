@@ -309,6 +309,30 @@ fn the_error_path_audit_restarts_a_firmware_that_exits_and_finds_the_second_site
     assert_eq!(code, 1, "{text}");
     assert_eq!(report["exit_code"], 1, "{report}");
     assert!(text.contains("(--fail-on-skip: exit 1)"), "{text}");
+    drop(qemu);
+
+    // memlife.toml's `fail_on_skip = true` does what the flag does.
+    let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+    let server = qemu.addr().to_string();
+    let strict = dir.join("strict.toml");
+    std::fs::write(
+        &strict,
+        format!(
+            "fail_on_skip = true\n{}",
+            std::fs::read_to_string(&cfg).unwrap()
+        ),
+    )
+    .unwrap();
+    let gdb_args = [
+        "--config",
+        strict.to_str().unwrap(),
+        "--gdb",
+        &server,
+        &script("error-paths.rhai"),
+    ];
+    let (text, code, report) = audit(&dir, "failed-on-skip-key", &gdb_args);
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(report["exit_code"], 1, "{report}");
 }
 
 /// The same audit through probe-rs and the virtual SWD probe (`--chip ... --probe qemu`): the
