@@ -63,6 +63,8 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
     let options = ServeOptions {
         firmware: Some(args.elf.clone()),
         restart: restart(&args, Rc::clone(&restarted)),
+        // `monitor audit` starts again only a QEMU serve started, as `memlife audit` does.
+        started_backend: args.target.qemu.is_some(),
         places,
         watch_stops: watch_stops(&args),
         max_dumps: args.max_dumps,
