@@ -2,9 +2,9 @@
 #
 #   build/tflm-<scenario>.elf          looping ELFs (part of `all`)
 #   build/iterN/tflm-<scenario>.elf    exiting ELFs (make ITERATIONS=N; qemu-check runs them)
-#   make tflm-arena ARENA_BYTES=N MODEL=m [ITERATIONS=k]
-#                                      build/[iterk/]tflm-arena-<m>-<N>.elf: model m alone,
-#                                      its arena N bytes (the minimum-arena test's build)
+#   make tflm-arena ARENA_BYTES=N MODEL=m [SCENARIO=scratch] [ITERATIONS=k]
+#                                      build/[iterk/]tflm-arena-[scratch-]<m>-<N>.elf: model m
+#                                      alone, its arena N bytes (the minimum-arena test's build)
 #
 # TFLM itself comes from the tfmicro crate (0.1.0, the 2020 TFLM): `cargo fetch` on
 # tflm/sources/Cargo.toml (its Cargo.lock is committed) puts it in the cargo registry,
@@ -98,7 +98,9 @@ $(OUT)/tflm-$(1).elf: $(call tflm_objs,$(1)) $(TFLM_LIB) ld/netduinoplus2-heap-f
 endef
 $(foreach s,$(TFLM_SCENARIOS),$(eval $(call TFLM_SCENARIO_RULES,$(s),$(call scenario_define,$(s)))))
 
-# The arena build: healthy with one model and the arena from the command line.
+# The arena build: healthy (or SCENARIO=scratch: the application whose operator asks for a
+# scratch buffer) with one model and the arena from the command line.
+TFLM_ARENA_SCENARIOS := healthy scratch
 ifneq ($(filter tflm-arena,$(MAKECMDGOALS)),)
 ifeq ($(filter $(MODEL),$(TFLM_MODELS)),)
 $(error tflm-arena needs MODEL=one of: $(TFLM_MODELS))
@@ -106,9 +108,14 @@ endif
 ifeq ($(shell echo '$(ARENA_BYTES)' | grep -Ex '[1-9][0-9]*'),)
 $(error tflm-arena needs ARENA_BYTES=N, a positive number of bytes)
 endif
-TFLM_ARENA_NAME := arena-$(MODEL)-$(ARENA_BYTES)
+SCENARIO ?= healthy
+ifeq ($(filter $(SCENARIO),$(TFLM_ARENA_SCENARIOS)),)
+$(error tflm-arena takes SCENARIO=one of: $(TFLM_ARENA_SCENARIOS))
+endif
+# healthy keeps its old name; another scenario is named in the ELF's.
+TFLM_ARENA_NAME := arena-$(if $(filter-out healthy,$(SCENARIO)),$(SCENARIO)-)$(MODEL)-$(ARENA_BYTES)
 $(eval $(call TFLM_SCENARIO_RULES,$(TFLM_ARENA_NAME),-DTFLM_ARENA_BYTES=$(ARENA_BYTES)u \
-    -DTFLM_ARENA_MODEL='"$(MODEL)"'))
+    -DTFLM_ARENA_MODEL='"$(MODEL)"' $(if $(filter-out healthy,$(SCENARIO)),$(call scenario_define,$(SCENARIO)))))
 tflm-arena: $(OUT)/tflm-$(TFLM_ARENA_NAME).elf
 endif
 

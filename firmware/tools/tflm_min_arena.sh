@@ -1,7 +1,8 @@
 #!/bin/sh
 # tflm_min_arena.sh MODEL LOW HIGH - the smallest arena, in bytes, with which the TFLM
 # firmware's MODEL builds and runs, found by rebuilding it: `make tflm-arena ITERATIONS=1
-# MODEL=MODEL ARENA_BYTES=N` for each N tried, run under QEMU (exit 0: AllocateTensors and
+# MODEL=MODEL ARENA_BYTES=N [SCENARIO=...]` for each N tried (SCENARIO from the environment,
+# healthy when unset), run under QEMU (exit 0: AllocateTensors and
 # inference ok; exit 5: AllocateTensors failed). LOW must fail, HIGH must work.
 #
 # Bisection is exact here: the arena's start does not move with its size (the blocks before
@@ -11,6 +12,8 @@
 set -e
 [ $# -eq 3 ] || { echo "usage: $0 MODEL LOW HIGH" >&2; exit 2; }
 model=$1; low=$2; high=$3
+scenario=${SCENARIO:-healthy}
+case $scenario in healthy) name=$model ;; *) name=$scenario-$model ;; esac
 dir=$(cd "$(dirname "$0")/.." && pwd)
 QEMU=${QEMU:-qemu-system-arm}
 
@@ -18,15 +21,15 @@ QEMU=${QEMU:-qemu-system-arm}
 try() {
     n=$1
     make -C "$dir" --no-print-directory -s tflm-arena ITERATIONS=1 MODEL="$model" \
-        ARENA_BYTES="$n" >/dev/null
-    elf="$dir/build/iter1/tflm-arena-$model-$n.elf"
+        ARENA_BYTES="$n" SCENARIO="$scenario" >/dev/null
+    elf="$dir/build/iter1/tflm-arena-$name-$n.elf"
     set +e
     out=$(timeout 60 "$QEMU" -M netduinoplus2 -display none -monitor none -serial null \
         -semihosting-config enable=on,target=native -kernel "$elf" 2>&1)
     rc=$?
     line=$(printf '%s\n' "$out" | tail -n 1)
     set -e
-    rm -rf "$elf" "${elf%.elf}.map" "$dir/build/iter1/tflm-obj/arena-$model-$n"
+    rm -rf "$elf" "${elf%.elf}.map" "$dir/build/iter1/tflm-obj/arena-$name-$n"
     echo "  $n B: exit $rc: $line" >&2
     case $rc in
         0) return 0 ;;

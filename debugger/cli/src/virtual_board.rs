@@ -29,6 +29,22 @@ pub fn open(opts: &ProbeOptions, machine: &str, elf: &Path) -> Result<(ProbeTarg
     let probe = VirtualProbe::over_qemu(remote)
         .with_context(|| format!("starting the firmware in qemu-system-arm -M {machine}"))?;
     let name = format!("{} (qemu-system-arm -M {machine})", memlife_vprobe::NAME);
-    let target = ProbeTarget::attach(probe.into_probe(), name, opts)?;
+    let mut target = ProbeTarget::attach(probe.into_probe(), name, opts)?;
+    target.set_reopen(reopen(qemu.addr().to_string()));
     Ok((target, qemu))
+}
+
+/// A new virtual probe over a new connection to the same QEMU, for a re-attach after a failed
+/// reset (the old session has let its connection go: QEMU's gdbstub takes one at a time).
+pub fn reopen(addr: String) -> memlife_probe::Reopen {
+    Box::new(move || {
+        let failed =
+            |context: String| move |source| memlife_probe::ProbeError::Target { context, source };
+        let remote = memlife_rsp::GdbRemote::connect(&addr).map_err(failed(format!(
+            "connecting to QEMU's gdbstub at {addr} again"
+        )))?;
+        let probe = VirtualProbe::over_qemu(remote)
+            .map_err(failed("starting the virtual probe again".into()))?;
+        Ok(probe.into_probe())
+    })
 }

@@ -299,6 +299,78 @@ fn the_error_path_audit_restarts_a_firmware_that_exits_and_finds_the_second_site
     assert_eq!(code, 1, "{text}");
     assert_eq!(report["exit_code"], 1, "{report}");
     assert!(text.contains("(--fail-on-skip: exit 1)"), "{text}");
+    drop(qemu);
+
+    // memlife.toml's `fail_on_skip = true` does what the flag does.
+    let qemu = QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+    let server = qemu.addr().to_string();
+    let strict = dir.join("strict.toml");
+    std::fs::write(
+        &strict,
+        format!(
+            "fail_on_skip = true\n{}",
+            std::fs::read_to_string(&cfg).unwrap()
+        ),
+    )
+    .unwrap();
+    let gdb_args = [
+        "--config",
+        strict.to_str().unwrap(),
+        "--gdb",
+        &server,
+        &script("error-paths.rhai"),
+    ];
+    let (text, code, report) = audit(&dir, "failed-on-skip-key", &gdb_args);
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(report["exit_code"], 1, "{report}");
+}
+
+/// The same audit through probe-rs and the virtual SWD probe (`--chip ... --probe qemu`): the
+/// exit seen under the probe is the firmware's end, and the QEMU memlife started behind the
+/// probe is started again for every site, so the second site's leak is found there too.
+#[test]
+fn the_error_path_audit_through_the_virtual_probe_restarts_the_firmware_too() {
+    let dir = tempdir("open-exits-probe");
+    let elf = build_test_firmware(&dir, "openexits", OPEN_EXITS_C, true);
+    let cfg = dir.join("probe.toml");
+    std::fs::write(
+        &cfg,
+        format!("elf = {:?}\n{OPEN_EXITS_PHASES}", elf.display().to_string()),
+    )
+    .unwrap();
+    let (text, code, report) = audit(
+        &dir,
+        "probe-restarted",
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--chip",
+            "STM32F405RGTx",
+            "--probe",
+            "qemu",
+            &script("error-paths.rhai"),
+        ],
+    );
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        report["run"]["target"]
+            .as_str()
+            .is_some_and(|t| t.contains("virtual SWD probe")),
+        "{}",
+        report["run"]["target"]
+    );
+    let second = text
+        .lines()
+        .find(|l| l.starts_with("FAIL error-path load openexits.c:"))
+        .unwrap_or_else(|| panic!("no failing load site in:\n{text}"));
+    assert!(
+        second.contains("dev_open returned -1")
+            && second.contains("1 block(s) it took were still live"),
+        "{second}"
+    );
+    assert!(!text.contains("SKIP"), "{text}");
+    let cases = report["checks"].as_array().unwrap();
+    assert_eq!(cases.len(), 4, "{report}");
 }
 
 /// A firmware whose `main` calls `app_init` once, then `app_step` forever.

@@ -921,6 +921,58 @@ fn monitor_audit_stops_on_interrupt_and_at_its_deadline() {
     server.wait_exit();
 }
 
+/// Counts the cycles until the firmware exits, resets, and counts them again.
+const CYCLES_AROUND_A_RESET: &str = r#"let t = target();
+let seen = 0;
+while t.next_cycle() != () { seen += 1; }
+print(`before the reset: ${seen} cycle(s), ${t.stopped().why}`);
+t.reset();
+let again = 0;
+while t.next_cycle() != () { again += 1; }
+print(`after the reset: ${again} cycle(s), ${t.stopped().why}`);
+"#;
+
+/// `monitor audit` on the QEMU `memlife serve` started (`--qemu`, and behind the virtual probe
+/// with `--chip ... --probe qemu`): a reset after the firmware's exit starts a fresh QEMU, as
+/// `memlife audit --qemu` does, and the firmware runs its cycles again (before, the reset
+/// failed: a script error).
+#[test]
+fn monitor_audit_starts_the_qemu_serve_started_again_after_the_firmware_exits() {
+    let elf = memlife_testkit::firmware::exiting_elf("heap4", "leak-on-switch", 3);
+    let dir = tempdir("serve-audit-restart");
+    let script = dir.join("again.rhai");
+    std::fs::write(&script, CYCLES_AROUND_A_RESET).unwrap();
+    let backends: [&[&str]; 2] = [
+        &["--qemu", "netduinoplus2"],
+        &["--chip", "STM32F405RGTx", "--probe", "qemu"],
+    ];
+    for backend in backends {
+        let served = serve::start_with(&elf, backend, |cmd| {
+            cmd.arg("--dump-dir")
+                .arg(&dir)
+                .arg("--script-dir")
+                .arg(&dir);
+        });
+        let out = gdb_batch(
+            &elf,
+            &served.addr,
+            &[
+                "set remotetimeout 60",
+                &format!("monitor audit {}", script.display()),
+                "monitor shutdown",
+            ],
+        );
+        let text = all_output(&out);
+        assert!(
+            text.contains("before the reset: 3 cycle(s), the firmware exited with status 0")
+                && text.contains("after the reset: 3 cycle(s), the firmware exited with status 0"),
+            "{backend:?}: {text}\n{}",
+            served.log()
+        );
+        assert!(!text.contains("script error"), "{backend:?}: {text}");
+    }
+}
+
 /// An escaper that passed U+202E and U+200B (and ESC into file names): the console shows them
 /// escaped, and a file name holding any of them is refused.
 #[test]

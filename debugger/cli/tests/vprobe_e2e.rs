@@ -11,6 +11,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::*;
+use memlife_core::{Control, Memory, Registers, Target};
 
 const CHIP: &[&str] = &["--chip", "STM32F405RGTx", "--probe", "qemu"];
 
@@ -456,4 +457,158 @@ fn memory_that_is_not_there_is_a_bus_fault_gdb_survives() {
     assert!(text.contains("detached"), "{text}");
     let log = server.log();
     assert!(!log.contains("error:"), "{log}");
+}
+
+/// QEMU's gdbstub under the virtual probe, whose reset fails on the link while `fails` is
+/// above 0 (a board that drops the debug connection while it resets).
+struct FailingReset {
+    inner: memlife_rsp::GdbRemote,
+    fails: std::sync::Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl Memory for FailingReset {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> memlife_core::Result<()> {
+        self.inner.read(addr, buf)
+    }
+}
+
+impl Registers for FailingReset {
+    fn read_register(&mut self, reg: memlife_core::Register) -> memlife_core::Result<u64> {
+        self.inner.read_register(reg)
+    }
+    fn write_register(
+        &mut self,
+        reg: memlife_core::Register,
+        value: u64,
+    ) -> memlife_core::Result<()> {
+        self.inner.write_register(reg, value)
+    }
+    fn read_all_registers(&mut self) -> memlife_core::Result<Vec<(String, u64)>> {
+        self.inner.read_all_registers()
+    }
+}
+
+impl Control for FailingReset {
+    fn halt(&mut self) -> memlife_core::Result<memlife_core::StopReason> {
+        self.inner.control().unwrap().halt()
+    }
+    fn resume(&mut self) -> memlife_core::Result<()> {
+        self.inner.control().unwrap().resume()
+    }
+    fn step(&mut self) -> memlife_core::Result<memlife_core::StopReason> {
+        self.inner.control().unwrap().step()
+    }
+    fn wait_for_stop(
+        &mut self,
+        timeout: Duration,
+    ) -> memlife_core::Result<Option<memlife_core::StopReason>> {
+        self.inner.control().unwrap().wait_for_stop(timeout)
+    }
+    fn reset(&mut self, halt: bool) -> memlife_core::Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.fails.load(Ordering::SeqCst) > 0 {
+            self.fails.fetch_sub(1, Ordering::SeqCst);
+            return Err(memlife_core::TargetError::transport(
+                "resetting",
+                std::io::Error::from(std::io::ErrorKind::ConnectionReset),
+            ));
+        }
+        self.inner.control().unwrap().reset(halt)
+    }
+    fn is_halted(&self) -> bool {
+        Control::is_halted(&self.inner)
+    }
+}
+
+impl Target for FailingReset {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn control(&mut self) -> Option<&mut dyn Control> {
+        Some(self)
+    }
+    fn breakpoints(&mut self) -> Option<&mut dyn memlife_core::Breakpoints> {
+        self.inner.breakpoints()
+    }
+    fn watchpoints(&mut self) -> Option<&mut dyn memlife_core::Watchpoints> {
+        self.inner.watchpoints()
+    }
+    fn memory_write(&mut self) -> Option<&mut dyn memlife_core::MemoryWrite> {
+        self.inner.memory_write()
+    }
+    fn as_memory(&mut self) -> &mut dyn Memory {
+        self
+    }
+}
+
+/// A probe-rs board whose reset fails on the link: without a way to open its probe again the
+/// reset's error is the link's; with one (as `memlife` gives the virtual probe and a USB probe)
+/// the session is attached again, once, the breakpoints programmed again and the reset retried:
+/// the core is at the reset vector and stops at the breakpoint set before.
+#[test]
+fn a_reset_that_fails_on_the_link_attaches_again_and_resets() {
+    use memlife_core::{ErrorKind, Register, StopReason};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let elf = elf("heap4", "healthy");
+    let release = memlife_dwarf::Symbols::load(&elf)
+        .unwrap()
+        .function("model_release")
+        .unwrap()
+        .entry;
+    let qemu = memlife_rsp::QemuProcess::start("netduinoplus2", &elf, &[]).unwrap();
+    let remote = qemu.connect().unwrap();
+    let regs = memlife_vprobe::regsel::RegMap::new(remote.layout().registers());
+    let fails = std::sync::Arc::new(AtomicU32::new(1));
+    let failing = FailingReset {
+        inner: remote,
+        fails: std::sync::Arc::clone(&fails),
+    };
+    let probe = memlife_vprobe::VirtualProbe::new(
+        Box::new(failing),
+        regs,
+        memlife_vprobe::Chip::stm32f405(),
+    );
+    let opts = memlife_probe::ProbeOptions::new("STM32F405RGTx");
+    let mut target =
+        memlife_probe::ProbeTarget::attach(probe.into_probe(), "vprobe".into(), &opts).unwrap();
+
+    let e = target.control().unwrap().reset(true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Transport, "{e}");
+    assert_eq!(fails.load(Ordering::SeqCst), 0);
+
+    fails.store(1, Ordering::SeqCst);
+    let addr = qemu.addr().to_string();
+    let reopened = std::sync::Arc::new(AtomicU32::new(0));
+    let count = std::sync::Arc::clone(&reopened);
+    target.set_reopen(Box::new(move || {
+        count.fetch_add(1, Ordering::SeqCst);
+        let remote = memlife_rsp::GdbRemote::connect(&addr).unwrap();
+        Ok(memlife_vprobe::VirtualProbe::over_qemu(remote)
+            .unwrap()
+            .into_probe())
+    }));
+    target
+        .breakpoints()
+        .unwrap()
+        .add_breakpoint(release, memlife_core::BreakpointKind::Hardware)
+        .unwrap();
+    target.control().unwrap().reset(true).unwrap();
+    assert_eq!(reopened.load(Ordering::SeqCst), 1, "attached again once");
+    assert_eq!(fails.load(Ordering::SeqCst), 0);
+    let mut vector = [0u8; 4];
+    target.read(0x0800_0004, &mut vector).unwrap();
+    let reset_vector = u64::from(u32::from_le_bytes(vector) & !1);
+    assert_eq!(
+        target.read_register(Register::ProgramCounter).unwrap(),
+        reset_vector
+    );
+    let c = target.control().unwrap();
+    c.resume().unwrap();
+    assert_eq!(
+        c.wait_for_stop(Duration::from_secs(30)).unwrap(),
+        Some(StopReason::Breakpoint(release))
+    );
+    let _ = target.disconnect(true);
+    drop(target);
+    drop(qemu);
 }

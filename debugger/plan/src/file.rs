@@ -269,6 +269,9 @@ pub struct ConfigFile {
     pub trace: TraceTable,
     /// Seconds to wait for any breakpoint.
     pub timeout: Option<f64>,
+    /// A check not run (skipped) fails the audit; `--fail-on-skip` also sets it (either one
+    /// does: the flag has no way to say no).
+    pub fail_on_skip: bool,
     /// What the audit of this firmware is expected to say (examples/).
     pub expect: Option<Expectation>,
     /// Budgets on the change between two builds (`memlife diff`, `memlife audit --baseline`).
@@ -481,6 +484,29 @@ mod tests {
             assert!(e.contains(&format!("line {}", text.lines().count())), "{e}");
             clean(&path);
         }
+    }
+
+    #[test]
+    fn fail_on_skip_is_a_boolean_key() {
+        let path = write("fail-on-skip", "elf = \"fw.elf\"\nfail_on_skip = true\n");
+        assert!(ConfigFile::load(&path).unwrap().fail_on_skip);
+        clean(&path);
+        assert!(!ConfigFile::default().fail_on_skip);
+        // A wrong type is named at its line, as the other keys' are; a typo gets the nearest.
+        let path = write("fail-on-skip-type", "\nfail_on_skip = \"yes\"\n");
+        let e = ConfigFile::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("invalid type: string \"yes\", expected a boolean") && e.contains("line 2"),
+            "{e}"
+        );
+        clean(&path);
+        let path = write("fail-on-skip-typo", "fail_on_skips = true\n");
+        let e = ConfigFile::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown key `fail_on_skips`; did you mean `fail_on_skip`?"),
+            "{e}"
+        );
+        clean(&path);
     }
 
     #[test]

@@ -42,11 +42,16 @@ struct Written {
     args: Vec<String>,
 }
 
-/// Only the matrix of a memlife.toml; the rest is each audit's own (checked by each child).
+/// Only the matrix of a memlife.toml and what applies to every entry; the rest is each
+/// audit's own (checked by each child).
 #[derive(Debug, Deserialize)]
 struct MatrixFile {
     #[serde(default)]
     matrix: Vec<Written>,
+    /// The run's `fail_on_skip`: every entry's audit gets it, as it gets `--fail-on-skip`
+    /// (an entry with its own `config` would not read it there).
+    #[serde(default)]
+    fail_on_skip: bool,
 }
 
 /// One target of a wide run, as its entry says it (paths resolved).
@@ -74,6 +79,8 @@ pub struct MatrixEntry {
     pub budgets: Vec<(String, f64)>,
     /// Further `memlife audit` flags, verbatim.
     pub args: Vec<String>,
+    /// The matrix file's `fail_on_skip = true`: a skipped check fails this audit.
+    pub fail_on_skip: bool,
 }
 
 /// The matrix entries of `path`, or none when it has no `[[matrix]]`.
@@ -116,6 +123,7 @@ pub fn read(path: &Path) -> Result<Vec<MatrixEntry>, PlanError> {
                 allocator,
                 budgets: e.budgets.into_iter().collect(),
                 args: e.args,
+                fail_on_skip: file.fail_on_skip,
             })
         })
         .collect()

@@ -53,7 +53,8 @@ pub struct AuditPlan {
     pub diff: memlife_diff::Budgets,
     /// What the settings file expects the audit to say (`[expect]`).
     pub expect: Option<Expectation>,
-    /// A check not run (skipped) fails the audit, as a failed one does (`--fail-on-skip`).
+    /// A check not run (skipped) fails the audit, as a failed one does (`--fail-on-skip` or
+    /// memlife.toml's `fail_on_skip = true`).
     pub fail_on_skip: bool,
     /// Warnings for the user (deprecated budget names), to print before the run.
     pub warnings: Vec<String>,
@@ -123,7 +124,8 @@ impl AuditPlan {
             baseline: flags.baseline,
             diff: file.diff,
             expect: file.expect,
-            fail_on_skip: flags.fail_on_skip,
+            // Either one: the flag cannot say no to the file (it has no `=false`).
+            fail_on_skip: flags.fail_on_skip || file.fail_on_skip,
             warnings,
             given,
         })
@@ -283,6 +285,28 @@ mod tests {
         // `cycles` given by a flag wins over the file's deprecated `iterations`.
         assert_eq!(e.config.budgets["cycles"], 7.0);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// memlife.toml's `fail_on_skip = true` fails on skips as the flag does; either one is
+    /// enough (the flag cannot turn the file's off).
+    #[test]
+    fn fail_on_skip_comes_from_the_file_or_the_flag() {
+        for (file, flag, wanted) in [
+            (false, false, false),
+            (true, false, true),
+            (false, true, true),
+            (true, true, true),
+        ] {
+            let path = config(
+                "fail-on-skip",
+                &format!("elf = \"fw.elf\"\nfail_on_skip = {file}\n"),
+            );
+            let mut f = flags(&path);
+            f.fail_on_skip = flag;
+            let plan = AuditPlan::resolve(f, &Environment::default()).unwrap();
+            assert_eq!(plan.fail_on_skip, wanted, "file {file}, flag {flag}");
+            let _ = std::fs::remove_dir_all(path.parent().unwrap());
+        }
     }
 
     #[test]

@@ -47,7 +47,15 @@ const SCHEMA: &[(&str, Option<&[&str]>)] = &[
 ];
 
 /// Top-level keys that are values, not tables.
-const TOP_KEYS: &[&str] = &["elf", "allocator", "poisoning", "walk", "timeout", "matrix"];
+const TOP_KEYS: &[&str] = &[
+    "elf",
+    "allocator",
+    "poisoning",
+    "walk",
+    "timeout",
+    "fail_on_skip",
+    "matrix",
+];
 
 /// Every table and key of a parsed file is one memlife knows; the error names the first that
 /// is not and the nearest that is.
@@ -118,7 +126,7 @@ mod tests {
         // them (README, "memlife.toml").
         assert_eq!(
             check(
-                "elf = \"a\"\nallocator = \"tlsf\"\npoisoning = \"light\"\nwalk = \"sparse\"\ntimeout = 5\n"
+                "elf = \"a\"\nallocator = \"tlsf\"\npoisoning = \"light\"\nwalk = \"sparse\"\ntimeout = 5\nfail_on_skip = true\n"
             ),
             Ok(())
         );

@@ -90,8 +90,14 @@ fn no_probe_hint(found: &[String]) -> String {
     }
 }
 
-/// A probe-rs error as a core [`TargetError`], keeping probe-rs's error as the source.
+/// A probe-rs error as a core [`TargetError`], keeping probe-rs's error as the source. A
+/// target that ended under the probe (the virtual probe's firmware exited: it puts the core's
+/// [`TargetError`] under its own error, which probe-rs wraps) is that end, not a broken link,
+/// so that whoever started the target can start it again.
 pub fn target_error(context: &str, e: probe_rs::Error) -> TargetError {
+    if let Some(ended) = ended_under(&e) {
+        return ended;
+    }
     match e {
         // probe-rs gives no duration; its halt and memory timeouts are a few hundred ms.
         probe_rs::Error::Timeout => {
@@ -99,6 +105,20 @@ pub fn target_error(context: &str, e: probe_rs::Error) -> TargetError {
         }
         other => TargetError::transport(context, other),
     }
+}
+
+/// The end of the target (`Exited`, `Gone`) found anywhere in `e`'s source chain.
+fn ended_under(e: &probe_rs::Error) -> Option<TargetError> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        match err.downcast_ref::<TargetError>() {
+            Some(TargetError::Exited(status)) => return Some(TargetError::Exited(*status)),
+            Some(TargetError::Gone(why)) => return Some(TargetError::Gone(why.clone())),
+            _ => {}
+        }
+        cur = err.source();
+    }
+    None
 }
 
 /// Memory access errors carry the address: an access fault is [`TargetError::Unmapped`], not a
@@ -206,6 +226,28 @@ mod tests {
             drw_read_error(ArmError::Dap(DapError::NoAcknowledge)),
         );
         assert_eq!(e.kind(), memlife_core::ErrorKind::Transport, "{e}");
+    }
+
+    /// A probe's own error that carries the end of the target as its source, as the virtual
+    /// probe's does once the firmware exited.
+    #[derive(Debug, thiserror::Error)]
+    #[error("the firmware exited with status {0}")]
+    struct EndedProbe(i32, #[source] TargetError);
+    impl probe_rs::probe::ProbeError for EndedProbe {}
+
+    #[test]
+    fn an_end_under_the_probe_is_the_targets_end_not_a_broken_link() {
+        use probe_rs::architecture::arm::ArmError;
+        use probe_rs::probe::DebugProbeError;
+        let ended = |status| {
+            DebugProbeError::ProbeSpecific(EndedProbe(status, TargetError::Exited(status)).into())
+        };
+        // As the status poll of `wait_for_stop` sees it, and under a MEM-AP transfer.
+        let e = target_error("reading core status", probe_rs::Error::Probe(ended(0)));
+        assert!(matches!(e, TargetError::Exited(0)), "{e:?}");
+        let e = memory_error(0x2000_0000, 4, drw_read_error(ArmError::Probe(ended(3))));
+        assert!(matches!(e, TargetError::Exited(3)), "{e:?}");
+        assert_eq!(e.kind(), memlife_core::ErrorKind::Gone);
     }
 
     #[test]

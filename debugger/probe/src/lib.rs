@@ -27,6 +27,12 @@
 //!   watchpoint API.
 //! - Registers: gdb's Cortex-M numbering (xpsr = 25) becomes probe-rs's
 //!   ([`memlife_core::cortex_m::probe_rs_number`]).
+//! - A reset that fails on the link (a board that drops the debug connection while it resets)
+//!   is retried once on a new session when the target can open its probe again
+//!   ([`ProbeTarget::set_reopen`]; `open` sets it for a USB probe): breakpoints are programmed
+//!   again. A firmware that exited under memlife's virtual probe is the target's end
+//!   ([`memlife_core::TargetError::Exited`]), not a broken link, so whoever started it can start
+//!   it again.
 //! - Feature `esp32`: registers the `probe-rs-espressif` plugin (ESP32 family chips and the
 //!   ESP USB-JTAG probe); on ESP32-S3 both cores halt together (`target`).
 //!
@@ -37,7 +43,8 @@
 //!   `--connect-under-reset`).
 //! - `list`: attached probes (`memlife probes`) and choosing one; `usb`: whether this machine
 //!   can see a USB probe at all ([`usb_hint`]).
-//! - `target`: [`ProbeTarget`], the trait implementations.
+//! - `target`: [`ProbeTarget`], the trait implementations; `target::reattach`: attaching again
+//!   after a failed reset ([`Reopen`]).
 //! - `dwt`, `hwbp`, `words`: the pure logic, unit-tested without hardware.
 //! - `error`: [`ProbeError`] and the mapping of probe-rs errors into
 //!   [`memlife_core::TargetError`].
@@ -60,7 +67,7 @@ pub use error::ProbeError;
 pub use list::{ProbeEntry, list_probes};
 pub use options::ProbeOptions;
 pub use selector::{IdPart, IdProblem, ProbeSelector, SelectorError};
-pub use target::ProbeTarget;
+pub use target::{ProbeTarget, Reopen};
 pub use usb::usb_hint;
 
 /// Whether this build includes the ESP32 family (the `esp32` feature).

@@ -40,11 +40,19 @@ const VC_FAULTS: u32 = 0x7f << 4;
 /// The first pause between status reads after a resume.
 const FIRST_PAUSE: Duration = Duration::from_micros(100);
 
+mod reattach;
+pub use reattach::Reopen;
+
 /// A board behind a debug probe.
 pub struct ProbeTarget {
-    session: Session,
+    /// `None` only while a re-attach replaces it (see `reattach`).
+    session: Option<Session>,
     chip: ChipInfo,
     probe: String,
+    /// What it was opened with, for a re-attach.
+    options: ProbeOptions,
+    /// How to open the probe again when a reset fails (see `reattach`).
+    reopen: Option<Reopen>,
     halted: bool,
     breakpoints: HwBreakpoints,
     dwt: Option<Dwt>,
@@ -59,6 +67,34 @@ impl std::fmt::Debug for ProbeTarget {
             .field("halted", &self.halted)
             .finish_non_exhaustive()
     }
+}
+
+/// Attaches to `opts.chip` through `probe` (named `probe_name` in messages), at `--speed`,
+/// under reset when asked.
+fn attach_session(
+    mut probe: probe_rs::probe::Probe,
+    probe_name: &str,
+    opts: &ProbeOptions,
+) -> std::result::Result<Session, ProbeError> {
+    let registry = registry();
+    let chip = resolve_chip(&registry, &opts.chip)?;
+    if let Some(khz) = opts.speed_khz {
+        probe.set_speed(khz).map_err(|e| {
+            probe_err(format!("probe {probe_name} refuses --speed {khz}"))(e.into())
+        })?;
+    }
+    let how = if opts.connect_under_reset {
+        "attaching under reset"
+    } else {
+        "attaching"
+    };
+    let context = format!("{how} to {} through {probe_name}", chip.name);
+    if opts.connect_under_reset {
+        probe.attach_under_reset_with_registry(chip.name.as_str(), Permissions::new(), &registry)
+    } else {
+        probe.attach_with_registry(chip.name.as_str(), Permissions::new(), &registry)
+    }
+    .map_err(probe_err(context))
 }
 
 fn probe_err(context: impl Into<String>) -> impl FnOnce(probe_rs::Error) -> ProbeError {
@@ -78,56 +114,43 @@ impl ProbeTarget {
             "{} ({:04x}:{:04x})",
             info.identifier, info.vendor_id, info.product_id
         );
-        let probe = info
-            .open()
-            .map_err(|e| probe_err(format!("cannot open probe {probe_name}"))(e.into()))?;
-        Self::attach(probe, probe_name, opts)
+        let name = probe_name.clone();
+        // The same probe (its serial when it has one), opened again for a re-attach.
+        let open = move || {
+            info.open()
+                .map_err(|e| probe_err(format!("cannot open probe {name}"))(e.into()))
+        };
+        let probe = open()?;
+        let mut target = Self::attach(probe, probe_name, opts)?;
+        target.set_reopen(Box::new(open));
+        Ok(target)
     }
 
     /// Attaches through a probe already opened (a USB probe, or one probe-rs does not list,
     /// such as a virtual one), named `probe_name` in messages. `opts.probe` is not used.
     pub fn attach(
-        mut probe: probe_rs::probe::Probe,
+        probe: probe_rs::probe::Probe,
         probe_name: String,
         opts: &ProbeOptions,
     ) -> std::result::Result<ProbeTarget, ProbeError> {
-        let registry = registry();
-        let chip = resolve_chip(&registry, &opts.chip)?;
-        if let Some(khz) = opts.speed_khz {
-            probe.set_speed(khz).map_err(|e| {
-                probe_err(format!("probe {probe_name} refuses --speed {khz}"))(e.into())
-            })?;
-        }
-        let how = if opts.connect_under_reset {
-            "attaching under reset"
-        } else {
-            "attaching"
-        };
-        let context = format!("{how} to {} through {probe_name}", chip.name);
-        let session = if opts.connect_under_reset {
-            probe.attach_under_reset_with_registry(
-                chip.name.as_str(),
-                Permissions::new(),
-                &registry,
-            )
-        } else {
-            probe.attach_with_registry(chip.name.as_str(), Permissions::new(), &registry)
-        }
-        .map_err(probe_err(context))?;
+        let chip = resolve_chip(&registry(), &opts.chip)?;
+        let session = attach_session(probe, &probe_name, opts)?;
         let mut target = ProbeTarget {
-            session,
+            session: Some(session),
             chip,
             probe: probe_name,
+            options: opts.clone(),
+            reopen: None,
             halted: false,
             breakpoints: HwBreakpoints::default(),
             dwt: None,
             stats: LinkStats::default(),
         };
         let (halted, units, core_type) = {
-            let mut core = target
-                .session
-                .core(0)
-                .map_err(probe_err("opening core 0"))?;
+            let mut core = target.core0().map_err(|source| ProbeError::Target {
+                context: "opening core 0".into(),
+                source,
+            })?;
             let halted = core
                 .core_halted()
                 .map_err(probe_err("reading core 0 status"))?;
@@ -162,10 +185,38 @@ impl ProbeTarget {
         &self.chip
     }
 
+    fn session(&mut self) -> Result<&mut Session> {
+        self.session.as_mut().ok_or_else(|| {
+            TargetError::Gone(format!(
+                "the session through {} was lost when attaching again failed",
+                self.probe
+            ))
+        })
+    }
+
     fn core0(&mut self) -> Result<Core<'_>> {
-        self.session
+        self.session()?
             .core(0)
             .map_err(|e| target_error("opening core 0", e))
+    }
+
+    /// One reset through probe-rs, halted at the reset vector when `halt`.
+    fn reset_once(&mut self, halt: bool) -> Result<()> {
+        {
+            let mut core = self.core0()?;
+            if halt {
+                core.reset_and_halt(HALT_TIMEOUT)
+                    .map_err(|e| target_error("resetting core 0", e))?;
+            } else {
+                core.reset()
+                    .map_err(|e| target_error("resetting core 0", e))?;
+            }
+        }
+        if halt {
+            self.halt_other_cores()?;
+        }
+        self.halted = halt;
+        Ok(())
     }
 
     fn core_type(&self) -> Option<CoreType> {
@@ -178,8 +229,9 @@ impl ProbeTarget {
 
     /// Halts every core other than 0 (multi-core chips share the heap).
     fn halt_other_cores(&mut self) -> Result<()> {
-        for (i, _) in self.session.list_cores().into_iter().skip(1) {
-            match self.session.core(i) {
+        let session = self.session()?;
+        for (i, _) in session.list_cores().into_iter().skip(1) {
+            match session.core(i) {
                 Ok(mut core) => {
                     if !core
                         .core_halted()
@@ -198,8 +250,9 @@ impl ProbeTarget {
     }
 
     fn resume_other_cores(&mut self) -> Result<()> {
-        for (i, _) in self.session.list_cores().into_iter().skip(1) {
-            match self.session.core(i) {
+        let session = self.session()?;
+        for (i, _) in session.list_cores().into_iter().skip(1) {
+            match session.core(i) {
                 Ok(mut core) => {
                     if core
                         .core_halted()
@@ -487,10 +540,17 @@ impl Control for ProbeTarget {
         let deadline = Deadline::after(timeout);
         let mut pause = FIRST_PAUSE;
         loop {
-            let status = self
-                .core0()?
-                .status()
-                .map_err(|e| target_error("reading core status", e))?;
+            let status = match self.core0()?.status() {
+                Ok(status) => status,
+                // An exit under the probe (the virtual probe's firmware) is a stop, as a GDB
+                // server reports it.
+                Err(e) => {
+                    return match target_error("reading core status", e) {
+                        TargetError::Exited(code) => Ok(Some(StopReason::Exited(code))),
+                        other => Err(other),
+                    };
+                }
+            };
             match status {
                 CoreStatus::Halted(reason) => {
                     self.halted = true;
@@ -513,21 +573,7 @@ impl Control for ProbeTarget {
     }
 
     fn reset(&mut self, halt: bool) -> Result<()> {
-        {
-            let mut core = self.core0()?;
-            if halt {
-                core.reset_and_halt(HALT_TIMEOUT)
-                    .map_err(|e| target_error("resetting core 0", e))?;
-            } else {
-                core.reset()
-                    .map_err(|e| target_error("resetting core 0", e))?;
-            }
-        }
-        if halt {
-            self.halt_other_cores()?;
-        }
-        self.halted = halt;
-        Ok(())
+        self.reset_or_reattach(halt)
     }
 
     fn is_halted(&self) -> bool {

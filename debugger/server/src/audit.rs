@@ -1,15 +1,43 @@
 //! `monitor audit FILE`: a Rhai audit script run against the target gdb is looking at, with the
 //! phases it records kept for `monitor phases`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::rc::Rc;
 
 use memlife_audit::runner::{self, Audit, Subject};
+use memlife_audit::session::Restart as EngineRestart;
+use memlife_core::Target;
 use memlife_heap::WalkerOptions;
 
 use crate::bridge::Bridge;
 use crate::error::{Context, Result};
+use crate::options::Restart;
+
+/// The server's restart lent to the audit engine for one `monitor audit`: a backend the server
+/// started (a QEMU) is started afresh when the firmware's exit ended it, as `memlife audit
+/// --qemu` does. The server takes it back after the audit.
+struct LentRestart {
+    slot: Rc<RefCell<Option<Restart>>>,
+    /// Whether it started a fresh backend (the dump-on breakpoints go into it afterwards).
+    used: Rc<Cell<bool>>,
+}
+
+impl EngineRestart for LentRestart {
+    fn restart(&mut self) -> std::result::Result<Box<dyn Target>, String> {
+        let mut slot = self.slot.borrow_mut();
+        let start = slot
+            .as_mut()
+            .ok_or_else(|| "the server's restart is not lent out".to_string())?;
+        let fresh = start().map_err(|e| crate::error::chain(&e))?;
+        self.used.set(true);
+        Ok(fresh)
+    }
+
+    fn describe(&self) -> String {
+        "the target memlife serve started, afresh".into()
+    }
+}
 
 impl Bridge {
     /// Runs the script at `path`; returns the script's output and its checks.
@@ -42,6 +70,19 @@ impl Bridge {
             p.push('\n');
         });
         let out_dir = self.places.dump_dir.join("memlife-out");
+        // Only a backend the server started is started again; it comes back after the audit.
+        let slot = Rc::new(RefCell::new(if self.started_backend {
+            self.restart.take()
+        } else {
+            None
+        }));
+        let used = Rc::new(Cell::new(false));
+        let restart = slot.borrow().is_some().then(|| {
+            Box::new(LentRestart {
+                slot: Rc::clone(&slot),
+                used: Rc::clone(&used),
+            }) as Box<dyn EngineRestart>
+        });
         let audited = runner::run(
             &mut self.target,
             Audit {
@@ -53,12 +94,17 @@ impl Bridge {
                 context,
                 printer,
                 progress: None,
-                // A target memlife serve did not start is not started again.
-                restart: None,
+                restart,
                 fail_on_skip: false,
             },
-        )
-        .context("preparing the audit")?;
+        );
+        if let Some(taken) = slot.borrow_mut().take() {
+            self.restart = Some(taken);
+        }
+        if used.get() {
+            self.set_dump_on_again()?;
+        }
+        let audited = audited.context("preparing the audit")?;
         self.link = audited.link;
         let report = audited.report;
         for r in &report.phases {

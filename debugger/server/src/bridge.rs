@@ -62,6 +62,9 @@ pub struct Bridge {
     pub(crate) ended: Option<StopReason>,
     /// How `monitor reset` brings an ended backend back; without it, the backend's own reset.
     pub(crate) restart: Option<Restart>,
+    /// The server started the backend: `monitor audit` may start it again (see
+    /// [`ServeOptions::started_backend`]).
+    pub(crate) started_backend: bool,
     /// When this backend's watchpoint stops come, for LLDB clients.
     pub(crate) watch_stops: crate::client::WatchStops,
     /// How long one `monitor audit` may run.
@@ -102,6 +105,7 @@ impl Bridge {
             places: options.places,
             ended: None,
             restart: options.restart,
+            started_backend: options.started_backend,
             watch_stops: options.watch_stops,
             audit_deadline: options.audit_deadline,
             client: None,

@@ -32,6 +32,11 @@ pub struct ServeOptions {
     pub firmware: Option<PathBuf>,
     /// How `monitor reset` brings an ended backend back; without it, the backend's own reset.
     pub restart: Option<Restart>,
+    /// The server started its backend itself (a QEMU): `restart` starts a fresh one, so
+    /// `monitor audit` uses it too when the firmware's exit ended the target, as `memlife audit
+    /// --qemu` does. A GDB server the server only connected to is not started again by an
+    /// audit.
+    pub started_backend: bool,
     /// Where clients' dumps, reports and scripts may be.
     pub places: Places,
     /// When this backend's watchpoint stops come, for LLDB clients.
@@ -57,6 +62,7 @@ impl Default for ServeOptions {
         ServeOptions {
             firmware: None,
             restart: None,
+            started_backend: false,
             places: Places::default(),
             watch_stops: WatchStops::Unknown,
             max_dumps: DEFAULT_MAX_DUMPS,
@@ -74,6 +80,7 @@ impl std::fmt::Debug for ServeOptions {
         f.debug_struct("ServeOptions")
             .field("firmware", &self.firmware)
             .field("restart", &self.restart.is_some())
+            .field("started_backend", &self.started_backend)
             .field("places", &self.places)
             .field("watch_stops", &self.watch_stops)
             .field("max_dumps", &self.max_dumps)

@@ -52,23 +52,29 @@ pub fn exiting_elf(alloc: &str, scenario: &str, iterations: u32) -> PathBuf {
     path
 }
 
-/// `firmware/build/iter1/tflm-arena-MODEL-BYTES.elf`: the TFLM firmware with MODEL alone and a
-/// BYTES-byte arena, running one cycle and exiting (0: built and ran; 5: AllocateTensors
-/// failed), built by `make -C firmware tflm-arena` under the build lock.
-pub fn tflm_arena_elf(model: &str, arena_bytes: u64) -> PathBuf {
-    let rel = format!("build/iter1/tflm-arena-{model}-{arena_bytes}.elf");
+/// `firmware/build/iter1/tflm-arena-[SCENARIO-]MODEL-BYTES.elf`: the TFLM firmware's SCENARIO
+/// application (`healthy`, or `scratch`: its operator asks for a scratch buffer) with MODEL
+/// alone and a BYTES-byte arena, running one cycle and exiting (0: built and ran; 5:
+/// AllocateTensors failed), built by `make -C firmware tflm-arena` under the build lock.
+pub fn tflm_arena_elf(scenario: &str, model: &str, arena_bytes: u64) -> PathBuf {
+    let name = match scenario {
+        "healthy" => format!("{model}-{arena_bytes}"),
+        other => format!("{other}-{model}-{arena_bytes}"),
+    };
+    let rel = format!("build/iter1/tflm-arena-{name}.elf");
     let _lock = build_lock();
     let out = std::process::Command::new("make")
         .arg("-C")
         .arg(repo().join("firmware"))
         .args(["tflm-arena", "ITERATIONS=1"])
+        .arg(format!("SCENARIO={scenario}"))
         .arg(format!("MODEL={model}"))
         .arg(format!("ARENA_BYTES={arena_bytes}"))
         .output()
         .expect("running make (is it installed?)");
     assert!(
         out.status.success(),
-        "make -C firmware tflm-arena MODEL={model} ARENA_BYTES={arena_bytes} failed:\n{}",
+        "make -C firmware tflm-arena SCENARIO={scenario} MODEL={model} ARENA_BYTES={arena_bytes} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     repo().join("firmware").join(rel)

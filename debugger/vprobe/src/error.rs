@@ -199,12 +199,21 @@ pub enum VirtualProbeError {
     FirmwareExited {
         /// Its exit status.
         status: i32,
+        /// The same end as memlife's core error (`TargetError::Exited`): probe-rs wraps this
+        /// error in its own, and a probe-rs backend finds the end in the source chain by this
+        /// (memlife_probe does not know the virtual probe's types).
+        #[source]
+        ended: TargetError,
     },
     /// QEMU was terminated: every later access fails with this.
     #[error("the firmware was terminated by signal {signal}")]
     FirmwareTerminated {
         /// The signal number.
         signal: u8,
+        /// The same end as memlife's core error (`TargetError::Gone`), as for
+        /// [`VirtualProbeError::FirmwareExited`].
+        #[source]
+        ended: TargetError,
     },
 }
 

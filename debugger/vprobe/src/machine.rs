@@ -152,8 +152,14 @@ enum Ended {
 impl Ended {
     fn error(self) -> VirtualProbeError {
         match self {
-            Ended::Exited(status) => VirtualProbeError::FirmwareExited { status },
-            Ended::Terminated(signal) => VirtualProbeError::FirmwareTerminated { signal },
+            Ended::Exited(status) => VirtualProbeError::FirmwareExited {
+                status,
+                ended: TargetError::Exited(status),
+            },
+            Ended::Terminated(signal) => VirtualProbeError::FirmwareTerminated {
+                signal,
+                ended: TargetError::Gone(format!("the firmware was terminated by signal {signal}")),
+            },
         }
     }
 }

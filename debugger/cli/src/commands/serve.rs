@@ -63,6 +63,8 @@ pub fn run(mut args: ServeArgs) -> Result<ExitCode> {
     let options = ServeOptions {
         firmware: Some(args.elf.clone()),
         restart: restart(&args, Rc::clone(&restarted)),
+        // `monitor audit` starts again only a QEMU serve started, as `memlife audit` does.
+        started_backend: args.target.qemu.is_some() || behind_virtual_probe(&args),
         places,
         watch_stops: watch_stops(&args),
         max_dumps: args.max_dumps,
@@ -168,13 +170,29 @@ impl Drop for OurSocket {
 }
 
 /// How `monitor reset` brings the backend back after the firmware ended with it: a new QEMU
-/// (the old one exited with the firmware), or a new connection to the GDB server, halted at the
-/// reset vector. A probe keeps its connection: its own reset does.
+/// (the old one exited with the firmware; behind the virtual probe too), or a new connection to
+/// the GDB server, halted at the reset vector. A USB probe keeps its connection: its own reset
+/// does.
 fn restart(
     args: &ServeArgs,
     restarted: Rc<RefCell<Vec<QemuProcess>>>,
 ) -> Option<memlife_server::Restart> {
     let reset = args.target.reset.clone();
+    if behind_virtual_probe(args)
+        && let Some(chip) = args.target.chip.clone()
+    {
+        // A fresh QEMU behind a fresh virtual probe, attached as at the start.
+        let (probe, elf) = (args.target.probe.clone(), args.elf.clone());
+        return Some(Box::new(move || {
+            let (target, qemu) = crate::boards::open(&chip, &probe, &elf).map_err(|e| {
+                ServeError::Command(format!(
+                    "cannot start the QEMU behind the virtual probe again: {e:#}"
+                ))
+            })?;
+            restarted.borrow_mut().extend(qemu);
+            Ok(target)
+        }));
+    }
     if let Some(machine) = args.target.qemu.clone() {
         let elf = args.elf.clone();
         return Some(Box::new(move || {
@@ -207,6 +225,15 @@ fn restart(
         }
         Ok(Box::new(remote) as Box<dyn Target>)
     }))
+}
+
+/// `--chip ... --probe qemu`: serve started the QEMU behind memlife's virtual probe.
+fn behind_virtual_probe(args: &ServeArgs) -> bool {
+    args.target.chip.is_some()
+        && matches!(
+            args.target.probe.probe,
+            Some(crate::probe_choice::ProbeChoice::Qemu { .. })
+        )
 }
 
 /// A restart that failed while doing `context`.

@@ -159,7 +159,7 @@ pub fn command(
     if args.leave == crate::cli::Leave::Halted {
         flag(&mut a, "--leave", &"halted");
     }
-    if args.fail_on_skip {
+    if args.fail_on_skip || o.fail_on_skip {
         a.push("--fail-on-skip".into());
     }
     let mut argv: Vec<OsString> = Vec::new();

@@ -38,6 +38,8 @@ pub struct Overrides {
     pub budgets: Vec<(String, f64)>,
     /// Further `memlife audit` flags, verbatim.
     pub args: Vec<String>,
+    /// The matrix file's `fail_on_skip`, passed on as `--fail-on-skip`.
+    pub fail_on_skip: bool,
 }
 
 /// `--shard I/N`: the I-th of N parts, counted from 1.
@@ -102,6 +104,7 @@ impl From<MatrixEntry> for Target {
                 allocator: e.allocator,
                 budgets: e.budgets,
                 args: e.args,
+                fail_on_skip: e.fail_on_skip,
             },
         }
     }

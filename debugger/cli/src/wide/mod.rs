@@ -341,6 +341,54 @@ mod tests {
         assert!(child.fail_on_skip);
     }
 
+    /// The matrix file's `fail_on_skip = true` reaches every entry's child as the flag does,
+    /// the one whose settings are another file too.
+    #[test]
+    fn the_matrix_files_fail_on_skip_reaches_every_child() {
+        let dir = std::env::temp_dir().join(format!("memlife-wide-skip-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.toml");
+        let children = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            let args = audit_args(&[
+                "memlife",
+                "audit",
+                "s.rhai",
+                "--config",
+                file.to_str().unwrap(),
+            ]);
+            targets(&args)
+                .unwrap()
+                .unwrap()
+                .iter()
+                .map(|target| {
+                    let files = child::Files {
+                        dir: dir.join("out").join(&target.name),
+                    };
+                    let cmd = child::command(
+                        Path::new("memlife"),
+                        0,
+                        &args,
+                        target,
+                        Path::new("s.rhai"),
+                        &files,
+                    );
+                    let argv: Vec<std::ffi::OsString> =
+                        std::iter::once("memlife".into()).chain(cmd.args).collect();
+                    audit_args(&argv).fail_on_skip
+                })
+                .collect::<Vec<bool>>()
+        };
+        let entries = "[[matrix]]\nname = \"a\"\nelf = \"a.elf\"\n\
+                       [[matrix]]\nname = \"b\"\nconfig = \"b.toml\"\n";
+        assert_eq!(
+            children(&format!("fail_on_skip = true\n{entries}")),
+            [true, true]
+        );
+        assert_eq!(children(entries), [false, false]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn the_childs_error_is_found_after_a_long_log_with_stray_bytes() {
         let file = std::env::temp_dir().join(format!("memlife-stderr-{}", std::process::id()));

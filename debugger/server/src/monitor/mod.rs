@@ -69,6 +69,17 @@ impl Bridge {
         ))
     }
 
+    /// The dump-on breakpoints inserted again, in a backend started afresh (none is in it).
+    pub(crate) fn set_dump_on_again(&mut self) -> Result<()> {
+        for d in &self.dump_on {
+            if let Some(b) = self.target.breakpoints() {
+                b.add_breakpoint(d.addr, BreakpointKind::Software)
+                    .context("setting the dump-on breakpoints again")?;
+            }
+        }
+        Ok(())
+    }
+
     /// `monitor reset` after the firmware ended: a new backend (or the old one reset), memlife's
     /// dump-on breakpoints set again, running unless `halt`.
     fn start_again(&mut self, halt: bool) -> Result<String> {
@@ -86,12 +97,7 @@ impl Bridge {
             }
         }
         self.ended = None;
-        for d in &self.dump_on {
-            if let Some(b) = self.target.breakpoints() {
-                b.add_breakpoint(d.addr, BreakpointKind::Software)
-                    .context("setting the dump-on breakpoints again")?;
-            }
-        }
+        self.set_dump_on_again()?;
         if !halt
             && let Some(c) = self.target.control()
             && c.is_halted()

@@ -347,15 +347,26 @@ fn after_the_firmware_ends_every_access_says_how() {
         let e = r.read32(0x2000_0000).unwrap_err();
         match end {
             StopReason::Exited(_) => assert!(
-                matches!(e, VirtualProbeError::FirmwareExited { status: 3 }),
+                matches!(e, VirtualProbeError::FirmwareExited { status: 3, .. }),
                 "{e}"
             ),
             _ => assert!(
-                matches!(e, VirtualProbeError::FirmwareTerminated { signal: 9 }),
+                matches!(e, VirtualProbeError::FirmwareTerminated { signal: 9, .. }),
                 "{e}"
             ),
         }
         assert_eq!(e.to_string(), text);
+        // The end as memlife's core error, for a probe-rs backend to find under probe-rs's.
+        let ended = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<memlife_core::TargetError>())
+            .unwrap_or_else(|| panic!("no core error under {e:?}"));
+        assert_eq!(ended.kind(), memlife_core::ErrorKind::Gone, "{ended}");
+        if let StopReason::Exited(_) = end {
+            assert!(
+                matches!(ended, memlife_core::TargetError::Exited(3)),
+                "{ended}"
+            );
+        }
         assert!(r.read32(machine::DHCSR).is_err(), "nor the debug registers");
     }
 }
