@@ -318,7 +318,7 @@ fn the_error_path_audit_restarts_a_firmware_that_exits_and_finds_the_second_site
         strict.to_str().unwrap(),
         "--gdb",
         &server,
-        &script("error-paths.rhai"),
+        &bundled_script("error-paths.rhai"),
     ];
     let (text, code, report) = audit(&dir, "failed-on-skip-key", &gdb_args);
     assert_eq!(code, 1, "{text}");
@@ -348,7 +348,7 @@ fn the_error_path_audit_through_the_virtual_probe_restarts_the_firmware_too() {
             "STM32F405RGTx",
             "--probe",
             "qemu",
-            &script("error-paths.rhai"),
+            &bundled_script("error-paths.rhai"),
         ],
     );
     assert_eq!(code, 1, "{text}");
