@@ -1,9 +1,32 @@
 //! Where the arena observer breaks: TFLM's functions that bound a build and move the arena's
-//! cursors, found by their names in the ELF. `AllocateFromTail` is a real call at every site
-//! but one (the arena allocator's own placement in `CreateInPlaceSimpleMemoryAllocator`,
-//! inlined): that one is seen as a tail move between stops (`super::build`).
+//! cursors, found by their names in the ELF's symbol table, for either generation
+//! ([`Hooks::of`]).
+//!
+//! The names differ by generation and by namespace: TFLM of 2020 and current TFLM until
+//! 2026-08 declare their classes in `tflite`, tflite-micro of 2026-10 in `tflite::micro`; every
+//! name is looked up under both ([`NAMESPACES`]). Where a name has overloads, the one the
+//! observer reads the arguments of is chosen by its parameter list.
+//!
+//! | role | 2020 | current (one arena) |
+//! |---|---|---|
+//! | construct | `MicroInterpreter::MicroInterpreter` | the overload taking the arena (`unsigned char*`), not the one taking a `MicroAllocator*` |
+//! | tail | `SimpleMemoryAllocator::AllocateFromTail` | `SingleArenaBufferAllocator::AllocatePersistentBuffer` (the function, not its non-virtual thunk: the thunk jumps into it with `this` adjusted) |
+//! | temporaries | – | `SingleArenaBufferAllocator::AllocateTemp` |
+//! | head | – | `SingleArenaBufferAllocator::{AllocateResizableBuffer, ResizeBuffer, DeallocateResizableBuffer, ReserveNonPersistentOverlayMemory}` |
+//! | operator loops | – | `MicroInterpreterGraph::{InitSubgraphs, PrepareSubgraphs}` |
+//! | plan, build, inference, release | `GreedyMemoryPlanner::GetMaximumMemorySize`, `MicroInterpreter::{AllocateTensors, Invoke, ~MicroInterpreter}` | the same |
+//!
+//! 2020's `AllocateFromTail` is a real call at every site but one (the arena allocator's own
+//! placement in `CreateInPlaceSimpleMemoryAllocator`, inlined); current TFLM's
+//! `SingleArenaBufferAllocator::Create` calls `AllocatePersistentBuffer` on a copy on the stack
+//! before placing it. Either way the placement is seen as a tail move between stops
+//! (`super::build`).
 
-use memlife_dwarf::Symbols;
+use memlife_dwarf::{FunctionLookup, Symbols};
+use memlife_tflm::Generation;
+
+/// The namespaces TFLM declares its classes in, oldest first.
+pub const NAMESPACES: [&str; 2] = ["tflite::", "tflite::micro::"];
 
 /// The entry addresses of the functions the observer breaks on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,24 +40,101 @@ pub struct Hooks {
     pub allocate_tensors: u64,
     /// `MicroInterpreter::Invoke`.
     pub invoke: Option<u64>,
-    /// `SimpleMemoryAllocator::AllocateFromTail` (this, size, alignment).
+    /// The persistent allocation from the tail (this, size, alignment): 2020's
+    /// `SimpleMemoryAllocator::AllocateFromTail`, current's
+    /// `SingleArenaBufferAllocator::AllocatePersistentBuffer`.
     pub allocate_from_tail: u64,
     /// `GreedyMemoryPlanner::GetMaximumMemorySize` (this): the plan while its arrays exist.
     pub plan_size: Option<u64>,
+    /// Current TFLM's other stops; `None` for 2020.
+    pub current: Option<CurrentHooks>,
+}
+
+/// Current TFLM's stops besides the tail (see the module doc).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CurrentHooks {
+    /// `SingleArenaBufferAllocator::AllocateTemp` (this, size, alignment): a temporary above
+    /// the head; its return shows `temp_`'s high water.
+    pub allocate_temp: Option<u64>,
+    /// The functions that move the head (this, ...); their returns show `head_`.
+    pub head: Vec<u64>,
+    /// `MicroInterpreterGraph::InitSubgraphs` (this = the interpreter's `graph_`).
+    pub init_ops: Option<u64>,
+    /// `MicroInterpreterGraph::PrepareSubgraphs`.
+    pub prepare_ops: Option<u64>,
+}
+
+/// The head's functions of `SingleArenaBufferAllocator`.
+const HEAD_FUNCTIONS: [&str; 4] = [
+    "AllocateResizableBuffer",
+    "ResizeBuffer",
+    "DeallocateResizableBuffer",
+    "ReserveNonPersistentOverlayMemory",
+];
+
+/// The entry of `Class::function` in either namespace; among overloads, the one whose
+/// demangled name `pick` accepts (`None`: no overloads wanted, an ambiguous name is missing).
+pub fn find(
+    symbols: &Symbols,
+    qualified: &str,
+    pick: Option<&dyn Fn(&str) -> bool>,
+) -> Option<u64> {
+    NAMESPACES.iter().find_map(|ns| {
+        let name = format!("{ns}{qualified}");
+        match symbols.function_lookup(&name) {
+            FunctionLookup::Found(_) => symbols.function(&name).map(|f| f.entry),
+            FunctionLookup::Ambiguous(names) => {
+                let pick = pick?;
+                let mut chosen = names.iter().filter(|n| pick(n));
+                let one = chosen.next()?;
+                if chosen.next().is_some() {
+                    tracing::debug!("`{name}`: more than one overload fits");
+                    return None;
+                }
+                symbols.function(one).map(|f| f.entry)
+            }
+            FunctionLookup::Missing => None,
+        }
+    })
+}
+
+/// The constructor overload that takes the arena (`uint8_t* tensor_arena, size_t size`), not
+/// the one that takes a `MicroAllocator*`.
+fn takes_the_arena(name: &str) -> bool {
+    name.contains("unsigned char*") && !name.contains("MicroAllocator*")
 }
 
 impl Hooks {
-    /// The functions of 2020's TFLM in this ELF; `None` when one the observer cannot do
-    /// without is missing (the constructor, `AllocateTensors`, `AllocateFromTail`).
-    pub fn of(symbols: &Symbols) -> Option<Hooks> {
-        let f = |name: &str| symbols.function(name).map(|f| f.entry);
+    /// The functions of this ELF's TFLM of `generation`; `None` when one the observer cannot
+    /// do without is missing (the constructor, `AllocateTensors`, the tail allocation).
+    pub fn of(symbols: &Symbols, generation: Generation) -> Option<Hooks> {
+        let f = |name: &str| find(symbols, name, None);
+        let construct = find(
+            symbols,
+            "MicroInterpreter::MicroInterpreter",
+            Some(&takes_the_arena),
+        )?;
+        let (allocate_from_tail, current) = match generation {
+            Generation::Tflm2020 => (f("SimpleMemoryAllocator::AllocateFromTail")?, None),
+            Generation::Current => {
+                let single = |m: &str| f(&format!("SingleArenaBufferAllocator::{m}"));
+                let current = CurrentHooks {
+                    allocate_temp: single("AllocateTemp"),
+                    head: HEAD_FUNCTIONS.iter().filter_map(|m| single(m)).collect(),
+                    init_ops: f("MicroInterpreterGraph::InitSubgraphs"),
+                    prepare_ops: f("MicroInterpreterGraph::PrepareSubgraphs"),
+                };
+                (single("AllocatePersistentBuffer")?, Some(current))
+            }
+        };
         Some(Hooks {
-            construct: f("tflite::MicroInterpreter::MicroInterpreter")?,
-            destroy: f("tflite::MicroInterpreter::~MicroInterpreter"),
-            allocate_tensors: f("tflite::MicroInterpreter::AllocateTensors")?,
-            invoke: f("tflite::MicroInterpreter::Invoke"),
-            allocate_from_tail: f("tflite::SimpleMemoryAllocator::AllocateFromTail")?,
-            plan_size: f("tflite::GreedyMemoryPlanner::GetMaximumMemorySize"),
+            construct,
+            destroy: f("MicroInterpreter::~MicroInterpreter"),
+            allocate_tensors: f("MicroInterpreter::AllocateTensors")?,
+            invoke: f("MicroInterpreter::Invoke"),
+            allocate_from_tail,
+            plan_size: f("GreedyMemoryPlanner::GetMaximumMemorySize"),
+            current,
         })
     }
 }
