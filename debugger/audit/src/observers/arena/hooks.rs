@@ -72,8 +72,10 @@ const HEAD_FUNCTIONS: [&str; 4] = [
     "ReserveNonPersistentOverlayMemory",
 ];
 
-/// The entry of `Class::function` in either namespace; among overloads, the one whose
-/// demangled name `pick` accepts (`None`: no overloads wanted, an ambiguous name is missing).
+/// The entry of `Class::function` in either namespace. A name with several functions is
+/// narrowed to entries: a compiler's `[clone .cold]` part of a function is not one (GCC splits
+/// `AllocateTensors`' unlikely paths out so), and among overloads `pick` chooses (`None`: none
+/// are wanted).
 pub fn find(
     symbols: &Symbols,
     qualified: &str,
@@ -84,14 +86,22 @@ pub fn find(
         match symbols.function_lookup(&name) {
             FunctionLookup::Found(_) => symbols.function(&name).map(|f| f.entry),
             FunctionLookup::Ambiguous(names) => {
-                let pick = pick?;
-                let mut chosen = names.iter().filter(|n| pick(n));
-                let one = chosen.next()?;
-                if chosen.next().is_some() {
-                    tracing::debug!("`{name}`: more than one overload fits");
-                    return None;
+                let wanted = |n: &str| !n.contains(" [clone .") && pick.is_none_or(|p| p(n));
+                // Aliases (complete and base constructors) share an entry: one function.
+                let mut entries: Vec<u64> = names
+                    .iter()
+                    .filter(|n| wanted(n))
+                    .filter_map(|n| symbols.function(n).map(|f| f.entry))
+                    .collect();
+                entries.sort_unstable();
+                entries.dedup();
+                match entries[..] {
+                    [one] => Some(one),
+                    _ => {
+                        tracing::debug!("`{name}`: {} functions fit", entries.len());
+                        None
+                    }
                 }
-                symbols.function(one).map(|f| f.entry)
             }
             FunctionLookup::Missing => None,
         }
@@ -136,5 +146,115 @@ impl Hooks {
             plan_size: f("GreedyMemoryPlanner::GetMaximumMemorySize"),
             current,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// Real current TFLM: tflite-micro's x86-64 runtime (wheel 0.dev20261023182759), fetched
+    /// by `make -C firmware tflm-current-symbols` (part of `make -C firmware`, which `make test`
+    /// runs first). Missing, the test fails: it is the one check against real current TFLM.
+    fn real_current_tflm() -> Symbols {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../firmware/build/tflm-current/_runtime.so");
+        assert!(
+            path.is_file(),
+            "{} is missing: run `make -C firmware tflm-current-symbols` (pip fetches the pinned tflite-micro wheel)",
+            path.display()
+        );
+        Symbols::load(&path).unwrap()
+    }
+
+    /// The entry of the function whose full demangled name is `name`.
+    fn entry(symbols: &Symbols, name: &str) -> u64 {
+        symbols
+            .function(name)
+            .unwrap_or_else(|| panic!("{name} not in the symbol table"))
+            .entry
+    }
+
+    #[test]
+    fn every_hook_resolves_in_real_current_tflm_in_namespace_tflite_micro() {
+        let s = real_current_tflm();
+        assert!(
+            !s.has_dwarf(),
+            "the wheel's runtime has no DWARF: symbols only"
+        );
+        let h = Hooks::of(&s, Generation::Current).expect("current TFLM's hooks");
+        const NS: &str = "tflite::micro::";
+        let full = |n: &str| entry(&s, &format!("{NS}{n}"));
+        // The constructor overload that takes the arena, not the one taking a MicroAllocator*.
+        assert_eq!(
+            h.construct,
+            full(
+                "MicroInterpreter::MicroInterpreter(tflite::Model const*, tflite::micro::MicroOpResolver const&, unsigned char*, unsigned long, tflite::micro::MicroResourceVariables*, tflite::micro::MicroProfilerInterface*, bool)"
+            )
+        );
+        assert_ne!(
+            h.construct,
+            full(
+                "MicroInterpreter::MicroInterpreter(tflite::Model const*, tflite::micro::MicroOpResolver const&, tflite::micro::MicroAllocator*, tflite::micro::MicroResourceVariables*, tflite::micro::MicroProfilerInterface*)"
+            )
+        );
+        // The allocation itself, not the non-virtual thunk the interface calls land on first.
+        assert_eq!(
+            h.allocate_from_tail,
+            full(
+                "SingleArenaBufferAllocator::AllocatePersistentBuffer(unsigned long, unsigned long)"
+            )
+        );
+        assert_ne!(
+            h.allocate_from_tail,
+            // non-virtual thunk to tflite::micro::SingleArenaBufferAllocator::
+            // AllocatePersistentBuffer(unsigned long, unsigned long)
+            entry(
+                &s,
+                "_ZThn8_N6tflite5micro26SingleArenaBufferAllocator24AllocatePersistentBufferEmm"
+            )
+        );
+        assert_eq!(
+            h.allocate_tensors,
+            full("MicroInterpreter::AllocateTensors()")
+        );
+        assert_eq!(h.invoke, Some(full("MicroInterpreter::Invoke()")));
+        assert_eq!(
+            h.destroy,
+            Some(full("MicroInterpreter::~MicroInterpreter()"))
+        );
+        assert_eq!(
+            h.plan_size,
+            Some(full("GreedyMemoryPlanner::GetMaximumMemorySize()"))
+        );
+        let c = h.current.expect("current TFLM's own stops");
+        assert_eq!(
+            c.allocate_temp,
+            Some(full(
+                "SingleArenaBufferAllocator::AllocateTemp(unsigned long, unsigned long)"
+            ))
+        );
+        let head: Vec<u64> = [
+            "AllocateResizableBuffer(unsigned long, unsigned long)",
+            "ResizeBuffer(unsigned char*, unsigned long, unsigned long)",
+            "DeallocateResizableBuffer(unsigned char*)",
+            "ReserveNonPersistentOverlayMemory(unsigned long, unsigned long)",
+        ]
+        .iter()
+        .map(|m| full(&format!("SingleArenaBufferAllocator::{m}")))
+        .collect();
+        assert_eq!(c.head, head);
+        assert_eq!(
+            c.init_ops,
+            Some(full("MicroInterpreterGraph::InitSubgraphs()"))
+        );
+        assert_eq!(
+            c.prepare_ops,
+            Some(full("MicroInterpreterGraph::PrepareSubgraphs()"))
+        );
+        // 2020's tail function is not there: the generation decides which is looked for.
+        assert_eq!(Hooks::of(&s, Generation::Tflm2020), None);
     }
 }
