@@ -81,9 +81,18 @@ pub fn find(
     qualified: &str,
     pick: Option<&dyn Fn(&str) -> bool>,
 ) -> Option<u64> {
+    find_named(symbols, qualified, pick).map(|(_, entry)| entry)
+}
+
+/// [`find`], with the name found (`tflite::micro::MicroInterpreter::AllocateTensors`).
+pub fn find_named(
+    symbols: &Symbols,
+    qualified: &str,
+    pick: Option<&dyn Fn(&str) -> bool>,
+) -> Option<(String, u64)> {
     NAMESPACES.iter().find_map(|ns| {
         let name = format!("{ns}{qualified}");
-        match symbols.function_lookup(&name) {
+        let entry = match symbols.function_lookup(&name) {
             FunctionLookup::Found(_) => symbols.function(&name).map(|f| f.entry),
             FunctionLookup::Ambiguous(names) => {
                 let wanted = |n: &str| !n.contains(" [clone .") && pick.is_none_or(|p| p(n));
@@ -104,7 +113,8 @@ pub fn find(
                 }
             }
             FunctionLookup::Missing => None,
-        }
+        };
+        entry.map(|e| (name, e))
     })
 }
 

@@ -44,7 +44,7 @@
 
 mod build;
 mod category;
-mod hooks;
+pub(crate) mod hooks;
 mod plan;
 mod record;
 

@@ -54,12 +54,22 @@ pub struct Hit {
     pub anchor: &'static Anchor,
 }
 
-/// Whether the image has TensorFlow Lite Micro's interpreter.
+/// The anchor's callee as written (`tflite::X`) and in `tflite::micro`, where tflite-micro of
+/// 2026-10 declares its classes (`tflite::GetModel` stays in `tflite`, where the flatbuffer
+/// schema is).
+fn callee_names(callee: &str) -> [String; 2] {
+    [
+        callee.to_string(),
+        callee.replacen("tflite::", "tflite::micro::", 1),
+    ]
+}
+
+/// Whether the image has TensorFlow Lite Micro's interpreter (in `tflite` or `tflite::micro`).
 pub fn has_tflm(graph: &CallGraph) -> bool {
-    graph
-        .functions()
-        .iter()
-        .any(|f| f.name.starts_with("tflite::MicroInterpreter::"))
+    graph.functions().iter().any(|f| {
+        f.name.starts_with("tflite::MicroInterpreter::")
+            || f.name.starts_with("tflite::micro::MicroInterpreter::")
+    })
 }
 
 /// The application functions (`is_app`) that call each anchor, directly or with it inlined.
@@ -75,26 +85,33 @@ pub fn hits(graph: &CallGraph, symbols: &Symbols, is_app: &dyn Fn(usize) -> bool
         }
     };
     for anchor in TFLM {
-        let targets = graph.named(anchor.callee);
-        for &t in &targets {
-            for &caller in graph.callers(t) {
-                add(caller, anchor);
-            }
-        }
-        if targets.is_empty() {
-            // Inlined everywhere (GetModel is a header function).
-            for instance in symbols.inlined_instances(anchor.callee) {
-                let into = instance
-                    .address
-                    .and_then(|a| symbols.function_at(a))
-                    .and_then(|s| graph.at(s.address));
-                if let Some(f) = into {
-                    add(f, anchor);
-                }
-            }
+        for callee in callee_names(anchor.callee) {
+            add_callers(graph, symbols, &callee, &mut |f| add(f, anchor));
         }
     }
     without_builders_as_loaders(out)
+}
+
+/// Calls `add` with every function that calls `callee` or has it inlined.
+fn add_callers(graph: &CallGraph, symbols: &Symbols, callee: &str, add: &mut dyn FnMut(usize)) {
+    let targets = graph.named(callee);
+    for &t in &targets {
+        for &caller in graph.callers(t) {
+            add(caller);
+        }
+    }
+    if targets.is_empty() {
+        // Inlined everywhere (GetModel is a header function).
+        for instance in symbols.inlined_instances(callee) {
+            let into = instance
+                .address
+                .and_then(|a| symbols.function_at(a))
+                .and_then(|s| graph.at(s.address));
+            if let Some(f) = into {
+                add(f);
+            }
+        }
+    }
 }
 
 /// The function that builds the interpreter reads the model too (`GetModel` for the
@@ -112,6 +129,17 @@ fn without_builders_as_loaders(mut hits: Vec<Hit>) -> Vec<Hit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anchors_are_looked_for_in_both_namespaces() {
+        assert_eq!(
+            callee_names("tflite::MicroInterpreter::AllocateTensors"),
+            [
+                "tflite::MicroInterpreter::AllocateTensors",
+                "tflite::micro::MicroInterpreter::AllocateTensors"
+            ]
+        );
+    }
 
     #[test]
     fn the_builder_reads_the_model_but_is_not_the_loader() {
