@@ -266,15 +266,40 @@ pub(crate) const TFLITE_NAMESPACES: [&str; 2] = ["tflite::", "tflite::micro::"];
 
 /// The offset of a member found by a dotted path (`context_.tensors`), each step through
 /// base classes; the type of the last member comes with it.
+///
+/// A member whose type is only declared where the class is defined (GCC does so for a class
+/// defined in another compile unit: current TFLM's `graph_` and `micro_context_` in an -O2
+/// build) is looked for in the complete definition with the same full name.
 pub(crate) fn member_path(types: &TypeTable, class: TypeId, path: &str) -> Option<(u64, TypeId)> {
     let mut offset = 0u64;
     let mut ty = class;
     for part in path.split('.') {
-        let (off, m) = types.find_member(ty, part)?;
+        let (off, m) = types
+            .find_member(ty, part)
+            .or_else(|| types.find_member(definition(types, ty)?, part))?;
         offset = offset.checked_add(off)?;
         ty = m.type_id?;
     }
     Some((offset, ty))
+}
+
+/// The complete definition of the declared (sizeless) struct `ty`: the one with its tag and
+/// full name.
+fn definition(types: &TypeTable, ty: TypeId) -> Option<TypeId> {
+    let (
+        id,
+        Type::Struct {
+            name: Some(tag),
+            size: None,
+            ..
+        },
+    ) = types.resolve(ty)?
+    else {
+        return None;
+    };
+    let full = types.qualified_name(id);
+    let complete = types.find_struct(tag)?;
+    (types.qualified_name(complete) == full).then_some(complete)
 }
 
 fn offset(types: &TypeTable, class: TypeId, path: &str) -> Option<u64> {

@@ -258,3 +258,21 @@ fn current_tflm_is_read_through_its_micro_allocator() {
         Some("FULLY_CONNECTED")
     );
 }
+
+#[test]
+fn members_of_classes_declared_in_another_unit_are_found_in_the_definition() {
+    // firmware/tflm-current (our model of current TFLM, -O2, several compile units): main.cpp's
+    // unit describes MicroInterpreter with graph_ and micro_context_ of types only declared
+    // there. Their members are read from the definitions in micro_model.cpp's unit.
+    let s =
+        memlife_dwarf::Symbols::load(&memlife_testkit::firmware::elf("tflm", "current")).unwrap();
+    let tflm = Tflm::detect(&s).unwrap();
+    let l = LiveLayout::of(&tflm, &s).unwrap();
+    let i = &l.interpreter;
+    // The offsets gdb shows (`ptype /o tflite::micro::MicroInterpreter`).
+    assert_eq!((i.nodes, i.node_index), (Some(44), Some(52)));
+    assert_eq!(
+        i.state.as_ref().map(|s| (s.offset, s.prepare)),
+        Some((100, 1))
+    );
+}

@@ -392,7 +392,7 @@ impl ArenaObserver {
             node,
             operator,
             stage,
-            category: category::of(&frames, stage),
+            category: category::of(&frames, stage, self.current()),
             site: frames.first().cloned(),
         };
         self.tails.push(PendingTail {
@@ -555,8 +555,10 @@ impl ArenaObserver {
     fn ops_entered(&mut self, ctx: &mut Ctx<'_>) {
         let Some(regs) = ctx.regs() else { return };
         let Some(&i) = self.allocating.last() else {
+            tracing::debug!("an operator loop outside AllocateTensors");
             return;
         };
+        tracing::debug!("operator loop of build {i}");
         if let Some(b) = self.builds.get_mut(i) {
             b.ops_pass = true;
         }
@@ -565,6 +567,7 @@ impl ArenaObserver {
     }
 
     fn ops_done(&mut self) {
+        tracing::debug!("operator loop returned");
         if let Some(i) = self.ops.pop()
             && let Some(b) = self.builds.get_mut(i)
         {
@@ -624,7 +627,7 @@ impl ArenaObserver {
 
     /// What was observed, as the report keeps it.
     pub fn arena_record(&self) -> ArenaRecord {
-        record::of(&self.builds)
+        record::of(&self.builds, self.layout.generation)
     }
 }
 
