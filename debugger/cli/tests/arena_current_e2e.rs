@@ -48,10 +48,7 @@ fn gdb_walk(elf: &Path) -> (Vec<GdbStep>, [u64; 5]) {
     let out = gdb_batch(
         elf,
         &qemu.addr().to_string(),
-        &[
-            &format!("source {}", script.display()),
-            "tflm-current-walk",
-        ],
+        &[&format!("source {}", script.display()), "tflm-current-walk"],
     );
     drop(qemu);
     let text = stdout(&out);
@@ -67,7 +64,19 @@ fn gdb_walk(elf: &Path) -> (Vec<GdbStep>, [u64; 5]) {
                 align.parse().unwrap(),
                 moved.parse().unwrap(),
             )),
-            ["arena", "buffer_head", bh, "buffer_tail", bt, "head", h, "tail", t, "used", used] => {
+            [
+                "arena",
+                "buffer_head",
+                bh,
+                "buffer_tail",
+                bt,
+                "head",
+                h,
+                "tail",
+                t,
+                "used",
+                used,
+            ] => {
                 let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
                 arena = Some([
                     hex(bh),
@@ -122,7 +131,10 @@ fn steps_per_operator_and_cursors_equal_gdbs_reading() {
     // tail move and names its size; gdb sees the call itself, with the object's alignment.
     let (first, rest) = steps.split_first().unwrap();
     let (gdb_first, gdb_rest) = gdb_steps.split_first().unwrap();
-    assert_eq!((first.0, first.2, first.4), (gdb_first.0, gdb_first.2, gdb_first.4));
+    assert_eq!(
+        (first.0, first.2, first.4),
+        (gdb_first.0, gdb_first.2, gdb_first.4)
+    );
     assert_eq!(b["steps"][0]["category"], "arena-allocator");
     assert_eq!(rest, gdb_rest, "memlife's steps against gdb's");
 

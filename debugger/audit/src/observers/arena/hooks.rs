@@ -10,7 +10,7 @@
 //! | role | 2020 | current (one arena) |
 //! |---|---|---|
 //! | construct | `MicroInterpreter::MicroInterpreter` | the overload taking the arena (`unsigned char*`), not the one taking a `MicroAllocator*` |
-//! | tail | `SimpleMemoryAllocator::AllocateFromTail` | `SingleArenaBufferAllocator::AllocatePersistentBuffer` (the function, not its non-virtual thunk: the thunk jumps into it with `this` adjusted) |
+//! | tail | `SimpleMemoryAllocator::AllocateFromTail` | `SingleArenaBufferAllocator::AllocatePersistentBuffer`, and its non-virtual thunk (the entry of calls through `IPersistentBufferAllocator*`, `this` at that subobject) |
 //! | temporaries | – | `SingleArenaBufferAllocator::AllocateTemp` |
 //! | head | – | `SingleArenaBufferAllocator::{AllocateResizableBuffer, ResizeBuffer, DeallocateResizableBuffer, ReserveNonPersistentOverlayMemory}` |
 //! | operator loops | – | `MicroInterpreterGraph::{InitSubgraphs, PrepareSubgraphs}` |
@@ -21,6 +21,12 @@
 //! `SingleArenaBufferAllocator::Create` calls `AllocatePersistentBuffer` on a copy on the stack
 //! before placing it. Either way the placement is seen as a tail move between stops
 //! (`super::build`).
+//!
+//! The thunk: GCC may emit it as an adjustment and a jump into the function (a call then meets
+//! both breakpoints, with the same stack pointer and return address: the observer counts it
+//! once) or, as in tflite-micro's x86-64 wheel, as a copy of the function's body adjusted to
+//! the subobject (a breakpoint on the function alone would miss every `MicroAllocator`
+//! allocation).
 
 use memlife_dwarf::{FunctionLookup, Symbols};
 use memlife_tflm::Generation;
@@ -62,6 +68,30 @@ pub struct CurrentHooks {
     pub init_ops: Option<u64>,
     /// `MicroInterpreterGraph::PrepareSubgraphs`.
     pub prepare_ops: Option<u64>,
+    /// The non-virtual thunk of `AllocatePersistentBuffer` (this = the
+    /// `IPersistentBufferAllocator` subobject): its entry and how far below it the object
+    /// starts.
+    pub tail_thunk: Option<(u64, u64)>,
+}
+
+/// The non-virtual thunk of `Class::method` (`_ZThn<k>_N6tflite[5micro]<class><method>E…`, the
+/// Itanium name: `this` less `k`) in either namespace: its entry and `k`.
+pub fn thunk(symbols: &Symbols, class: &str, method: &str) -> Option<(u64, u64)> {
+    let scoped = format!("{}{class}{}{method}E", class.len(), method.len());
+    let prefixes = ["N6tflite", "N6tflite5micro"];
+    symbols
+        .elf_symbols()
+        .iter()
+        .filter(|s| s.kind == memlife_dwarf::SymbolKind::Function)
+        .find_map(|s| {
+            let rest = s.name.strip_prefix("_ZThn")?;
+            let (k, name) = rest.split_once('_')?;
+            let k: u64 = k.parse().ok()?;
+            prefixes
+                .iter()
+                .any(|p| name.strip_prefix(p).is_some_and(|t| t.starts_with(&scoped)))
+                .then_some((s.address & !1, k))
+        })
 }
 
 /// The head's functions of `SingleArenaBufferAllocator`.
@@ -143,6 +173,11 @@ impl Hooks {
                     head: HEAD_FUNCTIONS.iter().filter_map(|m| single(m)).collect(),
                     init_ops: f("MicroInterpreterGraph::InitSubgraphs"),
                     prepare_ops: f("MicroInterpreterGraph::PrepareSubgraphs"),
+                    tail_thunk: thunk(
+                        symbols,
+                        "SingleArenaBufferAllocator",
+                        "AllocatePersistentBuffer",
+                    ),
                 };
                 (single("AllocatePersistentBuffer")?, Some(current))
             }
@@ -263,6 +298,18 @@ mod tests {
         assert_eq!(
             c.prepare_ops,
             Some(full("MicroInterpreterGraph::PrepareSubgraphs()"))
+        );
+        // The thunk's body is a copy of the function's here (GCC, x86-64): calls through
+        // IPersistentBufferAllocator* never reach the function, so the thunk is a stop too.
+        assert_eq!(
+            c.tail_thunk,
+            Some((
+                entry(
+                    &s,
+                    "_ZThn8_N6tflite5micro26SingleArenaBufferAllocator24AllocatePersistentBufferEmm"
+                ),
+                8
+            ))
         );
         // 2020's tail function is not there: the generation decides which is looked for.
         assert_eq!(Hooks::of(&s, Generation::Tflm2020), None);

@@ -83,6 +83,7 @@ const HEAD_MOVED: u32 = 15;
 const INIT_OPS: u32 = 16;
 const PREPARE_OPS: u32 = 17;
 const OPS_DONE: u32 = 18;
+const TAIL_THUNK: u32 = 19;
 
 /// A tail allocation whose return is awaited.
 #[derive(Debug, Clone)]
@@ -91,6 +92,10 @@ struct PendingTail {
     /// From the arena's own allocator (else a temporary one over its free gap).
     persistent: bool,
     asked: Asked,
+    /// The call's stack pointer and return address.
+    call: (u64, u64),
+    /// Entered through the non-virtual thunk.
+    via_thunk: bool,
 }
 
 /// The arena observer (see the module doc).
@@ -341,10 +346,24 @@ impl ArenaObserver {
         }
     }
 
-    /// At `AllocateFromTail`'s entry: what is asked, by whom, for which build.
-    fn tail_asked(&mut self, ctx: &mut Ctx<'_>) {
+    /// At the tail allocation's entry (`AllocateFromTail`, `AllocatePersistentBuffer`, or its
+    /// thunk with `this` that far above the object): what is asked, by whom, for which build.
+    fn tail_asked(&mut self, ctx: &mut Ctx<'_>, thunk_adjust: Option<u64>) {
         let Some(regs) = ctx.regs() else { return };
-        let (allocator, bytes, alignment) = (regs.arg(0), regs.arg(1), regs.arg(2));
+        let call = (regs.sp, regs.return_address());
+        if thunk_adjust.is_none()
+            && self
+                .tails
+                .last()
+                .is_some_and(|t| t.via_thunk && t.call == call)
+        {
+            // The thunk jumped into the function: the same call, already taken.
+            return;
+        }
+        let Some(allocator) = regs.arg(0).checked_sub(thunk_adjust.unwrap_or(0)) else {
+            return;
+        };
+        let (bytes, alignment) = (regs.arg(1), regs.arg(2));
         let Some(cursors) = self.layout.cursors(ctx.memory(), allocator) else {
             return;
         };
@@ -399,6 +418,8 @@ impl ArenaObserver {
             build: i,
             persistent,
             asked,
+            call,
+            via_thunk: thunk_adjust.is_some(),
         });
         ctx.await_return(regs.return_address(), regs.sp, TAIL_PLACED);
     }
@@ -665,6 +686,9 @@ impl Observer for ArenaObserver {
             if let Some(a) = c.prepare_ops {
                 ctx.break_at(a, PREPARE_OPS, Arm::Inside);
             }
+            if let Some((a, _)) = c.tail_thunk {
+                ctx.break_at(a, TAIL_THUNK, Arm::Inside);
+            }
         }
         Ok(())
     }
@@ -678,7 +702,13 @@ impl Observer for ArenaObserver {
             ALLOCATED => self.allocated(ctx),
             INVOKE => self.invoking(ctx),
             INVOKED => self.invoked(ctx),
-            TAIL => self.tail_asked(ctx),
+            TAIL => self.tail_asked(ctx, None),
+            TAIL_THUNK => {
+                let adjust = self.hooks.current.as_ref().and_then(|c| c.tail_thunk);
+                if let Some((_, k)) = adjust {
+                    self.tail_asked(ctx, Some(k));
+                }
+            }
             TAIL_PLACED => self.tail_placed(ctx),
             PLAN => self.plan(ctx),
             PLANNED => self.planned(ctx),
