@@ -314,4 +314,31 @@ mod tests {
         // 2020's tail function is not there: the generation decides which is looked for.
         assert_eq!(Hooks::of(&s, Generation::Tflm2020), None);
     }
+
+    #[test]
+    fn the_2020_firmwares_hooks_resolve_in_namespace_tflite() {
+        // firmware/tflm (TFLM of 2020, `make -C firmware`): the same lookups find the names in
+        // `tflite`, and the current generation's are not there.
+        let path =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/tflm-healthy.elf");
+        assert!(
+            path.is_file(),
+            "{} is missing: run `make -C firmware`",
+            path.display()
+        );
+        let s = Symbols::load(&path).unwrap();
+        let h = Hooks::of(&s, Generation::Tflm2020).expect("2020's hooks");
+        let full = |n: &str| entry(&s, &format!("tflite::{n}"));
+        assert_eq!(h.construct, full("MicroInterpreter::MicroInterpreter"));
+        assert_eq!(
+            h.allocate_from_tail,
+            full("SimpleMemoryAllocator::AllocateFromTail")
+        );
+        assert_eq!(
+            h.allocate_tensors,
+            full("MicroInterpreter::AllocateTensors")
+        );
+        assert_eq!(h.current, None);
+        assert_eq!(Hooks::of(&s, Generation::Current), None);
+    }
 }
