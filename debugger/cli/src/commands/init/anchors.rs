@@ -21,7 +21,9 @@ pub struct Anchor {
     pub says: &'static str,
 }
 
-/// TensorFlow Lite Micro's anchors, in the 2020 layout and current TFLM alike.
+/// TensorFlow Lite Micro's anchors, in the 2020 layout and current TFLM alike, in namespace
+/// `tflite` (TFLM until 2026-08) and `tflite::micro` (tflite-micro of 2026-10, whose
+/// `GetModel` stays in `tflite` with the flatbuffer schema).
 pub const TFLM: &[Anchor] = &[
     Anchor {
         role: "build",
@@ -29,9 +31,19 @@ pub const TFLM: &[Anchor] = &[
         says: "calls tflite::MicroInterpreter::AllocateTensors",
     },
     Anchor {
+        role: "build",
+        callee: "tflite::micro::MicroInterpreter::AllocateTensors",
+        says: "calls tflite::micro::MicroInterpreter::AllocateTensors",
+    },
+    Anchor {
         role: "run",
         callee: "tflite::MicroInterpreter::Invoke",
         says: "calls tflite::MicroInterpreter::Invoke",
+    },
+    Anchor {
+        role: "run",
+        callee: "tflite::micro::MicroInterpreter::Invoke",
+        says: "calls tflite::micro::MicroInterpreter::Invoke",
     },
     Anchor {
         role: "load",
@@ -43,6 +55,11 @@ pub const TFLM: &[Anchor] = &[
         callee: "tflite::MicroInterpreter::~MicroInterpreter",
         says: "destroys the interpreter (tflite::MicroInterpreter::~MicroInterpreter)",
     },
+    Anchor {
+        role: "release",
+        callee: "tflite::micro::MicroInterpreter::~MicroInterpreter",
+        says: "destroys the interpreter (tflite::micro::MicroInterpreter::~MicroInterpreter)",
+    },
 ];
 
 /// An application function that calls an anchor.
@@ -52,16 +69,6 @@ pub struct Hit {
     pub function: usize,
     /// The anchor it calls.
     pub anchor: &'static Anchor,
-}
-
-/// The anchor's callee as written (`tflite::X`) and in `tflite::micro`, where tflite-micro of
-/// 2026-10 declares its classes (`tflite::GetModel` stays in `tflite`, where the flatbuffer
-/// schema is).
-fn callee_names(callee: &str) -> [String; 2] {
-    [
-        callee.to_string(),
-        callee.replacen("tflite::", "tflite::micro::", 1),
-    ]
 }
 
 /// Whether the image has TensorFlow Lite Micro's interpreter (in `tflite` or `tflite::micro`).
@@ -85,9 +92,7 @@ pub fn hits(graph: &CallGraph, symbols: &Symbols, is_app: &dyn Fn(usize) -> bool
         }
     };
     for anchor in TFLM {
-        for callee in callee_names(anchor.callee) {
-            add_callers(graph, symbols, &callee, &mut |f| add(f, anchor));
-        }
+        add_callers(graph, symbols, anchor.callee, &mut |f| add(f, anchor));
     }
     without_builders_as_loaders(out)
 }
@@ -131,14 +136,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn anchors_are_looked_for_in_both_namespaces() {
-        assert_eq!(
-            callee_names("tflite::MicroInterpreter::AllocateTensors"),
-            [
-                "tflite::MicroInterpreter::AllocateTensors",
-                "tflite::micro::MicroInterpreter::AllocateTensors"
-            ]
-        );
+    fn every_interpreter_anchor_is_there_in_both_namespaces() {
+        for a in TFLM
+            .iter()
+            .filter(|a| a.callee.starts_with("tflite::Micro"))
+        {
+            let micro = a.callee.replacen("tflite::", "tflite::micro::", 1);
+            assert!(
+                TFLM.iter().any(|b| b.role == a.role && b.callee == micro),
+                "{micro} missing"
+            );
+        }
     }
 
     #[test]
