@@ -606,4 +606,51 @@ mod tests {
         );
         assert!(r.needs.unwrap() >= 4096 + 20);
     }
+
+    #[test]
+    fn current_tflms_head_temporaries_and_plan_are_replayed_from_the_arenas_start() {
+        let at = |head: u64, temp: u64, tail: u64| Cursors {
+            buffer_head: 0x1000,
+            buffer_tail: 0x1800,
+            head,
+            temp,
+            tail,
+        };
+        let object = TailRequest {
+            bytes: 36,
+            alignment: 4,
+        };
+        let mut b = Build::new(1, 0x3000, Some(0x1000));
+        b.current = true;
+        b.constructing = true;
+        // SingleArenaBufferAllocator::Create placed the object at the top: 0x1800 - 36.
+        b.observe(0x17dc, &at(0x1000, 0x1000, 0x17dc), object);
+        b.constructing = false;
+        // The scratch requests' buffer at the head (96 B), then a 40 B Init buffer below it.
+        b.sync_head(&at(0x1060, 0x1060, 0x17dc));
+        b.persistent(asked(0x17dc, 40, 0, Stage::Init), 0x17b0);
+        // CONV_2D's Prepare: 304 B of temporaries above the head.
+        b.temporary("prepare", Some(1), &at(0x1060, 0x1060 + 304, 0x17b0));
+        // Given back before the plan; the planner's area starts 64 B into the arena.
+        b.sync_head(&at(0x1000, 0x1000, 0x17b0));
+        b.planner_seen(PlannerFigures {
+            buffers: 6,
+            max_buffers: 40,
+            bytes_per_buffer: 40,
+            scratch_start: 0x1040,
+        });
+        b.plan_made(240);
+        b.allocated(0, Some(&at(0x10f0, 0x10f0, 0x17b0)), Some(320));
+        let r = b.record();
+        assert_eq!(r.persistent_bytes, 0x50);
+        let prepare = r.peaks.iter().find(|p| p.kind == "prepare").unwrap();
+        assert_eq!((prepare.node, prepare.above_head), (Some(1), 304));
+        // The plan: its arrays for 6 buffers (240 B) from 64 B into the arena.
+        let plan = r.peaks.iter().find(|p| p.kind == "plan").unwrap();
+        assert_eq!((plan.above_head, plan.head_needed), (64 + 240, Some(240)));
+        // The largest moment: head 96 + temporaries 304 = 400 B above the arena's start, the
+        // tail 80 B: the 40 B buffer lands on 400 in an arena of 476 B (its 16-alignment).
+        assert_eq!(r.needs, Some(476));
+        assert!(r.exact);
+    }
 }
