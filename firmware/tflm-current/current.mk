@@ -21,6 +21,8 @@ all: tflm-current-symbols
 # structure (micro_model.h says what it is and is not), on heap4 like the TFLM firmware.
 #
 #   build/tflm-current.elf            looping (part of `all`)
+#   build/tflm-current-ns-tflite.elf  the same with the classes in namespace tflite (TFLM until
+#                                     2026-08; part of `all`, read by the hooks' unit test)
 #   make tflm-current-arena ARENA_BYTES=N [ITERATIONS=k]
 #                                     build/[iterk/]tflm-current-arena-<N>.elf: its arena N bytes
 TFLMC_CXXFLAGS := $(ARCH) -O2 -g -std=c++17 -Wall -Wextra -fno-exceptions -fno-rtti \
@@ -44,7 +46,8 @@ $(1): $(TFLMC_DEPS)
 endef
 
 $(eval $(call TFLMC_ELF_RULE,$(OUT)/tflm-current.elf,))
-all: $(OUT)/tflm-current.elf
+$(eval $(call TFLMC_ELF_RULE,$(OUT)/tflm-current-ns-tflite.elf,-DTFLM_NAMESPACE_TFLITE))
+all: $(OUT)/tflm-current.elf $(OUT)/tflm-current-ns-tflite.elf
 
 ifneq ($(filter tflm-current-arena,$(MAKECMDGOALS)),)
 ifeq ($(shell echo '$(ARENA_BYTES)' | grep -Ex '[1-9][0-9]*'),)

@@ -18,7 +18,11 @@
 #define ARENA_BYTES 4096u
 #endif
 
+#ifdef TFLM_NAMESPACE_TFLITE
+using namespace tflite;
+#else
 using namespace tflite::micro;
+#endif
 
 namespace app {
 namespace {

@@ -10,7 +10,7 @@
 #define NOINLINE __attribute__((noinline))
 
 namespace tflite {
-namespace micro {
+TFLM_MICRO_BEGIN
 namespace {
 
 constexpr size_t kArenaAlignment = 16;
@@ -691,5 +691,5 @@ NOINLINE TfLiteStatus MicroInterpreter::Invoke()
     return graph_.InvokeSubgraph(0);
 }
 
-}  // namespace micro
+TFLM_MICRO_END
 }  // namespace tflite

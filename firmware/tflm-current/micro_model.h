@@ -7,6 +7,7 @@
 // runs each operator's Init and Prepare through the graph (persistent buffers through the
 // context, temporaries through AllocateTemp), plans with a greedy planner in the free gap and
 // commits the plan to the head. It runs no model: the operators are made up (micro_model.cpp).
+// Built with -DTFLM_NAMESPACE_TFLITE the classes are in tflite, as in TFLM until 2026-08.
 #ifndef TFLM_CURRENT_MICRO_MODEL_H
 #define TFLM_CURRENT_MICRO_MODEL_H
 
@@ -40,7 +41,15 @@ enum BuiltinOperator : int32_t {
     BuiltinOperator_MAX = BuiltinOperator_CUSTOM
 };
 
-namespace micro {
+#ifdef TFLM_NAMESPACE_TFLITE
+#define TFLM_MICRO_BEGIN
+#define TFLM_MICRO_END
+#else
+#define TFLM_MICRO_BEGIN namespace micro {
+#define TFLM_MICRO_END }
+#endif
+
+TFLM_MICRO_BEGIN
 
 struct TfLiteIntArray {
     int size;
@@ -335,7 +344,7 @@ class MicroInterpreter {
     MicroInterpreterContext micro_context_;
 };
 
-}  // namespace micro
+TFLM_MICRO_END
 }  // namespace tflite
 
 #endif

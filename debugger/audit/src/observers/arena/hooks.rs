@@ -341,4 +341,45 @@ mod tests {
         assert_eq!(h.current, None);
         assert_eq!(Hooks::of(&s, Generation::Current), None);
     }
+
+    #[test]
+    fn current_hooks_resolve_in_both_namespaces_on_the_model_firmware() {
+        // firmware/tflm-current (our model of current TFLM) built with its classes in
+        // `tflite::micro` and in `tflite` (`make -C firmware`).
+        for (elf, ns) in [
+            ("tflm-current.elf", "tflite::micro::"),
+            ("tflm-current-ns-tflite.elf", "tflite::"),
+        ] {
+            let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../firmware/build")
+                .join(elf);
+            assert!(
+                path.is_file(),
+                "{} is missing: run `make -C firmware`",
+                path.display()
+            );
+            let s = Symbols::load(&path).unwrap();
+            let h = Hooks::of(&s, Generation::Current).expect("current TFLM's hooks");
+            let full = |n: &str| entry(&s, &format!("{ns}{n}"));
+            assert_eq!(
+                h.construct,
+                full("MicroInterpreter::MicroInterpreter"),
+                "{elf}"
+            );
+            assert_eq!(
+                h.allocate_from_tail,
+                full("SingleArenaBufferAllocator::AllocatePersistentBuffer"),
+                "{elf}"
+            );
+            let c = h.current.unwrap();
+            assert_eq!(
+                c.init_ops,
+                Some(full("MicroInterpreterGraph::InitSubgraphs")),
+                "{elf}"
+            );
+            assert_eq!(c.head.len(), 4, "{elf}");
+            // ARM: the IPersistentBufferAllocator subobject 4 bytes in.
+            assert_eq!(c.tail_thunk.map(|(_, k)| k), Some(4), "{elf}");
+        }
+    }
 }
