@@ -439,7 +439,7 @@ pub struct TasksArgs {
 /// `memlife arena`.
 #[derive(Debug, Args)]
 pub struct ArenaArgs {
-    /// Firmware ELF with DWARF (TensorFlow Lite Micro of 2020 in it).
+    /// Firmware ELF with DWARF (TensorFlow Lite Micro in it: of 2020, or current with one arena).
     #[arg(long, value_name = "FILE")]
     pub elf: PathBuf,
     #[command(flatten)]

@@ -80,6 +80,28 @@ pub fn tflm_arena_elf(scenario: &str, model: &str, arena_bytes: u64) -> PathBuf 
     repo().join("firmware").join(rel)
 }
 
+/// `firmware/build/iter1/tflm-current-arena-BYTES.elf`: the current-TFLM model firmware
+/// (firmware/tflm-current) with a BYTES-byte arena, running one cycle and exiting (0: built and
+/// ran; 5: AllocateTensors failed), built by `make -C firmware tflm-current-arena` under the
+/// build lock.
+pub fn tflm_current_arena_elf(arena_bytes: u64) -> PathBuf {
+    let rel = format!("build/iter1/tflm-current-arena-{arena_bytes}.elf");
+    let _lock = build_lock();
+    let out = std::process::Command::new("make")
+        .arg("-C")
+        .arg(repo().join("firmware"))
+        .args(["tflm-current-arena", "ITERATIONS=1"])
+        .arg(format!("ARENA_BYTES={arena_bytes}"))
+        .output()
+        .expect("running make (is it installed?)");
+    assert!(
+        out.status.success(),
+        "make -C firmware tflm-current-arena ARENA_BYTES={arena_bytes} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    repo().join("firmware").join(rel)
+}
+
 /// The exclusive lock beside the build, held while the file lives.
 fn build_lock() -> std::fs::File {
     let lock_path = repo().join("firmware/build/.make.lock");

@@ -253,17 +253,53 @@ pub(crate) fn tflite_class(types: &TypeTable, tag: &str) -> Option<TypeId> {
     }
 }
 
+/// Where a base class declared in TFLM's namespace lies in `class`: `tflite::BASE` (TFLM until
+/// 2026-08) or `tflite::micro::BASE` (tflite-micro of 2026-10 declares its classes there).
+pub(crate) fn tflite_base_offset(types: &TypeTable, class: TypeId, base: &str) -> Option<u64> {
+    TFLITE_NAMESPACES
+        .iter()
+        .find_map(|ns| types.base_offset(class, &format!("{ns}{base}")))
+}
+
+/// The namespaces TFLM's classes are declared in, oldest first.
+pub(crate) const TFLITE_NAMESPACES: [&str; 2] = ["tflite::", "tflite::micro::"];
+
 /// The offset of a member found by a dotted path (`context_.tensors`), each step through
 /// base classes; the type of the last member comes with it.
+///
+/// A member whose type is only declared where the class is defined (GCC does so for a class
+/// defined in another compile unit: current TFLM's `graph_` and `micro_context_` in an -O2
+/// build) is looked for in the complete definition with the same full name.
 pub(crate) fn member_path(types: &TypeTable, class: TypeId, path: &str) -> Option<(u64, TypeId)> {
     let mut offset = 0u64;
     let mut ty = class;
     for part in path.split('.') {
-        let (off, m) = types.find_member(ty, part)?;
+        let (off, m) = types
+            .find_member(ty, part)
+            .or_else(|| types.find_member(definition(types, ty)?, part))?;
         offset = offset.checked_add(off)?;
         ty = m.type_id?;
     }
     Some((offset, ty))
+}
+
+/// The complete definition of the declared (sizeless) struct `ty`: the one with its tag and
+/// full name.
+fn definition(types: &TypeTable, ty: TypeId) -> Option<TypeId> {
+    let (
+        id,
+        Type::Struct {
+            name: Some(tag),
+            size: None,
+            ..
+        },
+    ) = types.resolve(ty)?
+    else {
+        return None;
+    };
+    let full = types.qualified_name(id);
+    let complete = types.find_struct(tag)?;
+    (types.qualified_name(complete) == full).then_some(complete)
 }
 
 fn offset(types: &TypeTable, class: TypeId, path: &str) -> Option<u64> {
@@ -341,7 +377,7 @@ fn class_header(symbols: &Symbols, tag: &str) -> Option<(TypeId, String, u64)> {
 fn single_class(symbols: &Symbols, tag: &str) -> Option<ArenaClass> {
     let types = symbols.types();
     let (id, name, size) = class_header(symbols, tag)?;
-    let iface = |n: &str| types.base_offset(id, n).unwrap_or(0);
+    let iface = |n: &str| tflite_base_offset(types, id, n).unwrap_or(0);
     Some(ArenaClass {
         vtable: vtable(symbols, id),
         buffer_head: offset(types, id, "buffer_head_")?,
@@ -351,8 +387,8 @@ fn single_class(symbols: &Symbols, tag: &str) -> Option<ArenaClass> {
             tail: offset(types, id, "tail_")?,
             temp: offset(types, id, "temp_"),
         },
-        persistent_iface: iface("tflite::IPersistentBufferAllocator"),
-        non_persistent_iface: iface("tflite::INonPersistentBufferAllocator"),
+        persistent_iface: iface("IPersistentBufferAllocator"),
+        non_persistent_iface: iface("INonPersistentBufferAllocator"),
         name,
         size,
     })
@@ -371,14 +407,14 @@ fn split_class(symbols: &Symbols, tag: &str, persistent: bool) -> Option<ArenaCl
             next_temp: offset(types, id, "next_temp_")?,
         }
     };
-    let iface = |n: &str| types.base_offset(id, n).unwrap_or(0);
+    let iface = |n: &str| tflite_base_offset(types, id, n).unwrap_or(0);
     Some(ArenaClass {
         vtable: vtable(symbols, id),
         buffer_head: offset(types, id, "buffer_head_")?,
         buffer_tail: offset(types, id, "buffer_tail_")?,
         cursors,
-        persistent_iface: iface("tflite::IPersistentBufferAllocator"),
-        non_persistent_iface: iface("tflite::INonPersistentBufferAllocator"),
+        persistent_iface: iface("IPersistentBufferAllocator"),
+        non_persistent_iface: iface("INonPersistentBufferAllocator"),
         name,
         size,
     })

@@ -5,9 +5,13 @@
 //! every reading of this crate; the fields are public so that an observer's tests can lay out
 //! objects of their own.
 //!
-//! Only TFLM of 2020 is described here: current TFLM places its temporaries above the head
-//! (`temp_`) and reaches the arena allocator through the `MicroAllocator`'s interface pointers;
-//! an observer of it needs other stops (docs/tflm.md says which).
+//! Both generations are described ([`LiveLayout::generation`]): TFLM of 2020 (the
+//! `SimpleMemoryAllocator` the interpreter's by-value `MicroAllocator` points at, the node in
+//! `context_helper_.current_node_idx_`) and current TFLM with one arena (the
+//! `SingleArenaBufferAllocator` with its temporaries above the head, `temp_`, reached through the
+//! `MicroAllocator` the interpreter refers to; the operator index in
+//! `graph_.current_operator_index_`, Init or Prepare in `micro_context_.state_`). The split
+//! persistent/non-persistent pair has no live layout: its builds are not observed.
 //!
 //! Reads are small and exact (a few words per stop, no page cache): what RAM holds is data, an
 //! unreadable word is `None`.
@@ -17,11 +21,12 @@ use memlife_dwarf::Symbols;
 use serde::Serialize;
 
 use crate::flatbuffer::Fb;
-use crate::layout::{Generation, Tflm, member_path, tflite_class};
+use crate::layout::{Generation, Tflm, member_path, tflite_base_offset, tflite_class};
 use crate::model;
 use crate::ram::Ram;
 
-/// A `SimpleMemoryAllocator`'s members (offsets in the object).
+/// The arena allocator's members (offsets in the object): a `SimpleMemoryAllocator` (2020) or
+/// a `SingleArenaBufferAllocator` (current).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllocatorLayout {
     /// The object's size (`sizeof`), what `Create` takes from the tail for it.
@@ -34,6 +39,27 @@ pub struct AllocatorLayout {
     pub head: u64,
     /// `tail_`.
     pub tail: u64,
+    /// `temp_` (current TFLM: the end of the temporaries above the head).
+    pub temp: Option<u64>,
+}
+
+/// Current TFLM: from the `MicroAllocator` the interpreter refers to, to its arena allocator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MicroAllocatorHop {
+    /// `persistent_buffer_allocator_` in the `MicroAllocator`.
+    pub persistent: u64,
+    /// Where the `IPersistentBufferAllocator` subobject (what that pointer points at) lies in
+    /// the arena allocator.
+    pub interface: u64,
+}
+
+/// Current TFLM: `micro_context_.state_` and the value of its `kPrepare`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateLayout {
+    /// The member's offset in the interpreter.
+    pub offset: u64,
+    /// `InterpreterState::kPrepare`, from DWARF's enumerators.
+    pub prepare: i64,
 }
 
 /// The `MicroInterpreter`'s members an observer reads (offsets in the object).
@@ -41,17 +67,27 @@ pub struct AllocatorLayout {
 pub struct InterpreterLayout {
     /// `model_`.
     pub model: u64,
-    /// The pointer to the arena allocator: `allocator_.memory_allocator_` (the
-    /// `MicroAllocator` is held by value).
+    /// 2020: the pointer to the arena allocator, `allocator_.memory_allocator_` (the
+    /// `MicroAllocator` is held by value). Current: `allocator_`, the reference to the
+    /// `MicroAllocator`, from which `micro_allocator` leads on.
     pub arena_allocator: u64,
-    /// `allocator_.active_`: `used_bytes()` returns 0 while it is set.
+    /// Current: from the `MicroAllocator` to the arena allocator.
+    pub micro_allocator: Option<MicroAllocatorHop>,
+    /// 2020: `allocator_.active_`: `used_bytes()` returns 0 while it is set.
     pub active: Option<u64>,
-    /// `context_helper_.current_node_idx_`: the node whose Init or Prepare runs, -1 outside.
+    /// 2020: `context_helper_.current_node_idx_`, the node whose Init or Prepare runs, -1
+    /// outside. Current: `graph_.current_operator_index_`, which keeps its last value outside
+    /// the operator loops (an observer tells when a loop runs).
     pub node_index: Option<u64>,
-    /// `context_.RequestScratchBufferInArena`: set only while the Prepare pass runs.
+    /// 2020: `context_.RequestScratchBufferInArena`, set only while the Prepare pass runs.
     pub scratch_request: Option<u64>,
-    /// `node_and_registrations_`.
+    /// Current: `micro_context_.state_`, `kPrepare` during the Prepare pass.
+    pub state: Option<StateLayout>,
+    /// 2020: `node_and_registrations_`. Current: `graph_.subgraph_allocations_`, the first
+    /// subgraph's record, whose nodes are at `subgraph_nodes`.
     pub nodes: Option<u64>,
+    /// Current: `node_and_registrations` in `SubgraphAllocations`.
+    pub subgraph_nodes: Option<u64>,
 }
 
 /// `NodeAndRegistration` and the registration it points at.
@@ -87,6 +123,8 @@ pub struct PlannerLayout {
 /// Where an observer reads, for one ELF.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveLayout {
+    /// Which TFLM: the readings differ where the members do.
+    pub generation: Generation,
     /// Pointer size.
     pub ptr_size: u64,
     /// The arena allocator.
@@ -112,6 +150,9 @@ pub struct Cursors {
     pub head: u64,
     /// `tail_`.
     pub tail: u64,
+    /// `temp_`: the end of current TFLM's temporaries above the head (`head_` when there are
+    /// none, and always in 2020).
+    pub temp: u64,
 }
 
 impl Cursors {
@@ -119,8 +160,20 @@ impl Cursors {
     pub fn consistent(&self) -> bool {
         self.buffer_head < self.buffer_tail
             && self.buffer_head <= self.head
-            && self.head <= self.tail
+            && self.head <= self.temp
+            && self.temp <= self.tail
             && self.tail <= self.buffer_tail
+    }
+
+    /// `temp_ - head_`: the temporaries' bytes.
+    pub fn temp_bytes(&self) -> u64 {
+        self.temp.saturating_sub(self.head)
+    }
+
+    /// `max(head_, temp_) - buffer_head_`: what current TFLM's `GetNonPersistentUsedBytes`
+    /// returns, the head and the temporaries above it.
+    pub fn non_persistent_bytes(&self) -> u64 {
+        self.head.max(self.temp).saturating_sub(self.buffer_head)
     }
 
     /// `buffer_tail_ - tail_`.
@@ -133,9 +186,9 @@ impl Cursors {
         self.head.saturating_sub(self.buffer_head)
     }
 
-    /// `tail_ - head_`.
+    /// `tail_ - temp_` (`tail_ - head_` in 2020).
     pub fn free_bytes(&self) -> u64 {
-        self.tail.saturating_sub(self.head)
+        self.tail.saturating_sub(self.temp.max(self.head))
     }
 
     /// Whether the allocator object at `address` (of `size` bytes) is its own arena's first
@@ -161,6 +214,8 @@ pub struct PlannerFigures {
     pub max_buffers: u64,
     /// Bytes of its arrays per buffer (its scratch area holds `max_buffers` of each array).
     pub bytes_per_buffer: u64,
+    /// Where its scratch area starts (`requirements_`, the first array).
+    pub scratch_start: u64,
 }
 
 /// A model as an observer names and counts it.
@@ -197,33 +252,34 @@ fn offset(
 }
 
 impl LiveLayout {
-    /// The layout of this ELF's TFLM of 2020; `None` for current TFLM or when DWARF lacks a
-    /// member every reading needs (the allocator's cursors, the interpreter's model and
-    /// allocator).
+    /// The layout of this ELF's TFLM: of 2020, or current TFLM with one arena
+    /// (`SingleArenaBufferAllocator`). `None` when DWARF lacks a member every reading needs
+    /// (the allocator's cursors, the interpreter's model and allocator; current: the
+    /// `MicroAllocator`'s persistent allocator pointer).
     pub fn of(tflm: &Tflm, symbols: &Symbols) -> Option<LiveLayout> {
-        if tflm.generation != Generation::Tflm2020 {
-            return None;
-        }
         let types = symbols.types();
-        let class = tflite_class(types, "SimpleMemoryAllocator")?;
-        let a = |p: &str| offset(types, class, p);
+        let (allocator_class, interpreter) = match tflm.generation {
+            Generation::Tflm2020 => (
+                tflite_class(types, "SimpleMemoryAllocator")?,
+                interpreter_2020(types)?,
+            ),
+            Generation::Current => {
+                let class = tflite_class(types, "SingleArenaBufferAllocator")?;
+                (class, interpreter_current(types, class)?)
+            }
+        };
+        let a = |p: &str| offset(types, allocator_class, p);
         let allocator = AllocatorLayout {
-            size: types.size_of(class)?,
+            size: types.size_of(allocator_class)?,
             buffer_head: a("buffer_head_")?,
             buffer_tail: a("buffer_tail_")?,
             head: a("head_")?,
             tail: a("tail_")?,
+            temp: a("temp_"),
         };
-        let interp = tflite_class(types, "MicroInterpreter")?;
-        let i = |p: &str| offset(types, interp, p);
-        let interpreter = InterpreterLayout {
-            model: i("model_")?,
-            arena_allocator: i("allocator_.memory_allocator_")?,
-            active: i("allocator_.active_"),
-            node_index: i("context_helper_.current_node_idx_"),
-            scratch_request: i("context_.RequestScratchBufferInArena"),
-            nodes: i("node_and_registrations_"),
-        };
+        if tflm.generation == Generation::Current && allocator.temp.is_none() {
+            return None;
+        }
         let node = tflm.node.as_ref().map(|n| NodeLayout {
             size: n.size,
             registration: n.registration,
@@ -232,6 +288,7 @@ impl LiveLayout {
             custom_name: n.custom_name,
         });
         Some(LiveLayout {
+            generation: tflm.generation,
             ptr_size: tflm.ptr_size,
             allocator,
             interpreter,
@@ -249,21 +306,36 @@ impl LiveLayout {
     pub fn cursors(&self, mem: &mut dyn Memory, allocator: u64) -> Option<Cursors> {
         let l = &self.allocator;
         let mut at = |off: u64| self.ptr(mem, allocator.checked_add(off)?);
+        let head = at(l.head)?;
+        let temp = match l.temp {
+            Some(off) => at(off)?,
+            None => head,
+        };
         Some(Cursors {
             buffer_head: at(l.buffer_head)?,
             buffer_tail: at(l.buffer_tail)?,
-            head: at(l.head)?,
+            head,
             tail: at(l.tail)?,
+            temp,
         })
     }
 
-    /// The arena allocator the interpreter at `interpreter` uses.
+    /// The arena allocator the interpreter at `interpreter` uses (current: through its
+    /// `MicroAllocator`, from the interface subobject back to the object).
     pub fn arena_allocator(&self, mem: &mut dyn Memory, interpreter: u64) -> Option<u64> {
-        self.ptr(
-            mem,
-            interpreter.checked_add(self.interpreter.arena_allocator)?,
-        )
-        .filter(|&a| a != 0)
+        let word = self
+            .ptr(
+                mem,
+                interpreter.checked_add(self.interpreter.arena_allocator)?,
+            )
+            .filter(|&a| a != 0)?;
+        let Some(hop) = &self.interpreter.micro_allocator else {
+            return Some(word);
+        };
+        let iface = self
+            .ptr(mem, word.checked_add(hop.persistent)?)
+            .filter(|&a| a != 0)?;
+        iface.checked_sub(hop.interface)
     }
 
     /// The interpreter's `model_`.
@@ -272,27 +344,41 @@ impl LiveLayout {
             .filter(|&m| m != 0)
     }
 
-    /// The node whose Init or Prepare runs (-1 outside them).
+    /// The node whose Init or Prepare runs: 2020's index is -1 outside them; current TFLM's
+    /// keeps its last value, so the caller reads it only inside an operator loop.
     pub fn current_node(&self, mem: &mut dyn Memory, interpreter: u64) -> Option<i64> {
         let off = self.interpreter.node_index?;
         let v = word(mem, interpreter.checked_add(off)?, 4)?;
         Some(i64::from(v as u32 as i32))
     }
 
-    /// Whether the Prepare pass runs (the context offers scratch requests only then).
+    /// Whether the Prepare pass runs: 2020's context offers scratch requests only then;
+    /// current TFLM's context is in its `kPrepare` state.
     pub fn in_prepare(&self, mem: &mut dyn Memory, interpreter: u64) -> Option<bool> {
+        if let Some(state) = &self.interpreter.state {
+            let v = word(mem, interpreter.checked_add(state.offset)?, 4)?;
+            return Some(i64::from(v as u32 as i32) == state.prepare);
+        }
         let off = self.interpreter.scratch_request?;
         Some(self.ptr(mem, interpreter.checked_add(off)?)? != 0)
     }
 
-    /// What `arena_used_bytes()` returns now for the interpreter (0 while its allocator is
-    /// active, else head and tail bytes).
+    /// What `arena_used_bytes()` returns now for the interpreter: 2020, 0 while its allocator
+    /// is active, else head and tail bytes; current, the non-persistent bytes (head and
+    /// temporaries) and the tail bytes.
     pub fn used_bytes(
         &self,
         mem: &mut dyn Memory,
         interpreter: u64,
         cursors: &Cursors,
     ) -> Option<u64> {
+        if self.generation == Generation::Current {
+            return Some(
+                cursors
+                    .non_persistent_bytes()
+                    .saturating_add(cursors.persistent_bytes()),
+            );
+        }
         let off = self.interpreter.active?;
         let active = word(mem, interpreter.checked_add(off)?, 1)?;
         Some(if active != 0 {
@@ -314,7 +400,13 @@ impl LiveLayout {
     ) -> Option<String> {
         let nl = self.node.as_ref()?;
         let index = u64::try_from(node).ok()?;
-        let nodes = self.ptr(mem, interpreter.checked_add(self.interpreter.nodes?)?)?;
+        let mut nodes = self.ptr(mem, interpreter.checked_add(self.interpreter.nodes?)?)?;
+        if let Some(off) = self.interpreter.subgraph_nodes
+            && nodes != 0
+        {
+            // The first subgraph's record, then its nodes.
+            nodes = self.ptr(mem, nodes.checked_add(off)?)?;
+        }
         if nodes == 0 {
             return None;
         }
@@ -358,6 +450,7 @@ impl LiveLayout {
             buffers,
             max_buffers,
             bytes_per_buffer,
+            scratch_start: first,
         })
     }
 
@@ -397,6 +490,69 @@ impl LiveLayout {
             variables: m.tensors.iter().filter(|t| t.is_variable).count() as u64,
         })
     }
+}
+
+/// 2020's interpreter: the `MicroAllocator` by value, the node index in its context helper.
+fn interpreter_2020(types: &memlife_dwarf::TypeTable) -> Option<InterpreterLayout> {
+    let interp = tflite_class(types, "MicroInterpreter")?;
+    let i = |p: &str| offset(types, interp, p);
+    Some(InterpreterLayout {
+        model: i("model_")?,
+        arena_allocator: i("allocator_.memory_allocator_")?,
+        micro_allocator: None,
+        active: i("allocator_.active_"),
+        node_index: i("context_helper_.current_node_idx_"),
+        scratch_request: i("context_.RequestScratchBufferInArena"),
+        state: None,
+        nodes: i("node_and_registrations_"),
+        subgraph_nodes: None,
+    })
+}
+
+/// Current TFLM's interpreter: `allocator_` refers to the `MicroAllocator` in the arena, whose
+/// `persistent_buffer_allocator_` points at the arena allocator's `IPersistentBufferAllocator`
+/// subobject; the graph holds the operator index and the nodes, the context its state.
+fn interpreter_current(
+    types: &memlife_dwarf::TypeTable,
+    allocator_class: memlife_dwarf::TypeId,
+) -> Option<InterpreterLayout> {
+    let interp = tflite_class(types, "MicroInterpreter")?;
+    let micro = tflite_class(types, "MicroAllocator")?;
+    let i = |p: &str| offset(types, interp, p);
+    let state = i("micro_context_.state_").and_then(|offset| {
+        let prepare = enumerator(types, "InterpreterState", "kPrepare")?;
+        Some(StateLayout { offset, prepare })
+    });
+    let subgraph_nodes = tflite_class(types, "SubgraphAllocations")
+        .and_then(|s| offset(types, s, "node_and_registrations"));
+    Some(InterpreterLayout {
+        model: i("model_")?,
+        arena_allocator: i("allocator_")?,
+        micro_allocator: Some(MicroAllocatorHop {
+            persistent: offset(types, micro, "persistent_buffer_allocator_")?,
+            interface: tflite_base_offset(types, allocator_class, "IPersistentBufferAllocator")
+                .unwrap_or(0),
+        }),
+        active: None,
+        node_index: i("graph_.current_operator_index_"),
+        scratch_request: None,
+        state,
+        nodes: i("graph_.subgraph_allocations_"),
+        subgraph_nodes,
+    })
+}
+
+/// The value of enumerator `name` (with or without the enumeration's prefix) of the
+/// enumeration `enumeration`.
+fn enumerator(types: &memlife_dwarf::TypeTable, enumeration: &str, name: &str) -> Option<i64> {
+    let memlife_dwarf::Type::Enum { variants, .. } = types.get(types.find_enum(enumeration)?)?
+    else {
+        return None;
+    };
+    variants
+        .iter()
+        .find(|(n, _)| n == name || n.rsplit("::").next() == Some(name))
+        .map(|(_, v)| *v)
 }
 
 fn planner_layout(symbols: &Symbols) -> Option<PlannerLayout> {

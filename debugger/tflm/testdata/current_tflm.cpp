@@ -2,6 +2,10 @@
 // as memlife-tflm reads them: our own declarations with TFLM's class and member names and
 // order (facts about the layout, docs/tflm.md), not TFLM's code. The unit tests compile it
 // with arm-none-eabi-g++ -g and lay synthetic RAM images out from its DWARF.
+//
+// Built as is, the classes are in namespace tflite (TFLM until 2026-08); with
+// -DTFLM_MICRO_NAMESPACE they are in tflite::micro (tflite-micro of 2026-10, whose Model stays
+// in tflite).
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +43,16 @@ typedef struct TfLiteContext {
 } TfLiteContext;
 }
 
+#ifdef TFLM_MICRO_NAMESPACE
+#define TFLM_NS_BEGIN namespace micro {
+#define TFLM_NS_END }
+#define TFLM_NS tflite::micro
+#else
+#define TFLM_NS_BEGIN
+#define TFLM_NS_END
+#define TFLM_NS tflite
+#endif
+
 namespace tflite {
 
 enum BuiltinOperator : int32_t {
@@ -52,6 +66,7 @@ enum BuiltinOperator : int32_t {
 };
 
 struct Model;
+TFLM_NS_BEGIN
 class MicroOpResolver;
 class MicroMemoryPlanner {
  public:
@@ -108,14 +123,18 @@ class SingleArenaBufferAllocator : public INonPersistentBufferAllocator,
     int temp_buffer_count_ = 0;
 };
 
+#ifndef TFLM_MICRO_NAMESPACE
 namespace micro {
+#endif
 class PersistentArenaBufferAllocator : public IPersistentBufferAllocator {
  private:
     uint8_t* buffer_head_ = nullptr;
     uint8_t* buffer_tail_ = nullptr;
     uint8_t* tail_temp_ = nullptr;
 };
+#ifndef TFLM_MICRO_NAMESPACE
 }  // namespace micro
+#endif
 
 class NonPersistentArenaBufferAllocator : public INonPersistentBufferAllocator {
  private:
@@ -147,7 +166,36 @@ class MicroGraph {
     virtual ~MicroGraph() {}
 };
 
+class GreedyMemoryPlanner : public MicroMemoryPlanner {
+ public:
+    struct ListEntry {
+        int offset;
+        int requirements_index;
+        int next_entry_index;
+    };
+
+ private:
+    int max_buffer_count_ = 0;
+    int buffer_count_ = 0;
+    struct BufferRequirements {
+        int size;
+        int offline_offset;
+        int first_time_used;
+        int last_time_used;
+    };
+    BufferRequirements* requirements_ = nullptr;
+    int* buffer_sizes_sorted_ = nullptr;
+    int* buffer_ids_sorted_ = nullptr;
+    ListEntry* buffers_sorted_by_offset_ = nullptr;
+    int next_free_entry_ = 0;
+    int first_entry_index_ = 0;
+    int* buffer_offsets_ = nullptr;
+    bool need_to_calculate_offsets_ = false;
+};
+
+#ifndef TFLM_MICRO_NAMESPACE
 namespace micro {
+#endif
 class MicroInterpreterGraph : public MicroGraph {
  private:
     TfLiteContext* context_ = nullptr;
@@ -160,12 +208,41 @@ class MicroInterpreterGraph : public MicroGraph {
     void* profiler_ = nullptr;
     const void* subgraphs_ = nullptr;
 };
+#ifndef TFLM_MICRO_NAMESPACE
 }  // namespace micro
+#endif
+
+class MicroContext {
+ public:
+    virtual ~MicroContext() {}
+};
+
+#ifndef TFLM_MICRO_NAMESPACE
+namespace micro {
+#endif
+class MicroInterpreterContext : public MicroContext {
+ public:
+    enum class InterpreterState { kInit, kPrepare, kMemoryPlanning, kInvoke };
+    MicroInterpreterContext(MicroAllocator& allocator, MicroInterpreterGraph& graph)
+        : allocator_(allocator), graph_(graph) {}
+
+ private:
+    MicroAllocator& allocator_;
+    MicroInterpreterGraph& graph_;
+    const Model* model_ = nullptr;
+    InterpreterState state_ = InterpreterState::kInit;
+    void* scratch_buffer_handles_ = nullptr;
+    void* external_context_payload_ = nullptr;
+    void* alt_profiler_ = nullptr;
+};
+#ifndef TFLM_MICRO_NAMESPACE
+}  // namespace micro
+#endif
 
 class MicroInterpreter {
  public:
     MicroInterpreter(const MicroOpResolver& op_resolver, MicroAllocator& allocator)
-        : op_resolver_(op_resolver), allocator_(allocator) {}
+        : op_resolver_(op_resolver), allocator_(allocator), micro_context_(allocator, graph_) {}
 
  private:
     const Model* model_ = nullptr;
@@ -178,19 +255,22 @@ class MicroInterpreter {
     void* scratch_buffer_handles_ = nullptr;
     void** input_tensors_ = nullptr;
     void** output_tensors_ = nullptr;
+    micro::MicroInterpreterContext micro_context_;
 };
 
+TFLM_NS_END
 }  // namespace tflite
 
 // One of each, so that DWARF describes them and the vtables are emitted.
-tflite::SingleArenaBufferAllocator g_single;
+TFLM_NS::SingleArenaBufferAllocator g_single;
 tflite::micro::PersistentArenaBufferAllocator g_persistent;
-tflite::NonPersistentArenaBufferAllocator g_non_persistent;
-tflite::MicroAllocator g_micro_allocator;
-tflite::MicroInterpreter g_interpreter(*reinterpret_cast<const tflite::MicroOpResolver*>(&g_single),
-                                       g_micro_allocator);
-tflite::SubgraphAllocations g_subgraph_allocations;
-tflite::TFLMRegistration g_registration;
+TFLM_NS::NonPersistentArenaBufferAllocator g_non_persistent;
+TFLM_NS::MicroAllocator g_micro_allocator;
+TFLM_NS::MicroInterpreter g_interpreter(*reinterpret_cast<const TFLM_NS::MicroOpResolver*>(&g_single),
+                                        g_micro_allocator);
+TFLM_NS::SubgraphAllocations g_subgraph_allocations;
+TFLM_NS::TFLMRegistration g_registration;
+TFLM_NS::GreedyMemoryPlanner g_planner;
 tflite::BuiltinOperator g_builtin = tflite::BuiltinOperator_ADD;
 
 extern "C" void _start() { for (;;) {} }

@@ -18,8 +18,9 @@ use super::goal::{Goal, Outcome};
 use crate::error::AuditError;
 use crate::observers::arena;
 
-/// The function whose entries begin builds.
-const BUILD_ENTRY: &str = "tflite::MicroInterpreter::AllocateTensors";
+/// The function whose entries begin builds, in TFLM's namespace (`tflite` or `tflite::micro`:
+/// `arena::hooks::find` looks in both).
+const BUILD_ENTRY: &str = "MicroInterpreter::AllocateTensors";
 
 /// Why the run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,16 +70,25 @@ impl Debugger {
         &mut self,
         max_builds: u64,
     ) -> Result<(ArenaEnd, ArenaRecord), AuditError> {
-        let addr = self.function(BUILD_ENTRY)?.entry;
+        let (entry_name, addr) =
+            match arena::hooks::find_named(self.session.symbols(), BUILD_ENTRY, None) {
+                Some(found) => found,
+                None => {
+                    // Not there: the error names the function and the nearest ones.
+                    let name = format!("tflite::{BUILD_ENTRY}");
+                    let entry = self.function(&name)?.entry;
+                    (name, entry)
+                }
+            };
         if self.arena_record().is_none() && !self.has_arena_observer() {
             return Err(AuditError::Config(
-                "this firmware's TensorFlow Lite Micro cannot be observed while it builds (the arena observer follows TFLM of 2020)".into(),
+                "this firmware's TensorFlow Lite Micro cannot be observed while it builds (the arena observer follows TFLM of 2020 and current TFLM with one arena)".into(),
             ));
         }
         let mut begun = 0u64;
         loop {
             let mut goal = Goal::Entry {
-                function: BUILD_ENTRY.to_string(),
+                function: entry_name.clone(),
                 addr,
                 remaining: 1,
             };

@@ -19,6 +19,21 @@ pub fn symbols() -> Symbols {
     Symbols::load(elf).unwrap()
 }
 
+/// The same declarations in namespace `tflite::micro`, as tflite-micro of 2026-10 has them.
+pub fn symbols_micro_namespace() -> Symbols {
+    static ELF: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let elf = ELF.get_or_init(|| {
+        let dir = memlife_testkit::process::tempdir("tflm-current-micro");
+        memlife_testkit::cross_elf::cxx_elf(
+            &dir,
+            "current_tflm_micro",
+            SOURCE,
+            &["-fno-short-enums", "-DTFLM_MICRO_NAMESPACE"],
+        )
+    });
+    Symbols::load(elf).unwrap()
+}
+
 const RAM: u64 = 0x2000_0000;
 const MODEL: u64 = 0x2000_0100;
 const ARENA: u64 = 0x2000_2000;
@@ -237,6 +252,31 @@ fn the_current_classes_are_found_by_name_through_their_bases() {
     assert_eq!(tflm.builtin_name(9), "FULLY_CONNECTED");
     assert_eq!(tflm.builtin_name(0), "ADD");
     assert_eq!(tflm.builtin_name(77), "BUILTIN_77");
+}
+
+#[test]
+fn the_classes_in_namespace_tflite_micro_are_found_with_their_interfaces() {
+    // The interface subobjects are found under either namespace: with only `tflite::` looked
+    // for, the persistent interface of a `tflite::micro` class read as offset 0.
+    let symbols = symbols_micro_namespace();
+    let tflm = Tflm::detect(&symbols).unwrap();
+    assert_eq!(tflm.generation(), Generation::Current);
+    let single = tflm
+        .arenas
+        .iter()
+        .find(|a| a.name == "tflite::micro::SingleArenaBufferAllocator")
+        .unwrap();
+    assert_eq!(
+        (single.non_persistent_iface, single.persistent_iface),
+        (0, 4)
+    );
+    assert!(
+        single.vtable.is_some(),
+        "_ZTVN6tflite5micro26Single…E found"
+    );
+    let ma = tflm.micro_allocator.as_ref().unwrap();
+    assert_eq!((ma.non_persistent, ma.persistent), (Some(4), Some(8)));
+    assert!(!tflm.interpreter.as_ref().unwrap().allocator_by_value);
 }
 
 #[test]

@@ -161,8 +161,118 @@ fn a_model_copied_to_ram_is_named_by_the_symbol_it_came_from_else_by_its_shape()
 }
 
 #[test]
-fn current_tflm_has_no_live_layout() {
+fn current_tflm_has_a_live_layout_in_both_namespaces() {
+    for s in [
+        super::current::symbols(),
+        super::current::symbols_micro_namespace(),
+    ] {
+        let tflm = Tflm::detect(&s).unwrap();
+        let l = LiveLayout::of(&tflm, &s).unwrap();
+        assert_eq!(l.generation, crate::Generation::Current);
+        // SingleArenaBufferAllocator: two vtable pointers, then the cursors with temp_.
+        let a = &l.allocator;
+        assert_eq!(
+            (a.size, a.buffer_head, a.buffer_tail, a.head, a.tail, a.temp),
+            (36, 8, 12, 16, 20, Some(24))
+        );
+        let i = &l.interpreter;
+        // MicroInterpreter: allocator_ (a reference) at 20, graph_ at 24 (current_operator_index_
+        // +24, subgraph_allocations_ +16), micro_context_ at 84 (state_ +16).
+        assert_eq!(
+            (i.model, i.arena_allocator, i.node_index, i.nodes),
+            (0, 20, Some(48), Some(40))
+        );
+        assert_eq!(
+            i.micro_allocator,
+            Some(crate::live::MicroAllocatorHop {
+                persistent: 8,
+                interface: 4
+            })
+        );
+        assert_eq!(
+            i.state,
+            Some(crate::live::StateLayout {
+                offset: 100,
+                prepare: 1
+            })
+        );
+        assert_eq!(i.subgraph_nodes, Some(0));
+        assert_eq!((i.active, i.scratch_request), (None, None));
+        let p = l.planner.as_ref().unwrap();
+        assert_eq!(
+            (
+                p.max_buffer_count,
+                p.buffer_count,
+                p.requirements,
+                p.buffer_offsets
+            ),
+            (4, 8, 12, 36)
+        );
+    }
+}
+
+#[test]
+fn current_tflm_is_read_through_its_micro_allocator() {
     let s = super::current::symbols();
     let tflm = Tflm::detect(&s).unwrap();
-    assert!(LiveLayout::of(&tflm, &s).is_none());
+    let l = LiveLayout::of(&tflm, &s).unwrap();
+    const INTERP: u64 = RAM + 0x100;
+    const MA: u64 = RAM + 0xf00;
+    const ALLOC: u64 = RAM + 0xfd0;
+    const SUBGRAPHS: u64 = RAM + 0xe00;
+    const NODES: u64 = RAM + 0xd00;
+    const REG: u64 = RAM + 0xc00;
+    let mut img = Image::new(RAM, 0x1000);
+    let w = |img: &mut Image, at: u64, v: u64| img.put(at, &(v as u32).to_le_bytes());
+    w(&mut img, INTERP + 20, MA);
+    // persistent_buffer_allocator_ points at the IPersistentBufferAllocator subobject (+4).
+    w(&mut img, MA + 8, ALLOC + 4);
+    for (off, v) in [(8, RAM + 0x400), (12, RAM + 0x1000), (16, RAM + 0x480)] {
+        w(&mut img, ALLOC + off, v);
+    }
+    w(&mut img, ALLOC + 20, RAM + 0xc00);
+    w(&mut img, ALLOC + 24, RAM + 0x4c0);
+    w(&mut img, INTERP + 48, 1);
+    w(&mut img, INTERP + 100, 1);
+    w(&mut img, INTERP + 40, SUBGRAPHS);
+    w(&mut img, SUBGRAPHS, NODES);
+    let node_size = l.node.as_ref().unwrap().size;
+    let reg_off = l.node.as_ref().unwrap().registration;
+    w(&mut img, NODES + node_size + reg_off, REG);
+    w(&mut img, REG + l.node.as_ref().unwrap().builtin_code, 9);
+    let mut snap = img.snapshot();
+    let a = l.arena_allocator(&mut snap, INTERP).unwrap();
+    assert_eq!(a, ALLOC);
+    let c = l.cursors(&mut snap, a).unwrap();
+    assert!(c.consistent());
+    assert_eq!(
+        (c.head_bytes(), c.temp_bytes(), c.persistent_bytes()),
+        (0x80, 0x40, 0x400)
+    );
+    assert_eq!(c.free_bytes(), 0xc00 - 0x4c0);
+    assert_eq!(l.used_bytes(&mut snap, INTERP, &c), Some(0xc0 + 0x400));
+    assert_eq!(l.current_node(&mut snap, INTERP), Some(1));
+    assert_eq!(l.in_prepare(&mut snap, INTERP), Some(true));
+    assert_eq!(
+        l.operator_name(&mut snap, INTERP, 1).as_deref(),
+        Some("FULLY_CONNECTED")
+    );
+}
+
+#[test]
+fn members_of_classes_declared_in_another_unit_are_found_in_the_definition() {
+    // firmware/tflm-current (our model of current TFLM, -O2, several compile units): main.cpp's
+    // unit describes MicroInterpreter with graph_ and micro_context_ of types only declared
+    // there. Their members are read from the definitions in micro_model.cpp's unit.
+    let s =
+        memlife_dwarf::Symbols::load(&memlife_testkit::firmware::elf("tflm", "current")).unwrap();
+    let tflm = Tflm::detect(&s).unwrap();
+    let l = LiveLayout::of(&tflm, &s).unwrap();
+    let i = &l.interpreter;
+    // The offsets gdb shows (`ptype /o tflite::micro::MicroInterpreter`).
+    assert_eq!((i.nodes, i.node_index), (Some(44), Some(52)));
+    assert_eq!(
+        i.state.as_ref().map(|s| (s.offset, s.prepare)),
+        Some((100, 1))
+    );
 }

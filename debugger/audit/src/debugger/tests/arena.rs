@@ -28,6 +28,7 @@ const PLANNER: u64 = STACK - 0x200;
 
 fn layout() -> LiveLayout {
     LiveLayout {
+        generation: memlife_tflm::Generation::Tflm2020,
         ptr_size: 4,
         allocator: AllocatorLayout {
             size: 20,
@@ -35,14 +36,18 @@ fn layout() -> LiveLayout {
             buffer_tail: 8,
             head: 12,
             tail: 16,
+            temp: None,
         },
         interpreter: InterpreterLayout {
             model: 4,
             arena_allocator: 8,
+            micro_allocator: None,
             active: Some(12),
             node_index: Some(16),
             scratch_request: Some(20),
+            state: None,
             nodes: Some(24),
+            subgraph_nodes: None,
         },
         node: Some(NodeLayout {
             size: 8,
@@ -71,6 +76,7 @@ fn hooks(fw: &Firmware) -> Hooks {
         invoke: Some(fw.addr("k_dwconv")),
         allocate_from_tail: fw.addr("k_relu"),
         plan_size: Some(fw.addr("k_add")),
+        current: None,
     }
 }
 

@@ -1,7 +1,9 @@
 //! One interpreter's build as the observer accumulates it: every move of its arena's tail as
 //! a step (asked at a stop, or inferred from a move between stops), running totals by category
 //! and operator, the plan's temporary peak, the demand replayed for the smallest arena, and
-//! how it ended.
+//! how it ended. Current TFLM adds the head as it moves (the scratch requests' buffer during
+//! Prepare, the committed plan) and the temporaries above it (`temp_`), each a step of the
+//! demand in the order seen.
 
 use std::collections::BTreeMap;
 
@@ -46,6 +48,13 @@ pub struct Build {
     pub allocating: bool,
     /// The plan was made: later tail allocations are the finish stage.
     pub planned: bool,
+    /// Current TFLM: the head and temporaries are followed, the plan's peak counts from the
+    /// arena's start.
+    pub current: bool,
+    /// Current TFLM: an operator loop (Init or Prepare) runs.
+    pub ops_pass: bool,
+    /// Current TFLM: the head's bytes as last put in the demand.
+    head_now: u64,
     /// The tail as last seen; `None` before the arena was first read.
     tail_seen: Option<u64>,
     /// What was asked of the arena, in order.
@@ -80,6 +89,9 @@ impl Build {
             constructing: false,
             allocating: false,
             planned: false,
+            current: false,
+            ops_pass: false,
+            head_now: 0,
             tail_seen: None,
             demand: ArenaDemand::default(),
             guessed: arena.is_none(),
@@ -159,6 +171,49 @@ impl Build {
             self.add_step(asked, cursors.tail, false);
         }
         self.tail_seen = Some(cursors.tail);
+    }
+
+    /// Current TFLM: the head as the cursors show it joins the demand when it moved (a
+    /// persistent allocation after it is refused below the head, so the order matters).
+    pub fn sync_head(&mut self, cursors: &Cursors) {
+        if !self.current {
+            return;
+        }
+        let bytes = cursors.head_bytes();
+        if bytes != self.head_now {
+            self.demand.steps.push(DemandStep::Head { bytes });
+            self.head_now = bytes;
+        }
+    }
+
+    /// Current TFLM: a temporary above the head returned, the arena at `cursors`: the
+    /// temporaries' bytes are a temporary peak of `kind` (`prepare`, `invoke`) at `node`; the
+    /// highest of each kind is kept.
+    pub fn temporary(&mut self, kind: &str, node: Option<i64>, cursors: &Cursors) {
+        self.sync_head(cursors);
+        let above = cursors.temp_bytes();
+        if above == 0 {
+            return;
+        }
+        self.demand.steps.push(DemandStep::Temporary {
+            tail: Vec::new(),
+            head: above,
+        });
+        let peak = TempPeak {
+            kind: kind.to_string(),
+            node,
+            below_tail: 0,
+            above_head: above,
+            bytes: above,
+            persistent_bytes: cursors.persistent_bytes(),
+            buffers: None,
+            head_needed: None,
+        };
+        match self.record.peaks.iter_mut().find(|p| p.kind == kind) {
+            Some(p) if p.bytes < above => *p = peak,
+            Some(_) => {}
+            None => self.record.peaks.push(peak),
+        }
     }
 
     /// Remembers an operator's name.
@@ -271,11 +326,23 @@ impl Build {
 
     /// The plan's size query returned: the head the plan needs. The plan's temporary peak
     /// (the tail's temporaries and the planner's arrays, at once) and the head join the demand.
+    ///
+    /// Current TFLM gives the planner the whole free gap above the head and the plan's
+    /// `AllocationInfo` temporaries; what it needs is its arrays for the buffers it has, from
+    /// where its scratch area starts.
     pub fn plan_made(&mut self, head_needed: u64) {
         self.planned = true;
-        let above = self
+        let arrays = self
             .planner
             .map_or(0, |p| p.bytes_per_buffer.saturating_mul(p.buffers));
+        let above = match (self.current, self.planner) {
+            (true, Some(p)) => p
+                .scratch_start
+                .saturating_sub(self.record.buffer_head)
+                .saturating_add(arrays)
+                .saturating_sub(self.head_now),
+            _ => arrays,
+        };
         self.demand.steps.push(DemandStep::Temporary {
             tail: std::mem::take(&mut self.plan_tail),
             head: above,
@@ -283,6 +350,7 @@ impl Build {
         self.demand
             .steps
             .push(DemandStep::Head { bytes: head_needed });
+        self.head_now = head_needed;
         self.record.peaks.push(TempPeak {
             kind: "plan".into(),
             node: None,
@@ -418,6 +486,7 @@ mod tests {
             buffer_tail: 0x1800,
             head: 0x1000,
             tail,
+            temp: 0x1000,
         }
     }
 
@@ -495,6 +564,7 @@ mod tests {
             buffers: 2,
             max_buffers: 10,
             bytes_per_buffer: 36,
+            scratch_start: 0x1000,
         });
         b.plan_made(0x7f0);
         b.allocated(1, Some(&cursors(0x17ec)), Some(20));
@@ -535,5 +605,52 @@ mod tests {
             r.failure
         );
         assert!(r.needs.unwrap() >= 4096 + 20);
+    }
+
+    #[test]
+    fn current_tflms_head_temporaries_and_plan_are_replayed_from_the_arenas_start() {
+        let at = |head: u64, temp: u64, tail: u64| Cursors {
+            buffer_head: 0x1000,
+            buffer_tail: 0x1800,
+            head,
+            temp,
+            tail,
+        };
+        let object = TailRequest {
+            bytes: 36,
+            alignment: 4,
+        };
+        let mut b = Build::new(1, 0x3000, Some(0x1000));
+        b.current = true;
+        b.constructing = true;
+        // SingleArenaBufferAllocator::Create placed the object at the top: 0x1800 - 36.
+        b.observe(0x17dc, &at(0x1000, 0x1000, 0x17dc), object);
+        b.constructing = false;
+        // The scratch requests' buffer at the head (96 B), then a 40 B Init buffer below it.
+        b.sync_head(&at(0x1060, 0x1060, 0x17dc));
+        b.persistent(asked(0x17dc, 40, 0, Stage::Init), 0x17b0);
+        // CONV_2D's Prepare: 304 B of temporaries above the head.
+        b.temporary("prepare", Some(1), &at(0x1060, 0x1060 + 304, 0x17b0));
+        // Given back before the plan; the planner's area starts 64 B into the arena.
+        b.sync_head(&at(0x1000, 0x1000, 0x17b0));
+        b.planner_seen(PlannerFigures {
+            buffers: 6,
+            max_buffers: 40,
+            bytes_per_buffer: 40,
+            scratch_start: 0x1040,
+        });
+        b.plan_made(240);
+        b.allocated(0, Some(&at(0x10f0, 0x10f0, 0x17b0)), Some(320));
+        let r = b.record();
+        assert_eq!(r.persistent_bytes, 0x50);
+        let prepare = r.peaks.iter().find(|p| p.kind == "prepare").unwrap();
+        assert_eq!((prepare.node, prepare.above_head), (Some(1), 304));
+        // The plan: its arrays for 6 buffers (240 B) from 64 B into the arena.
+        let plan = r.peaks.iter().find(|p| p.kind == "plan").unwrap();
+        assert_eq!((plan.above_head, plan.head_needed), (64 + 240, Some(240)));
+        // The largest moment: head 96 + temporaries 304 = 400 B above the arena's start, the
+        // tail 80 B: the 40 B buffer lands on 400 in an arena of 476 B (its 16-alignment).
+        assert_eq!(r.needs, Some(476));
+        assert!(r.exact);
     }
 }

@@ -1,9 +1,11 @@
 //! The arena observer: TensorFlow Lite Micro's arena watched while each interpreter is built,
-//! added to the engine when the ELF has TFLM of 2020 ([`ArenaObserver::for_elf`]). No
-//! instrumentation and no rebuild: breakpoints on TFLM's own functions, and reads of its
-//! objects by the names DWARF gives their members (`memlife_tflm::LiveLayout`).
+//! added to the engine when the ELF has TFLM of 2020 or current TFLM with one arena
+//! ([`ArenaObserver::for_elf`]). No instrumentation and no rebuild: breakpoints on TFLM's own
+//! functions, and reads of its objects by the names DWARF gives their members
+//! (`memlife_tflm::LiveLayout`).
 //!
-//! Where it breaks ([`hooks::Hooks`]) and what it reads there:
+//! Where it breaks ([`hooks::Hooks`]) and what it reads there (2020's names; current TFLM's
+//! stand in where the hooks say):
 //! - the `MicroInterpreter` constructor's entry (the arena as handed over, the model) and
 //!   return (the arena allocator, its cursors): a build begins;
 //! - `SimpleMemoryAllocator::AllocateFromTail`'s entry (the bytes and alignment asked, the
@@ -18,6 +20,13 @@
 //!   entry (the first: the plan again, as the inference uses it) and return (inferences), the
 //!   destructor (the arena is gone);
 //! - at every phase boundary, the cursors of every live arena.
+//!
+//! Current TFLM adds: `MicroInterpreterGraph::InitSubgraphs` and `PrepareSubgraphs` (entry and
+//! return: the operator loops, inside which `graph_.current_operator_index_` is the node and
+//! `micro_context_.state_` tells Init from Prepare); `AllocateTemp`'s return (`temp_`'s high
+//! water: a temporary peak of Prepare or of an inference; the plan's own temporaries are
+//! counted from the planner instead, which is handed the whole free gap); the head's functions'
+//! returns (`head_` as it moves). Its split persistent/non-persistent pair is not followed.
 //!
 //! A function TFLM inlines cannot be broken on (the arena allocator placing itself at the
 //! arena's top): the tail is read at every stop, and a move no stop explains becomes a step of
@@ -35,7 +44,7 @@
 
 mod build;
 mod category;
-mod hooks;
+pub(crate) mod hooks;
 mod plan;
 mod record;
 
@@ -50,7 +59,7 @@ use crate::events::{Boundary, Ctx, Observer};
 use crate::session::Arm;
 use build::{Asked, Build};
 use category::Stage;
-pub use hooks::Hooks;
+pub use hooks::{CurrentHooks, Hooks};
 
 /// The observer's name: its key among the observers' reports.
 pub const NAME: &str = "tflm-arena";
@@ -67,6 +76,14 @@ const TAIL: u32 = 8;
 const TAIL_PLACED: u32 = 9;
 const PLAN: u32 = 10;
 const PLANNED: u32 = 11;
+const TEMP: u32 = 12;
+const TEMP_PLACED: u32 = 13;
+const HEAD: u32 = 14;
+const HEAD_MOVED: u32 = 15;
+const INIT_OPS: u32 = 16;
+const PREPARE_OPS: u32 = 17;
+const OPS_DONE: u32 = 18;
+const TAIL_THUNK: u32 = 19;
 
 /// A tail allocation whose return is awaited.
 #[derive(Debug, Clone)]
@@ -75,6 +92,10 @@ struct PendingTail {
     /// From the arena's own allocator (else a temporary one over its free gap).
     persistent: bool,
     asked: Asked,
+    /// The call's stack pointer and return address.
+    call: (u64, u64),
+    /// Entered through the non-virtual thunk.
+    via_thunk: bool,
 }
 
 /// The arena observer (see the module doc).
@@ -92,6 +113,11 @@ pub struct ArenaObserver {
     tails: Vec<PendingTail>,
     /// The build whose plan's size query is awaited.
     planning: Option<usize>,
+    /// Current TFLM: the builds whose temporary allocation, head move or operator loop
+    /// returns are awaited, innermost last.
+    temps: Vec<usize>,
+    heads: Vec<usize>,
+    ops: Vec<usize>,
     /// The cycle of the last phase entered.
     cycle: Option<u64>,
 }
@@ -106,16 +132,21 @@ impl std::fmt::Debug for ArenaObserver {
 
 impl ArenaObserver {
     /// The observer for this ELF: `None` when it has no TFLM, or a TFLM the observer cannot
-    /// follow (current TFLM; said once in the log).
+    /// follow (a member or function it needs is missing, as with current TFLM's split arena
+    /// pair; said once in the log).
     pub fn for_elf(symbols: Rc<Symbols>) -> Option<ArenaObserver> {
         let tflm = Tflm::detect(&symbols)?;
         let layout = LiveLayout::of(&tflm, &symbols);
-        let hooks = Hooks::of(&symbols);
+        let hooks = Hooks::of(&symbols, tflm.generation());
         match (layout, hooks) {
             (Some(layout), Some(hooks)) => Some(ArenaObserver::new(symbols, layout, hooks)),
-            _ => {
+            (layout, hooks) => {
+                let missing = match (layout, hooks) {
+                    (None, _) => "a member of its arena allocator or interpreter",
+                    _ => "one of its functions",
+                };
                 tracing::info!(
-                    "TFLM {} found: its arenas are read at stops (memlife heap), but builds are not observed (the arena observer follows TFLM of 2020)",
+                    "TFLM {} found: its arenas are read at stops (memlife heap), but builds are not observed ({missing} was not found)",
                     tflm.generation().name()
                 );
                 None
@@ -135,8 +166,23 @@ impl ArenaObserver {
             invoking: Vec::new(),
             tails: Vec::new(),
             planning: None,
+            temps: Vec::new(),
+            heads: Vec::new(),
+            ops: Vec::new(),
             cycle: None,
         }
+    }
+
+    /// Whether this is current TFLM (its head and temporaries are followed).
+    fn current(&self) -> bool {
+        self.layout.generation == memlife_tflm::Generation::Current
+    }
+
+    /// The newest live build whose arena allocator is at `allocator`.
+    fn build_of_allocator(&self, allocator: u64) -> Option<usize> {
+        self.builds
+            .iter()
+            .rposition(|b| b.live() && b.record.allocator == allocator)
     }
 
     /// The newest live build of the interpreter at `interpreter`.
@@ -168,6 +214,7 @@ impl ArenaObserver {
             return None;
         }
         b.observe(allocator, &cursors, object);
+        b.sync_head(&cursors);
         Some(cursors)
     }
 
@@ -187,7 +234,7 @@ impl ArenaObserver {
             cycle: self.cycle,
             persistent_bytes: cursors.persistent_bytes(),
             head_bytes: cursors.head_bytes(),
-            temp_bytes: 0,
+            temp_bytes: cursors.temp_bytes(),
             free_bytes: cursors.free_bytes(),
             arena_used_bytes: used,
         };
@@ -201,6 +248,7 @@ impl ArenaObserver {
         let (interpreter, model, arena) = (regs.arg(0), regs.arg(1), regs.arg(3));
         let mut b = Build::new(self.builds.len() as u64 + 1, interpreter, Some(arena));
         b.constructing = true;
+        b.current = self.current();
         let summary = self
             .layout
             .model_summary(ctx.memory(), &self.symbols, model);
@@ -232,6 +280,7 @@ impl ArenaObserver {
             None => {
                 // Constructed before the observer was added: its arena as it is now.
                 let mut b = Build::new(self.builds.len() as u64 + 1, interpreter, None);
+                b.current = self.current();
                 if let Some(model) = self.layout.model(ctx.memory(), interpreter) {
                     let summary = self
                         .layout
@@ -297,10 +346,24 @@ impl ArenaObserver {
         }
     }
 
-    /// At `AllocateFromTail`'s entry: what is asked, by whom, for which build.
-    fn tail_asked(&mut self, ctx: &mut Ctx<'_>) {
+    /// At the tail allocation's entry (`AllocateFromTail`, `AllocatePersistentBuffer`, or its
+    /// thunk with `this` that far above the object): what is asked, by whom, for which build.
+    fn tail_asked(&mut self, ctx: &mut Ctx<'_>, thunk_adjust: Option<u64>) {
         let Some(regs) = ctx.regs() else { return };
-        let (allocator, bytes, alignment) = (regs.arg(0), regs.arg(1), regs.arg(2));
+        let call = (regs.sp, regs.return_address());
+        if thunk_adjust.is_none()
+            && self
+                .tails
+                .last()
+                .is_some_and(|t| t.via_thunk && t.call == call)
+        {
+            // The thunk jumped into the function: the same call, already taken.
+            return;
+        }
+        let Some(allocator) = regs.arg(0).checked_sub(thunk_adjust.unwrap_or(0)) else {
+            return;
+        };
+        let (bytes, alignment) = (regs.arg(1), regs.arg(2));
         let Some(cursors) = self.layout.cursors(ctx.memory(), allocator) else {
             return;
         };
@@ -310,16 +373,13 @@ impl ArenaObserver {
         let object = self.object();
         let persistent = cursors.holds_itself(allocator, object.bytes);
         let found = if persistent {
-            self.builds
-                .iter()
-                .rposition(|b| b.live() && b.record.allocator == allocator)
-                .or_else(|| {
-                    // The constructor's first allocation: its arena is not known yet.
-                    self.constructing
-                        .last()
-                        .copied()
-                        .filter(|&i| self.builds.get(i).is_some_and(|b| !b.has_arena()))
-                })
+            self.build_of_allocator(allocator).or_else(|| {
+                // The constructor's first allocation: its arena is not known yet.
+                self.constructing
+                    .last()
+                    .copied()
+                    .filter(|&i| self.builds.get(i).is_some_and(|b| !b.has_arena()))
+            })
         } else {
             // A temporary allocator over an arena's free gap (the plan's).
             self.allocating.last().copied().filter(|&i| {
@@ -335,6 +395,7 @@ impl ArenaObserver {
         };
         if persistent && let Some(b) = self.builds.get_mut(i) {
             b.observe(allocator, &cursors, object);
+            b.sync_head(&cursors);
         }
         let (node, stage) = self.stage(ctx, i);
         let operator = self.operator(ctx, i, node);
@@ -350,13 +411,15 @@ impl ArenaObserver {
             node,
             operator,
             stage,
-            category: category::of(&frames, stage),
+            category: category::of(&frames, stage, self.current()),
             site: frames.first().cloned(),
         };
         self.tails.push(PendingTail {
             build: i,
             persistent,
             asked,
+            call,
+            via_thunk: thunk_adjust.is_some(),
         });
         ctx.await_return(regs.return_address(), regs.sp, TAIL_PLACED);
     }
@@ -373,6 +436,10 @@ impl ArenaObserver {
             return (-1, Stage::Finish);
         }
         let interpreter = b.record.interpreter;
+        if b.current && !b.ops_pass {
+            // Current TFLM's operator index keeps its last value outside the loops.
+            return (-1, Stage::Setup);
+        }
         let node = self
             .layout
             .current_node(ctx.memory(), interpreter)
@@ -447,6 +514,88 @@ impl ArenaObserver {
         }
     }
 
+    /// Current TFLM: `AllocateTemp`'s entry on a followed arena.
+    fn temp_asked(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        let Some(i) = self.build_of_allocator(regs.arg(0)) else {
+            return;
+        };
+        self.temps.push(i);
+        ctx.await_return(regs.return_address(), regs.sp, TEMP_PLACED);
+    }
+
+    /// Current TFLM: `AllocateTemp` returned: `temp_`'s new high water. The plan's own
+    /// temporaries (between the Prepare loop and the plan) are the planner's peak instead.
+    fn temp_placed(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(i) = self.temps.pop() else { return };
+        let Some(b) = self.builds.get(i) else { return };
+        let kind = if self.invoking.contains(&i) {
+            "invoke"
+        } else if b.allocating && !b.ops_pass {
+            return;
+        } else {
+            "prepare"
+        };
+        let in_loop = b.ops_pass || kind == "invoke";
+        let (allocator, interpreter) = (b.record.allocator, b.record.interpreter);
+        let Some(cursors) = self.layout.cursors(ctx.memory(), allocator) else {
+            return;
+        };
+        let node = match in_loop {
+            true => self.layout.current_node(ctx.memory(), interpreter),
+            false => None,
+        };
+        if let Some(b) = self.builds.get_mut(i) {
+            b.temporary(kind, node, &cursors);
+        }
+    }
+
+    /// Current TFLM: a head function's entry on a followed arena.
+    fn head_moving(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        let Some(i) = self.build_of_allocator(regs.arg(0)) else {
+            return;
+        };
+        self.heads.push(i);
+        ctx.await_return(regs.return_address(), regs.sp, HEAD_MOVED);
+    }
+
+    fn head_moved(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(i) = self.heads.pop() else { return };
+        let Some(allocator) = self.builds.get(i).map(|b| b.record.allocator) else {
+            return;
+        };
+        if let Some(cursors) = self.layout.cursors(ctx.memory(), allocator)
+            && let Some(b) = self.builds.get_mut(i)
+        {
+            b.sync_head(&cursors);
+        }
+    }
+
+    /// Current TFLM: an operator loop of the `AllocateTensors` running begins.
+    fn ops_entered(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(regs) = ctx.regs() else { return };
+        let Some(&i) = self.allocating.last() else {
+            tracing::debug!("an operator loop outside AllocateTensors");
+            return;
+        };
+        tracing::debug!("operator loop of build {i}");
+        if let Some(b) = self.builds.get_mut(i) {
+            b.ops_pass = true;
+        }
+        self.ops.push(i);
+        ctx.await_return(regs.return_address(), regs.sp, OPS_DONE);
+    }
+
+    fn ops_done(&mut self) {
+        tracing::debug!("operator loop returned");
+        if let Some(i) = self.ops.pop()
+            && let Some(b) = self.builds.get_mut(i)
+        {
+            b.ops_pass = false;
+        }
+    }
+
     fn invoking(&mut self, ctx: &mut Ctx<'_>) {
         let Some(regs) = ctx.regs() else { return };
         if let Some(i) = self.build_of(regs.arg(0)) {
@@ -499,7 +648,7 @@ impl ArenaObserver {
 
     /// What was observed, as the report keeps it.
     pub fn arena_record(&self) -> ArenaRecord {
-        record::of(&self.builds)
+        record::of(&self.builds, self.layout.generation)
     }
 }
 
@@ -524,6 +673,23 @@ impl Observer for ArenaObserver {
         if let Some(a) = h.invoke {
             ctx.break_at(a, INVOKE, Arm::Inside);
         }
+        if let Some(c) = &h.current {
+            if let Some(a) = c.allocate_temp {
+                ctx.break_at(a, TEMP, Arm::Inside);
+            }
+            for &a in &c.head {
+                ctx.break_at(a, HEAD, Arm::Inside);
+            }
+            if let Some(a) = c.init_ops {
+                ctx.break_at(a, INIT_OPS, Arm::Inside);
+            }
+            if let Some(a) = c.prepare_ops {
+                ctx.break_at(a, PREPARE_OPS, Arm::Inside);
+            }
+            if let Some((a, _)) = c.tail_thunk {
+                ctx.break_at(a, TAIL_THUNK, Arm::Inside);
+            }
+        }
         Ok(())
     }
 
@@ -536,10 +702,22 @@ impl Observer for ArenaObserver {
             ALLOCATED => self.allocated(ctx),
             INVOKE => self.invoking(ctx),
             INVOKED => self.invoked(ctx),
-            TAIL => self.tail_asked(ctx),
+            TAIL => self.tail_asked(ctx, None),
+            TAIL_THUNK => {
+                let adjust = self.hooks.current.as_ref().and_then(|c| c.tail_thunk);
+                if let Some((_, k)) = adjust {
+                    self.tail_asked(ctx, Some(k));
+                }
+            }
             TAIL_PLACED => self.tail_placed(ctx),
             PLAN => self.plan(ctx),
             PLANNED => self.planned(ctx),
+            TEMP => self.temp_asked(ctx),
+            TEMP_PLACED => self.temp_placed(ctx),
+            HEAD => self.head_moving(ctx),
+            HEAD_MOVED => self.head_moved(ctx),
+            INIT_OPS | PREPARE_OPS => self.ops_entered(ctx),
+            OPS_DONE => self.ops_done(),
             _ => {}
         }
         Ok(())

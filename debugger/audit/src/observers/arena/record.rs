@@ -8,10 +8,10 @@ use memlife_report::model::{ArenaRecord, BuildStatus, ModelArena};
 
 use super::build::Build;
 
-/// The record of these builds.
-pub fn of(builds: &[Build]) -> ArenaRecord {
+/// The record of these builds, of TFLM of `generation`.
+pub fn of(builds: &[Build], generation: memlife_tflm::Generation) -> ArenaRecord {
     ArenaRecord {
-        generation: "2020".into(),
+        generation: generation.name().into(),
         models: models(builds),
         builds: builds.iter().take(MAX_BUILDS).map(Build::record).collect(),
         builds_unlisted: builds.len().saturating_sub(MAX_BUILDS) as u64,

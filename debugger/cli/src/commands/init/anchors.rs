@@ -21,7 +21,9 @@ pub struct Anchor {
     pub says: &'static str,
 }
 
-/// TensorFlow Lite Micro's anchors, in the 2020 layout and current TFLM alike.
+/// TensorFlow Lite Micro's anchors, in the 2020 layout and current TFLM alike, in namespace
+/// `tflite` (TFLM until 2026-08) and `tflite::micro` (tflite-micro of 2026-10, whose
+/// `GetModel` stays in `tflite` with the flatbuffer schema).
 pub const TFLM: &[Anchor] = &[
     Anchor {
         role: "build",
@@ -29,9 +31,19 @@ pub const TFLM: &[Anchor] = &[
         says: "calls tflite::MicroInterpreter::AllocateTensors",
     },
     Anchor {
+        role: "build",
+        callee: "tflite::micro::MicroInterpreter::AllocateTensors",
+        says: "calls tflite::micro::MicroInterpreter::AllocateTensors",
+    },
+    Anchor {
         role: "run",
         callee: "tflite::MicroInterpreter::Invoke",
         says: "calls tflite::MicroInterpreter::Invoke",
+    },
+    Anchor {
+        role: "run",
+        callee: "tflite::micro::MicroInterpreter::Invoke",
+        says: "calls tflite::micro::MicroInterpreter::Invoke",
     },
     Anchor {
         role: "load",
@@ -42,6 +54,11 @@ pub const TFLM: &[Anchor] = &[
         role: "release",
         callee: "tflite::MicroInterpreter::~MicroInterpreter",
         says: "destroys the interpreter (tflite::MicroInterpreter::~MicroInterpreter)",
+    },
+    Anchor {
+        role: "release",
+        callee: "tflite::micro::MicroInterpreter::~MicroInterpreter",
+        says: "destroys the interpreter (tflite::micro::MicroInterpreter::~MicroInterpreter)",
     },
 ];
 
@@ -54,12 +71,12 @@ pub struct Hit {
     pub anchor: &'static Anchor,
 }
 
-/// Whether the image has TensorFlow Lite Micro's interpreter.
+/// Whether the image has TensorFlow Lite Micro's interpreter (in `tflite` or `tflite::micro`).
 pub fn has_tflm(graph: &CallGraph) -> bool {
-    graph
-        .functions()
-        .iter()
-        .any(|f| f.name.starts_with("tflite::MicroInterpreter::"))
+    graph.functions().iter().any(|f| {
+        f.name.starts_with("tflite::MicroInterpreter::")
+            || f.name.starts_with("tflite::micro::MicroInterpreter::")
+    })
 }
 
 /// The application functions (`is_app`) that call each anchor, directly or with it inlined.
@@ -75,26 +92,31 @@ pub fn hits(graph: &CallGraph, symbols: &Symbols, is_app: &dyn Fn(usize) -> bool
         }
     };
     for anchor in TFLM {
-        let targets = graph.named(anchor.callee);
-        for &t in &targets {
-            for &caller in graph.callers(t) {
-                add(caller, anchor);
-            }
+        add_callers(graph, symbols, anchor.callee, &mut |f| add(f, anchor));
+    }
+    without_builders_as_loaders(out)
+}
+
+/// Calls `add` with every function that calls `callee` or has it inlined.
+fn add_callers(graph: &CallGraph, symbols: &Symbols, callee: &str, add: &mut dyn FnMut(usize)) {
+    let targets = graph.named(callee);
+    for &t in &targets {
+        for &caller in graph.callers(t) {
+            add(caller);
         }
-        if targets.is_empty() {
-            // Inlined everywhere (GetModel is a header function).
-            for instance in symbols.inlined_instances(anchor.callee) {
-                let into = instance
-                    .address
-                    .and_then(|a| symbols.function_at(a))
-                    .and_then(|s| graph.at(s.address));
-                if let Some(f) = into {
-                    add(f, anchor);
-                }
+    }
+    if targets.is_empty() {
+        // Inlined everywhere (GetModel is a header function).
+        for instance in symbols.inlined_instances(callee) {
+            let into = instance
+                .address
+                .and_then(|a| symbols.function_at(a))
+                .and_then(|s| graph.at(s.address));
+            if let Some(f) = into {
+                add(f);
             }
         }
     }
-    without_builders_as_loaders(out)
 }
 
 /// The function that builds the interpreter reads the model too (`GetModel` for the
@@ -112,6 +134,20 @@ fn without_builders_as_loaders(mut hits: Vec<Hit>) -> Vec<Hit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_interpreter_anchor_is_there_in_both_namespaces() {
+        for a in TFLM
+            .iter()
+            .filter(|a| a.callee.starts_with("tflite::Micro"))
+        {
+            let micro = a.callee.replacen("tflite::", "tflite::micro::", 1);
+            assert!(
+                TFLM.iter().any(|b| b.role == a.role && b.callee == micro),
+                "{micro} missing"
+            );
+        }
+    }
 
     #[test]
     fn the_builder_reads_the_model_but_is_not_the_loader() {
