@@ -12,8 +12,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
 use common::*;
 use memlife_rsp::QemuProcess;
@@ -191,30 +189,6 @@ fn steps_per_operator_and_cursors_equal_gdbs_reading() {
     assert_eq!(u(&peak("plan")["head_needed"]), head);
 }
 
-/// Runs an exiting build under QEMU; its exit status and output.
-fn run_build(elf: &Path) -> (Option<i32>, String) {
-    let mut cmd = Command::new("qemu-system-arm");
-    cmd.args([
-        "-M",
-        "netduinoplus2",
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-        "-serial",
-        "null",
-        "-semihosting-config",
-        "enable=on,target=native",
-        "-kernel",
-    ])
-    .arg(elf);
-    let out = run_with_timeout(cmd, Duration::from_secs(120));
-    (
-        out.status.code(),
-        format!("{}{}", stdout(&out), stderr(&out)),
-    )
-}
-
 fn remove_build(elf: &Path) {
     for ext in ["elf", "map"] {
         let _ = std::fs::remove_file(elf.with_extension(ext));
@@ -237,13 +211,13 @@ fn the_reported_minimum_arena_runs_when_rebuilt_and_16_bytes_less_fails() {
     assert_eq!(u(&m["arena_bytes"]) - needs, u(&m["spare"]));
 
     let fits = memlife_testkit::firmware::tflm_current_arena_elf(needs);
-    let (code, out) = run_build(&fits);
+    let (code, out) = run_exiting_elf(&fits);
     remove_build(&fits);
     assert_eq!(code, Some(0), "{needs} B: {out}");
 
     let short = needs - 16;
     let too_small = memlife_testkit::firmware::tflm_current_arena_elf(short);
-    let (code, out) = run_build(&too_small);
+    let (code, out) = run_exiting_elf(&too_small);
     remove_build(&too_small);
     assert_eq!(code, Some(5), "{short} B: {out}");
     assert!(out.contains("AllocateTensors failed"), "{out}");

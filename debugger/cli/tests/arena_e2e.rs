@@ -12,8 +12,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
 use common::*;
 use memlife_rsp::QemuProcess;
@@ -387,30 +385,6 @@ fn healthy_steps_per_operator_and_category_equal_tflmwalks_reading() {
     }
 }
 
-/// Runs an exiting arena build under QEMU; its exit status and output.
-fn run_arena_build(elf: &Path) -> (Option<i32>, String) {
-    let mut cmd = Command::new("qemu-system-arm");
-    cmd.args([
-        "-M",
-        "netduinoplus2",
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-        "-serial",
-        "null",
-        "-semihosting-config",
-        "enable=on,target=native",
-        "-kernel",
-    ])
-    .arg(elf);
-    let out = run_with_timeout(cmd, Duration::from_secs(120));
-    (
-        out.status.code(),
-        format!("{}{}", stdout(&out), stderr(&out)),
-    )
-}
-
 /// Deletes an arena build and its objects (as tools/tflm_min_arena.sh does).
 fn remove_arena_build(elf: &Path) {
     let _ = std::fs::remove_file(elf);
@@ -429,7 +403,7 @@ fn remove_arena_build(elf: &Path) {
 /// (exit 5).
 fn minimum_runs_and_16_bytes_less_fails(scenario: &str, name: &str, needs: u64) {
     let fits = memlife_testkit::firmware::tflm_arena_elf(scenario, name, needs);
-    let (code, out) = run_arena_build(&fits);
+    let (code, out) = run_exiting_elf(&fits);
     remove_arena_build(&fits);
     assert_eq!(code, Some(0), "{scenario} {name} with {needs} B: {out}");
     assert!(
@@ -439,7 +413,7 @@ fn minimum_runs_and_16_bytes_less_fails(scenario: &str, name: &str, needs: u64) 
 
     let short = needs - 16;
     let too_small = memlife_testkit::firmware::tflm_arena_elf(scenario, name, short);
-    let (code, out) = run_arena_build(&too_small);
+    let (code, out) = run_exiting_elf(&too_small);
     remove_arena_build(&too_small);
     assert_eq!(code, Some(5), "{scenario} {name} with {short} B: {out}");
     assert!(

@@ -49,6 +49,31 @@ pub fn bundled_scripts() -> Vec<PathBuf> {
     scripts
 }
 
+/// Runs an ELF that exits (through semihosting) on QEMU netduinoplus2, at most 120 s: its exit
+/// status and its output.
+pub fn run_exiting_elf(elf: &Path) -> (Option<i32>, String) {
+    let mut cmd = Command::new("qemu-system-arm");
+    cmd.args([
+        "-M",
+        "netduinoplus2",
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-serial",
+        "null",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-kernel",
+    ])
+    .arg(elf);
+    let out = run_with_timeout(cmd, Duration::from_secs(120));
+    (
+        out.status.code(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}
+
 /// A firmware ELF, built on first use.
 pub fn elf(alloc: &str, scenario: &str) -> PathBuf {
     memlife_testkit::firmware::elf(alloc, scenario)
