@@ -396,13 +396,18 @@ fn lldb_board(board: &str) {
         );
     }
     assert_eq!(traces.len(), tasks.len(), "a backtrace per task:\n{text}");
-    // `thread select 3` then `bt`: that task's own chain.
+    // `thread select 3` then `bt`: that task's own chain. In batch mode lldb may print what
+    // `thread select` shows (the thread and its frame 0) after the echo of `bt`, so the chain is
+    // the last thread block of the section.
     let selected = &tasks[&ids[&3]];
-    let bt: Vec<&str> = text
+    let section = text
         .split("(lldb) bt\n")
         .nth(1)
         .and_then(|rest| rest.split("(lldb) ").next())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let bt: Vec<&str> = section
+        .rfind("* thread #")
+        .map_or(section, |at| &section[at..])
         .lines()
         .map(|l| l.trim_start().trim_start_matches('*').trim_start())
         .filter(|l| l.starts_with("frame #"))
