@@ -41,7 +41,11 @@ const VC_FAULTS: u32 = 0x7f << 4;
 const FIRST_PAUSE: Duration = Duration::from_micros(100);
 
 mod reattach;
-pub use reattach::Reopen;
+
+/// Opens the target's probe again (the same USB probe, a new virtual probe over the same QEMU),
+/// for a re-attach after a failed reset (see `reattach`).
+pub type Reopen =
+    Box<dyn FnMut() -> std::result::Result<probe_rs::probe::Probe, ProbeError> + Send>;
 
 /// A board behind a debug probe.
 pub struct ProbeTarget {

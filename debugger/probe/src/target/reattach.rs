@@ -8,13 +8,9 @@
 //! error, with the first one named.
 
 use memlife_core::{ErrorKind, Result, TargetError};
-use probe_rs::probe::Probe;
 
-use super::ProbeTarget;
+use super::{ProbeTarget, Reopen};
 use crate::ProbeError;
-
-/// Opens the target's probe again (the same USB probe, a new virtual probe over the same QEMU).
-pub type Reopen = Box<dyn FnMut() -> std::result::Result<Probe, ProbeError> + Send>;
 
 impl ProbeTarget {
     /// Gives the target a way to open its probe again, used when a reset fails (see the module
