@@ -134,8 +134,8 @@ pub enum NameError {
     },
 }
 
-/// Where a name was given, for [`check_against`](crate::names::check_against)'s error: the file alone, or the file or a
-/// flag.
+/// Where a name was given, for [`check_against`](crate::names::check_against)'s error: the
+/// file alone, or the file or a flag.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameCheckError {
     /// A function or role, which memlife.toml or a flag (`--phase`, `--span`) may give.
