@@ -74,12 +74,12 @@ impl std::fmt::Debug for ProbeTarget {
 }
 
 /// Attaches to `opts.chip` through `probe` (named `probe_name` in messages), at `--speed`,
-/// under reset when asked.
+/// under reset when asked; the session and the chip it resolved (the registry is built once).
 fn attach_session(
     mut probe: probe_rs::probe::Probe,
     probe_name: &str,
     opts: &ProbeOptions,
-) -> std::result::Result<Session, ProbeError> {
+) -> std::result::Result<(Session, ChipInfo), ProbeError> {
     let registry = registry();
     let chip = resolve_chip(&registry, &opts.chip)?;
     if let Some(khz) = opts.speed_khz {
@@ -93,12 +93,13 @@ fn attach_session(
         "attaching"
     };
     let context = format!("{how} to {} through {probe_name}", chip.name);
-    if opts.connect_under_reset {
+    let session = if opts.connect_under_reset {
         probe.attach_under_reset_with_registry(chip.name.as_str(), Permissions::new(), &registry)
     } else {
         probe.attach_with_registry(chip.name.as_str(), Permissions::new(), &registry)
     }
-    .map_err(probe_err(context))
+    .map_err(probe_err(context))?;
+    Ok((session, chip))
 }
 
 fn probe_err(context: impl Into<String>) -> impl FnOnce(probe_rs::Error) -> ProbeError {
@@ -137,8 +138,7 @@ impl ProbeTarget {
         probe_name: String,
         opts: &ProbeOptions,
     ) -> std::result::Result<ProbeTarget, ProbeError> {
-        let chip = resolve_chip(&registry(), &opts.chip)?;
-        let session = attach_session(probe, &probe_name, opts)?;
+        let (session, chip) = attach_session(probe, &probe_name, opts)?;
         let mut target = ProbeTarget {
             session: Some(session),
             chip,

@@ -55,7 +55,8 @@ impl ProbeTarget {
         // The old session holds the probe (a USB device, the gdbstub's one connection).
         drop(self.session.take());
         let probe = reopen()?;
-        self.session = Some(super::attach_session(probe, &self.probe, &self.options)?);
+        let (session, _) = super::attach_session(probe, &self.probe, &self.options)?;
+        self.session = Some(session);
         // probe-rs cleared every comparator when it attached: the ones asked for go back.
         let mut addrs: Vec<u64> = self.breakpoints.list().iter().map(|b| b.0).collect();
         addrs.sort_unstable();
